@@ -1,0 +1,1 @@
+"""Subcommands of `cuda-gate`, one module each, registered in gate.cli.COMMANDS."""

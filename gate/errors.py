@@ -1,0 +1,123 @@
+"""One exception base for cuda-gate; each subclass carries its exit code.
+
+Only the CLI turns these into an exit status and a one-line message; everything
+else raises them, always `from` the underlying cause.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit statuses, stable for scripts and CI."""
+
+    OK = 0
+    NOT_ACCEPTED = 1
+    USAGE = 2
+    TOOL = 3
+    NO_DEVICE = 4
+    EVIDENCE = 5
+    BAD_INPUT = 6
+    CONFIG = 7
+    BAD_SIGNATURE = 10
+    ARTIFACT_CHANGED = 11
+    STALE_ENVIRONMENT = 12
+    EVIDENCE_CHANGED = 13
+    STORAGE = 20
+    GITHUB = 21
+    INTERRUPTED = 130
+
+
+class GateError(Exception):
+    """Base for every error cuda-gate reports to a person."""
+
+    exit_code: ExitCode = ExitCode.NOT_ACCEPTED
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        """The message and hint on one line, as the CLI prints it."""
+        text = " ".join(self.message.split())
+        if self.hint:
+            text += f" ({' '.join(self.hint.split())})"
+        return text
+
+
+class ToolError(GateError):
+    """A required external tool is missing, failed, or printed something unusable."""
+
+    exit_code = ExitCode.TOOL
+
+
+class ToolTimeoutError(ToolError):
+    """A tool or program ran past its timeout; its process group was killed."""
+
+
+class NoDeviceError(GateError):
+    """No CUDA device could be used; carries the runtime's own error text."""
+
+    exit_code = ExitCode.NO_DEVICE
+
+
+class UnsupportedTargetError(GateError):
+    """The detected target is not in the toolkit's list of supported targets."""
+
+    exit_code = ExitCode.TOOL
+
+
+class EvidenceError(GateError):
+    """The evidence folder cannot be written."""
+
+    exit_code = ExitCode.EVIDENCE
+
+
+class BadInputError(GateError):
+    """An input file is malformed: not ELF, truncated, corrupted."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class ConfigError(GateError):
+    """The configuration or a command-line value is invalid."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class SignatureError(GateError):
+    """A signature does not verify, or a key cannot be used."""
+
+    exit_code = ExitCode.BAD_SIGNATURE
+
+
+class ArtifactChangedError(GateError):
+    """An artifact no longer matches the hash recorded in the manifest."""
+
+    exit_code = ExitCode.ARTIFACT_CHANGED
+
+
+class StaleEnvironmentError(GateError):
+    """The machine no longer matches the one the evidence was recorded on."""
+
+    exit_code = ExitCode.STALE_ENVIRONMENT
+
+
+class EvidenceChangedError(GateError):
+    """An evidence file no longer matches its recorded digest."""
+
+    exit_code = ExitCode.EVIDENCE_CHANGED
+
+
+class StorageError(GateError):
+    """The evidence store could not be reached or refused an operation."""
+
+    exit_code = ExitCode.STORAGE
+
+
+class GitHubError(GateError):
+    """The GitHub API refused or failed a request."""
+
+    exit_code = ExitCode.GITHUB

@@ -1,0 +1,95 @@
+"""Nox sessions for cuda-gate: each one is a thin call into the `cuda-gate` CLI or a tool.
+
+Sessions use the interpreter nox runs on (no pinned versions): CI sets CI=true,
+and a pinned interpreter that is missing would fail the run.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["gate"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def _install(session: nox.Session, extras: str = "") -> None:
+    """Install the project (with extras) into the session's virtualenv."""
+    session.install("-q", f".{extras}")
+
+
+@nox.session
+def gate(session: nox.Session) -> None:
+    """Run the whole gate on this machine: detect, build, inspect, execute, report."""
+    _install(session)
+    session.run("cuda-gate", "run", *session.posargs)
+
+
+@nox.session(default=False)
+def probe(session: nox.Session) -> None:
+    """Detect the GPU's compute capability and check the toolkit supports it."""
+    _install(session)
+    session.run("cuda-gate", "run", "--stop-after", "probe", *session.posargs)
+
+
+@nox.session(default=False)
+def build(session: nox.Session) -> None:
+    """Build the smoke program (and configured builds) for the detected target."""
+    _install(session)
+    session.run("cuda-gate", "run", "--stop-after", "build", *session.posargs)
+
+
+@nox.session(default=False)
+def inspect(session: nox.Session) -> None:
+    """List the device code of the artifacts given as arguments."""
+    _install(session)
+    session.run("cuda-gate", "inspect", *session.posargs)
+
+
+@nox.session(default=False)
+def execute(session: nox.Session) -> None:
+    """Run the gate through execution of both paths (no manifest, no upload)."""
+    _install(session)
+    session.run("cuda-gate", "run", "--stop-after", "execute", *session.posargs)
+
+
+@nox.session(default=False)
+def verify(session: nox.Session) -> None:
+    """Verify a signed manifest against the artifacts and this machine."""
+    _install(session)
+    args = session.posargs or ["gate-evidence/manifest.dsse.json"]
+    session.run("cuda-gate", "verify", *args)
+
+
+@nox.session(default=False)
+def upload(session: nox.Session) -> None:
+    """Upload (or resume uploading) the evidence folder to the configured store."""
+    _install(session)
+    session.run("cuda-gate", "upload", *session.posargs)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the unit and integration tiers (and the gpu tier where a device is visible)."""
+    _install(session, "[test]")
+    session.run("python", "-m", "pytest", *(session.posargs or ["-q"]))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff, mypy --strict, and the workflow linters."""
+    _install(session, "[lint,test]")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
+    if os.path.isdir(".github/workflows"):
+        session.run("python", "ci/lint_workflows.py", external=False)
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Time `cuda-gate inspect` against cuobjdump on large real libraries."""
+    _install(session, "[test]")
+    session.run("python", "benchmarks/bench_inspect.py", *session.posargs)
