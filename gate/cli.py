@@ -18,6 +18,9 @@ from gate.errors import ExitCode, GateError
 COMMANDS = (
     "run",
     "inspect",
+    "github",
+    "keygen",
+    "verify",
 )
 
 

@@ -1,0 +1,162 @@
+"""``cuda-gate github``: put the gate's results where people look in GitHub Actions.
+
+* ``status``: a commit status per runner class, linking to the evidence;
+* ``annotate``: ``::error`` annotations for the failed checks;
+* ``summary``: append an evidence folder's summary.md to the step summary;
+* ``runner-matrix``: the gate job's matrix from the one runner-classes file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from gate.errors import BadInputError, ConfigError, EvidenceError
+
+DEFAULT_EVIDENCE = "gate-evidence"
+DEFAULT_CLASSES = "ci/runner-classes.json"
+
+
+def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
+    """Add ``github`` and its subcommands."""
+    parser = subparsers.add_parser(
+        "github", help="report results to GitHub: commit status, annotations, matrix"
+    )
+    sub = parser.add_subparsers(dest="github_command", required=True, metavar="ACTION")
+
+    status = sub.add_parser("status", help="post a commit status for one runner class")
+    status.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
+    status.add_argument("--context", required=True, help='e.g. "cuda-gate/dgx-spark"')
+    status.add_argument("--target-url", help="link to the evidence (default: this workflow run)")
+    status.add_argument("--repository", help="owner/name (default: $GITHUB_REPOSITORY)")
+    status.add_argument(
+        "--revision", help="commit SHA (default: the run record's, then $GITHUB_SHA)"
+    )
+    status.set_defaults(handler=_status)
+
+    annotate = sub.add_parser("annotate", help="print ::error annotations for failed checks")
+    annotate.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
+    annotate.add_argument("--title", default="cuda-gate", help="prefix of each annotation title")
+    annotate.set_defaults(handler=_annotate)
+
+    summary = sub.add_parser("summary", help="append summary.md to $GITHUB_STEP_SUMMARY")
+    summary.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
+    summary.add_argument("--heading", help="a Markdown heading to put above it")
+    summary.set_defaults(handler=_summary)
+
+    matrix = sub.add_parser("runner-matrix", help="emit the gate job's matrix as step outputs")
+    matrix.add_argument("--file", type=Path, default=Path(DEFAULT_CLASSES))
+    matrix.add_argument("--only", default="", help="comma- or space-separated class names")
+    matrix.add_argument("--required-only", action="store_true", help="only release classes")
+    matrix.set_defaults(handler=_runner_matrix)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from gate.github import CommitStatus, GitHubClient, State, check_revision
+    from gate.runrecord import load_record
+
+    env = os.environ
+    repository = args.repository or env.get("GITHUB_REPOSITORY")
+    if not repository:
+        raise ConfigError("no repository: pass --repository or set GITHUB_REPOSITORY")
+    try:
+        record = load_record(args.evidence)
+    except BadInputError as e:
+        status = CommitStatus(State.ERROR, args.context, f"no usable evidence: {e.message}")
+        revision = args.revision or env.get("GITHUB_SHA")
+    else:
+        state = State.SUCCESS if record.accepted else State.FAILURE
+        status = CommitStatus(state, args.context, record.statement or state.value)
+        revision = args.revision or record.revision or env.get("GITHUB_SHA")
+    if not revision:
+        raise ConfigError("no revision: pass --revision or set GITHUB_SHA")
+    target_url = args.target_url or _run_url(env)
+    status = CommitStatus(status.state, status.context, status.description, target_url)
+    client = GitHubClient.from_env(env)
+    client.create_status(repository, check_revision(revision), status)
+    print(f"{args.context}: {status.state.value} on {revision[:12]} ({status.description})")
+    return 0
+
+
+def _run_url(env: os._Environ[str]) -> str | None:
+    """This workflow run's page, where the evidence artifact is attached."""
+    parts = [env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    if not all(parts):
+        return None
+    server, repository, run_id = parts
+    return f"{server}/{repository}/actions/runs/{run_id}"
+
+
+def _annotate(args: argparse.Namespace) -> int:
+    from gate.github import workflow_command
+    from gate.runrecord import JUNIT, junit_failures, load_record
+
+    lines: list[str] = []
+    try:
+        record = load_record(args.evidence)
+    except BadInputError as e:
+        lines.append(workflow_command("error", e.message, title=f"{args.title}: no run record"))
+        junit = args.evidence / JUNIT
+        failed = junit_failures(junit) if junit.is_file() else ()
+    else:
+        failed = record.failed_checks
+        if not record.accepted:
+            lines.append(
+                workflow_command(
+                    "error", record.statement or "not accepted", title=f"{args.title}: verdict"
+                )
+            )
+    for check in failed:
+        title = f"{args.title}: {check.classname}.{check.name}".replace(": .", ": ")
+        lines.append(workflow_command("error", check.message or "failed", title=title))
+    if lines:
+        print("\n".join(lines))
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    source = args.evidence / "summary.md"
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = f"No summary: `{source}` was not written (see the job log).\n"
+    except OSError as e:
+        raise BadInputError(f"{source}: cannot read: {e.strerror}") from e
+    if args.heading:
+        text = f"## {args.heading}\n\n{text}"
+    if not target:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with Path(target).open("a", encoding="utf-8") as out:
+            out.write(text if text.endswith("\n") else text + "\n")
+    except OSError as e:
+        raise EvidenceError(f"{target}: cannot append the step summary: {e.strerror}") from e
+    return 0
+
+
+def _runner_matrix(args: argparse.Namespace) -> int:
+    from gate.runners import github_matrix, load_runner_classes, select
+
+    only = args.only.replace(",", " ").split()
+    chosen = select(load_runner_classes(args.file), only, required_only=args.required_only)
+    lines = [
+        f"matrix={json.dumps(github_matrix(chosen), separators=(',', ':'))}",
+        f"classes={' '.join(c.name for c in chosen)}",
+    ]
+    output = os.environ.get("GITHUB_OUTPUT")
+    if not output:
+        print("\n".join(lines))
+        return 0
+    try:
+        with Path(output).open("a", encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")
+    except OSError as e:
+        raise EvidenceError(f"{output}: cannot write step outputs: {e.strerror}") from e
+    print("\n".join(lines))
+    return 0
