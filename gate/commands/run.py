@@ -1,0 +1,70 @@
+"""`cuda-gate run`: the whole gate on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
+
+
+def register(subparsers: Any) -> None:
+    """Add the `run` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "run",
+        help="detect the GPU, build, inspect, execute both paths, report",
+        description="Run the release gate: environment, probe, build, inspect, execute "
+        "(native SASS with JIT impossible, then forced PTX JIT), report.",
+    )
+    parser.add_argument("--evidence", type=Path, default=Path("gate-evidence"),
+                        help="evidence folder (default: gate-evidence; replaced on each run)")
+    parser.add_argument("--build-dir", type=Path, default=None,
+                        help="where to build the probe and smoke program (default: a temp folder)")
+    parser.add_argument("--target", default=None,
+                        help="build and inspect for this target (sm_121 or 12.1) instead of the "
+                        "detected one; without a GPU the verdict stays 'not accepted'")
+    parser.add_argument("--sass", nargs="*", default=None, metavar="TARGET",
+                        help="SASS targets to embed in the smoke program (default: the target)")
+    parser.add_argument("--ptx", nargs="*", default=None, metavar="TARGET",
+                        help="PTX targets to embed in the smoke program (default: the target)")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds each execution may take before its process group is killed")
+    parser.add_argument("--stop-after", choices=STAGE_CHOICES, default=None,
+                        help="stop after this stage (the verdict is then not accepted)")
+    parser.add_argument("--dump-sass", choices=("auto", "always", "never"), default="auto",
+                        help="full SASS dump: only for small artifacts (auto), always, or never")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the pipeline and print the table, the diagnosis and the verdict."""
+    from gate import report
+    from gate.execute import DEFAULT_TIMEOUT
+    from gate.pipeline import RunOptions, run
+    from gate.targets import Target, parse_target_or_capability
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    target = parse_target_or_capability(args.target).sm() if args.target else None
+    options = RunOptions(
+        evidence=args.evidence,
+        build_dir=args.build_dir,
+        project_dir=Path.cwd(),
+        target=target,
+        sass=tuple(Target.parse(t).as_sass() for t in args.sass) if args.sass is not None else None,
+        ptx=tuple(Target.parse(t).as_ptx() for t in args.ptx) if args.ptx is not None else None,
+        timeout=args.timeout if args.timeout > 0 else DEFAULT_TIMEOUT,
+        stop_after=args.stop_after,
+        dump_sass=args.dump_sass,
+    )
+    outcome = run(options, progress)
+    print(report.console(outcome.state.checks, outcome.verdict, outcome.diagnoses))
+    print(f"Evidence: {outcome.evidence}/")
+    if outcome.headline and not outcome.verdict.accepted:
+        print(f"cuda-gate: {outcome.headline}", file=sys.stderr)
+    return int(outcome.exit_code)

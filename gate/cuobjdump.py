@@ -1,0 +1,178 @@
+"""The cuobjdump backend: run NVIDIA's tool and parse its listings into our records.
+
+cuobjdump exits 0 when a file simply holds no ELF or PTX, prints the same arch name
+for ``sm_100`` and ``sm_100f``, and lists the device-link stub as a second cubin:
+parse content, never trust its exit code or count lines naively (CUDA-FACTS.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate import proc
+from gate.errors import ToolError
+from gate.listing import DeviceEntry, Kind, Listing
+from gate.targets import Target, Version
+
+TIMEOUT = 600.0
+_LIST_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S+)\s*$", re.MULTILINE)
+_BLOCK_RE = re.compile(r"^Fatbin (elf|ptx) code:\n=+\n", re.MULTILINE)
+_ARCH_RE = re.compile(r"^arch = (\S+)", re.MULTILINE)
+_CODE_VERSION_RE = re.compile(r"^code version = \[(\d+),(\d+)\]", re.MULTILINE)
+_ENTRY_SYMBOL_RE = re.compile(r"^FUNC\s+\S+\s+\S+\s+ENTRY\s+(\S+)\s*$", re.MULTILINE)
+_PTX_ENTRY_RE = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", re.MULTILINE)
+_PTX_VERSION_RE = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
+_PTX_TARGET_RE = re.compile(r"^\s*\.target\s+(\S+?)(?:,|\s|$)", re.MULTILINE)
+_SASS_FUNCTION_RE = re.compile(r"^\s*Function : (\S+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class PtxText:
+    """One PTX module from ``--dump-ptx``: the arch cuobjdump names and what the text declares."""
+
+    arch: str
+    version: str | None
+    target: str | None
+    entries: tuple[str, ...]
+
+
+def find() -> str:
+    """cuobjdump from PATH, next to nvcc, or from the nvidia-cuda-cuobjdump wheel."""
+    return proc.which("cuobjdump", extra_dirs=_candidate_dirs())
+
+
+def _candidate_dirs() -> list[str]:
+    dirs = [str(Path(os.environ[v]) / "bin") for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ]
+    dirs.append("/usr/local/cuda/bin")
+    for base in sys.path:
+        wheel_bin = Path(base) / "nvidia" / "cu13" / "bin"
+        if wheel_bin.is_dir():
+            dirs.append(str(wheel_bin))
+    return dirs
+
+
+def _env_with_nvdisasm(tool: str) -> dict[str, str]:
+    """cuobjdump --dump-sass needs nvdisasm; the wheels put both in one folder."""
+    folder = str(Path(tool).parent)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def run_tool(tool: str, args: list[str], artifact: Path) -> proc.Result:
+    """Run cuobjdump with ``args`` on ``artifact``; ToolError on a fatal error."""
+    result = proc.run(
+        [tool, *args, str(artifact)], timeout=TIMEOUT, env_set=_env_with_nvdisasm(tool)
+    )
+    if result.timed_out:
+        raise ToolError(f"cuobjdump {' '.join(args)} {artifact}: killed after {TIMEOUT:g} s")
+    fatal = [line for line in result.stderr.splitlines() if "fatal" in line]
+    if fatal or (result.returncode != 0 and not _no_device_code(result)):
+        raise ToolError(
+            f"cuobjdump {' '.join(args)} {artifact} failed: "
+            f"{(fatal[0] if fatal else result.last_line()) or result.returncode}"
+        )
+    return result
+
+
+def _no_device_code(result: proc.Result) -> bool:
+    return "does not contain device code" in result.output()
+
+
+def parse_list(text: str, kind: str) -> tuple[str, ...]:
+    """Names from ``--list-elf`` (kind "ELF") or ``--list-ptx`` (kind "PTX"), in order."""
+    return tuple(name for k, name in _LIST_RE.findall(text) if k == kind)
+
+
+def arch_of_listed_name(name: str) -> Target:
+    """``sm_90`` from a listed file name such as ``check.2.sm_90.cubin``."""
+    for part in reversed(name.split(".")):
+        if part.startswith(("sm_", "compute_")):
+            return Target.parse(part)
+    raise ToolError(f"cuobjdump listed an entry with no arch in its name: {name}")
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """Split cuobjdump output into (kind, body) per ``Fatbin elf/ptx code:`` header."""
+    matches = list(_BLOCK_RE.finditer(text))
+    out = []
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        out.append((match.group(1), text[match.end() : end]))
+    return out
+
+
+def parse_symbols(text: str) -> list[tuple[Target, tuple[str, ...]]]:
+    """Per cubin in ``-symbols`` output, its arch and ENTRY function names, in order."""
+    out = []
+    for kind, body in _blocks(text):
+        if kind != "elf":
+            continue
+        arch = _ARCH_RE.search(body)
+        if not arch:
+            raise ToolError("cuobjdump -symbols printed a cubin block without an arch line")
+        out.append((Target.parse(arch.group(1)).as_sass(), tuple(_ENTRY_SYMBOL_RE.findall(body))))
+    return out
+
+
+def parse_ptx_dump(text: str) -> list[PtxText]:
+    """Per PTX module in ``--dump-ptx`` output, the declared version, target and entries."""
+    out = []
+    for kind, body in _blocks(text):
+        if kind != "ptx":
+            continue
+        arch = _ARCH_RE.search(body)
+        version = _PTX_VERSION_RE.search(body)
+        target = _PTX_TARGET_RE.search(body)
+        out.append(
+            PtxText(
+                arch=arch.group(1) if arch else "",
+                version=version.group(1) if version else None,
+                target=target.group(1) if target else None,
+                entries=tuple(_PTX_ENTRY_RE.findall(body)),
+            )
+        )
+    return out
+
+
+def parse_sass_functions(text: str) -> dict[str, set[str]]:
+    """Function names per ``code for sm_XY`` section of ``--dump-sass`` output."""
+    out: dict[str, set[str]] = {}
+    for kind, body in _blocks(text):
+        if kind != "elf":
+            continue
+        arch = _ARCH_RE.search(body)
+        if arch:
+            out.setdefault(arch.group(1), set()).update(_SASS_FUNCTION_RE.findall(body))
+    return out
+
+
+def listing(symbols_text: str, ptx_text: str) -> Listing:
+    """Our Listing from ``-symbols`` and ``--dump-ptx`` output (cuobjdump cannot show ``f``)."""
+    entries = [
+        DeviceEntry(Kind.SASS, target, kernels=kernels)
+        for target, kernels in parse_symbols(symbols_text)
+    ]
+    for module in parse_ptx_dump(ptx_text):
+        declared = module.target or module.arch
+        target = Target.parse(declared.replace("sm_", "compute_", 1)).as_ptx()
+        entries.append(
+            DeviceEntry(
+                Kind.PTX,
+                target,
+                kernels=module.entries,
+                ptx_isa=Version.parse(module.version) if module.version else None,
+            )
+        )
+    return Listing(tuple(entries))
+
+
+def version(tool: str) -> str:
+    """cuobjdump's own version line, for the evidence."""
+    result = proc.run([tool, "--version"], timeout=60)
+    for line in result.stdout.splitlines():
+        if "release" in line or line.startswith("Build"):
+            return line.strip()
+    return result.last_line()
