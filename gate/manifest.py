@@ -1,0 +1,333 @@
+"""The release manifest: an in-toto Statement v1 over the final artifacts, optionally signed.
+
+Built from the evidence folder of one gate run (``result.json`` plus every file
+beside it). The Statement (https://github.com/in-toto/attestation/blob/main/spec/v1/statement.md)
+names each final artifact as a subject with its SHA-256; its predicate (type
+:data:`PREDICATE_TYPE`, schema ``gate/schemas/manifest-predicate.schema.json``)
+holds the seed's four evidence sets, the verdict, and the digest of every
+evidence file. ``manifest.json`` is the Statement; ``manifest.dsse.json`` is
+the same bytes signed in a DSSE envelope when a key is configured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from gate.errors import ArtifactChangedError, EvidenceError
+from gate.redact import leaked_names, redact_json, secret_values
+from gate.signing import Signer, load_signer_from_env_or_file, sign_envelope
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
+PREDICATE_VERSION = 1
+RESULT_FILE = "result.json"
+MANIFEST_FILE = "manifest.json"
+ENVELOPE_FILE = "manifest.dsse.json"
+MANIFEST_FILES = frozenset({MANIFEST_FILE, ENVELOPE_FILE})
+NOT_SIGNED = "manifest not signed: no signing key configured"
+
+__all__ = [
+    "ENVELOPE_FILE",
+    "MANIFEST_FILE",
+    "NOT_SIGNED",
+    "PREDICATE_TYPE",
+    "STATEMENT_TYPE",
+    "ManifestResult",
+    "build_statement",
+    "evidence_digests",
+    "load_signer_from_env_or_file",
+    "validate_predicate",
+    "write_file_atomic",
+    "write_manifest",
+]
+
+
+@dataclass(frozen=True)
+class EvidenceDigest:
+    """One evidence file: its path relative to the folder, SHA-256 and size."""
+
+    name: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ManifestResult:
+    """What :func:`write_manifest` wrote, and whether it signed."""
+
+    statement_path: Path
+    envelope_path: Path | None
+    keyid: str | None
+    subjects: tuple[str, ...]
+    evidence_files: int
+
+    @property
+    def signed(self) -> bool:
+        """Whether a signed envelope was written."""
+        return self.envelope_path is not None
+
+    @property
+    def message(self) -> str:
+        """One line for the console and the summary."""
+        if self.envelope_path is None:
+            return NOT_SIGNED
+        return f"manifest signed with key {self.keyid}: {self.envelope_path}"
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def evidence_digests(evidence_dir: Path) -> tuple[EvidenceDigest, ...]:
+    """Every evidence file except the manifest files and hidden ones (markers, temp files).
+
+    Symbolic links are refused: evidence is plain files, and a link could point
+    anywhere after signing.
+    """
+    found: list[EvidenceDigest] = []
+    for path in sorted(evidence_dir.rglob("*")):
+        rel = path.relative_to(evidence_dir)
+        if any(part.startswith(".") for part in rel.parts) or rel.as_posix() in MANIFEST_FILES:
+            continue
+        if path.is_symlink():
+            raise EvidenceError(f"{path}: evidence must be plain files, not symbolic links")
+        if path.is_file():
+            try:
+                found.append(EvidenceDigest(rel.as_posix(), sha256_file(path), path.stat().st_size))
+            except OSError as e:
+                raise EvidenceError(f"{path}: cannot read evidence: {e.strerror or e}") from e
+    return tuple(found)
+
+
+def read_result(evidence_dir: Path) -> dict[str, Any]:
+    """The run record ``result.json``; EvidenceError naming the file when unusable."""
+    path = evidence_dir / RESULT_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise EvidenceError(f"{path}: cannot read the run record: {e.strerror or e}") from e
+    except ValueError as e:
+        raise EvidenceError(f"{path}: not JSON: {e}") from e
+    if not isinstance(data, dict) or data.get("version") != 1:
+        raise EvidenceError(f"{path}: not a version 1 cuda-gate run record")
+    return data
+
+
+def build_statement(
+    evidence_dir: Path, digests: tuple[EvidenceDigest, ...] | None = None
+) -> dict[str, Any]:
+    """The in-toto Statement for the run recorded in ``evidence_dir``.
+
+    Each artifact still at its recorded path is hashed again: an artifact that
+    changed after inspection is an ArtifactChangedError, never signed.
+    """
+    result = read_result(evidence_dir)
+    source = evidence_dir / RESULT_FILE
+    if digests is None:
+        digests = evidence_digests(evidence_dir)
+    artifacts = [_artifact_provenance(a, source) for a in _objects(result, "artifacts", source)]
+    names = [a["name"] for a in artifacts]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise EvidenceError(f"{source}: artifact names must be unique: {', '.join(duplicates)}")
+    env = _object(result, "environment", source)
+    device = _object(result, "device", source)
+    predicate = {
+        "version": PREDICATE_VERSION,
+        "tool": _pick(_object(result, "tool", source), "name", "version"),
+        "run": {
+            **_pick(_object(result, "run", source), "run_id", "runner", "runner_class"),
+            **_pick(result, "started", "finished"),
+        },
+        "environment": {
+            **_pick(env, "host_arch", "os", "supported_targets", "container"),
+            "driver": _pick_or_none(env.get("driver"), "name", "driver_version", "cuda_version"),
+            "toolkit": _pick_or_none(env.get("toolkit"), "version", "release", "nvcc"),
+            "builds": [
+                _pick(b, "name", "command", "argv", "cwd", "returncode", "duration")
+                for b in _objects(result, "builds", source)
+            ],
+        },
+        "device_code": {
+            "device": _pick(device, "capability", "target", "source", "error"),
+            "artifacts": [
+                _pick(a, "name", "host_format", "elf_machine", "listing")
+                for a in _objects(result, "artifacts", source)
+            ],
+        },
+        "execution": [
+            _pick(
+                e,
+                "entry_point",
+                "path",
+                "command",
+                "returncode",
+                "timed_out",
+                "duration",
+                "log",
+                "log_sha256",
+                "output_ok",
+            )
+            for e in _objects(result, "executions", source)
+        ],
+        "provenance": {
+            "source": _pick(_object(result, "source", source), "revision", "dirty", "repository"),
+            "artifacts": artifacts,
+        },
+        "checks": [
+            _pick(c, "name", "classname", "passed", "skipped", "message")
+            for c in _objects(result, "checks", source)
+        ],
+        "verdict": _pick(_object(result, "verdict", source), "accepted", "statement", "reasons"),
+        "evidence": [{"name": d.name, "sha256": d.sha256, "size": d.size} for d in digests],
+    }
+    problem = validate_predicate(predicate)
+    if problem:
+        raise EvidenceError(f"{source}: {problem}")
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": a["name"], "digest": {"sha256": a["sha256"]}} for a in artifacts],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def write_manifest(
+    evidence_dir: Path,
+    signer: Signer | None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> ManifestResult:
+    """Write ``manifest.json`` and, with a signer, ``manifest.dsse.json``, atomically.
+
+    Without a signer an envelope left by an earlier run is removed, so no stale
+    signature sits next to new evidence. Evidence holding the value of a
+    secret-looking environment variable is refused (EvidenceError naming the
+    file and the variable, never the value).
+    """
+    secrets = secret_values(environ)
+    digests = evidence_digests(evidence_dir)
+    for digest in digests:
+        leaked = leaked_names((evidence_dir / digest.name).read_bytes(), environ)
+        if leaked:
+            raise EvidenceError(
+                f"{evidence_dir / digest.name}: holds the value of ${leaked[0]}; "
+                "refusing to write a manifest over leaked secrets"
+            )
+    statement = redact_json(build_statement(evidence_dir, digests), secrets)
+    payload = (json.dumps(statement, indent=2) + "\n").encode("utf-8")
+    statement_path = write_file_atomic(evidence_dir / MANIFEST_FILE, payload)
+    envelope_path = evidence_dir / ENVELOPE_FILE
+    if signer is None:
+        try:
+            envelope_path.unlink(missing_ok=True)
+        except OSError as e:
+            raise EvidenceError(f"{envelope_path}: cannot remove a stale envelope: {e}") from e
+        return ManifestResult(statement_path, None, None, _subject_names(statement), len(digests))
+    envelope = sign_envelope(payload, signer)
+    write_file_atomic(envelope_path, envelope.dumps().encode("utf-8"))
+    return ManifestResult(
+        statement_path, envelope_path, signer.keyid, _subject_names(statement), len(digests)
+    )
+
+
+@cache
+def _predicate_schema() -> dict[str, Any]:
+    text = resources.files("gate").joinpath("schemas/manifest-predicate.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def validate_predicate(predicate: Any) -> str | None:  # noqa: ANN401 - any JSON value
+    """None when ``predicate`` matches the schema, else the first problem on one line."""
+    validator = jsonschema.Draft202012Validator(_predicate_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(predicate))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+    return f"predicate field {where}: {error.message}"
+
+
+def _artifact_provenance(artifact: dict[str, Any], source: Path) -> dict[str, Any]:
+    """An artifact's name, path, hash, size and dependencies, re-hashed where it still is."""
+    record = _pick(artifact, "name", "path", "sha256", "size", "dependencies")
+    record["dependencies"] = [
+        _pick(d, "name", "resolved")
+        for d in record.get("dependencies") or ()
+        if isinstance(d, dict)
+    ]
+    path = artifact.get("path")
+    if isinstance(path, str) and Path(path).is_file():
+        actual = sha256_file(Path(path))
+        if actual != artifact.get("sha256"):
+            raise ArtifactChangedError(
+                f"{path}: changed since it was inspected (sha256 {actual[:16]}..., "
+                f"{source} records {str(artifact.get('sha256'))[:16]}...)"
+            )
+    return record
+
+
+def _subject_names(statement: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(s["name"]) for s in statement["subject"])
+
+
+def _object(data: dict[str, Any], key: str, source: Path) -> dict[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise EvidenceError(f"{source}: field {key!r} is missing or not an object")
+    return value
+
+
+def _objects(data: dict[str, Any], key: str, source: Path) -> list[dict[str, Any]]:
+    value = data.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise EvidenceError(f"{source}: field {key!r} is missing or not a list of objects")
+    return value
+
+
+def _pick(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """The named keys of a record (extra keys in the run record are not signed over)."""
+    return {k: data[k] for k in keys if k in data}
+
+
+def _pick_or_none(data: Any, *keys: str) -> dict[str, Any] | None:  # noqa: ANN401
+    return _pick(data, *keys) if isinstance(data, dict) else None
+
+
+def write_file_atomic(target: Path, data: bytes, *, mode: int = 0o644) -> Path:
+    """Write ``data`` to ``target`` through a temp file in the same folder and os.replace.
+
+    The temp file is created with mode 0600 and set to ``mode`` before any byte is
+    written, so a private key is never readable by others, not even briefly.
+    """
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        try:
+            os.fchmod(fd, mode)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            Path(tmp).replace(target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise EvidenceError(f"{target}: cannot write: {e.strerror or e}") from e
+    return target

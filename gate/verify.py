@@ -1,0 +1,388 @@
+"""Verify a signed manifest against the artifacts, the evidence, and this machine.
+
+Reads like the procedure (after sigstore-python's ``verify/verifier.py``):
+
+1. signature: the DSSE envelope's signature over PAE(payloadType, payload)
+   verifies with the given Ed25519 key, and the payload is a cuda-gate in-toto
+   Statement v1 whose predicate matches the schema;
+2. artifacts: every subject's SHA-256 equals the file in front of us (a relinked
+   artifact is a different artifact: the seed's "any subsequent relinking
+   requires a new acceptance test");
+3. evidence: when the evidence folder sits next to the envelope, each recorded
+   file's SHA-256 still matches;
+4. environment: on a GPU machine, host arch, driver, toolkit and compute
+   capability equal the recorded ones (evidence from another driver is stale);
+5. verdict: the recorded verdict accepted the run.
+
+A failed signature stops at once (nothing in the payload can be trusted); the
+other steps all run and are all reported, then the first failure decides the
+exit status. Steps that could not run say so.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate import environment, proc
+from gate.errors import (
+    ArtifactChangedError,
+    BadInputError,
+    ConfigError,
+    EvidenceChangedError,
+    GateError,
+    NoDeviceError,
+    SignatureError,
+    StaleEnvironmentError,
+    ToolError,
+)
+from gate.manifest import (
+    MANIFEST_FILE,
+    PREDICATE_TYPE,
+    RESULT_FILE,
+    STATEMENT_TYPE,
+    evidence_digests,
+    sha256_file,
+    validate_predicate,
+)
+from gate.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
+from gate.targets import Capability
+
+_SMI_TIMEOUT = 60.0
+
+
+class Outcome(enum.Enum):
+    """How one step ended."""
+
+    PASSED = "ok"
+    FAILED = "FAILED"
+    NOT_CHECKED = "not checked"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One numbered step, its outcome and a one-line detail."""
+
+    number: int
+    title: str
+    outcome: Outcome
+    detail: str
+    error: GateError | None = None
+
+    def line(self) -> str:
+        """The step as the CLI prints it."""
+        return f"  {self.number}. {self.title}: {self.outcome.value} - {self.detail}"
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    """What verify compares with the manifest: the machine in front of us."""
+
+    host_arch: str
+    driver_version: str | None
+    driver_cuda_version: str | None
+    toolkit_version: str | None
+    capability: str | None
+    toolkit_release: str | None = None
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Every step's result and the verified Statement; ``ok`` when nothing failed."""
+
+    steps: tuple[StepResult, ...]
+    statement: dict[str, Any]
+    keyid: str
+
+    @property
+    def ok(self) -> bool:
+        """Whether no step failed (steps not checked do not fail)."""
+        return all(s.outcome is not Outcome.FAILED for s in self.steps)
+
+    @property
+    def not_checked(self) -> tuple[str, ...]:
+        """Titles of the steps that could not be performed."""
+        return tuple(s.title for s in self.steps if s.outcome is Outcome.NOT_CHECKED)
+
+    def first_error(self) -> GateError | None:
+        """The error of the first failed step, which decides the exit status."""
+        return next((s.error for s in self.steps if s.error is not None), None)
+
+
+def verify(
+    envelope_path: Path,
+    key: PublicKey,
+    *,
+    artifacts_dir: Path | None = None,
+    check_environment: bool = True,
+    machine: MachineFacts | Callable[[], MachineFacts] | None = None,
+    emit: Callable[[StepResult], None] | None = None,
+) -> Verification:
+    """Run the steps on ``envelope_path``; raise SignatureError if step 1 fails.
+
+    ``machine`` is the current machine's facts, or a function gathering them
+    (default :func:`gather_machine_facts`); a NoDeviceError from it means step 4
+    is "not checked". ``emit`` sees each step as soon as it is decided.
+    """
+    report = emit or (lambda _step: None)
+    try:
+        data = envelope_path.read_bytes()
+    except OSError as e:
+        raise BadInputError(f"{envelope_path}: cannot read: {e.strerror or e}") from e
+    payload, keyid, step1 = _step_signature(data, str(envelope_path), key)
+    report(step1)
+    statement = _parse_statement(payload, str(envelope_path))
+    predicate: dict[str, Any] = statement["predicate"]
+    steps = [step1]
+
+    def record(step: StepResult) -> None:
+        report(step)
+        steps.append(step)
+
+    record(_step_artifacts(statement, artifacts_dir))
+    record(_step_evidence(envelope_path.parent, predicate, payload))
+    record(_step_environment(predicate, check_environment, machine))
+    record(_step_verdict(predicate))
+    return Verification(tuple(steps), statement, keyid)
+
+
+def _step_signature(data: bytes, source: str, key: PublicKey) -> tuple[bytes, str, StepResult]:
+    """Step 1 (DSSE protocol): the signature over PAE(payloadType, payload) verifies."""
+    try:
+        envelope = parse_envelope(data, source)
+    except BadInputError as e:
+        raise SignatureError(f"1. signature: {e.message}") from e
+    # The payload type is covered by the signature (PAE), but only in-toto is accepted.
+    if envelope.payload_type != PAYLOAD_TYPE:
+        raise SignatureError(
+            f"1. signature: {source}: payloadType is {envelope.payload_type!r}, not {PAYLOAD_TYPE}"
+        )
+    try:
+        signature = verify_envelope(envelope, key)
+    except SignatureError as e:
+        raise SignatureError(f"1. signature: {source}: {e.message}") from e
+    detail = f"signed by key {signature.keyid or key.keyid} ({PAYLOAD_TYPE})"
+    return envelope.payload, key.keyid, StepResult(1, "signature", Outcome.PASSED, detail)
+
+
+def _parse_statement(payload: bytes, source: str) -> dict[str, Any]:
+    """The signed payload as a cuda-gate Statement v1; BadInputError when it is not one.
+
+    Signed but malformed is bad input, not a bad signature: the key holder wrote it.
+    """
+    try:
+        statement = json.loads(payload)
+    except ValueError as e:
+        raise BadInputError(f"{source}: the signed payload is not JSON: {e}") from e
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+        raise BadInputError(f"{source}: the signed payload is not an in-toto Statement v1")
+    if statement.get("predicateType") != PREDICATE_TYPE:
+        raise BadInputError(
+            f"{source}: predicateType {statement.get('predicateType')!r} is not {PREDICATE_TYPE}"
+        )
+    problem = validate_predicate(statement.get("predicate"))
+    if problem:
+        raise BadInputError(f"{source}: {problem}")
+    subjects = statement.get("subject")
+    recorded = {a["name"]: a["sha256"] for a in statement["predicate"]["provenance"]["artifacts"]}
+    if (
+        not isinstance(subjects, list)
+        or not all(
+            isinstance(s, dict)
+            and isinstance(s.get("digest"), dict)
+            and s.get("name") in recorded
+            and s["digest"].get("sha256") == recorded[s["name"]]
+            for s in subjects
+        )
+        or len(subjects) != len(recorded)
+    ):
+        raise BadInputError(f"{source}: the subjects do not match the predicate's artifacts")
+    return statement
+
+
+def _step_artifacts(statement: dict[str, Any], artifacts_dir: Path | None) -> StepResult:
+    """Step 2 (in-toto ResourceDescriptor: the digest is over the artifact's bytes)."""
+    paths = {a["name"]: a.get("path") for a in statement["predicate"]["provenance"]["artifacts"]}
+    changed: list[str] = []
+    for subject in statement["subject"]:
+        name, expected = subject["name"], subject["digest"]["sha256"]
+        path = _artifact_path(name, paths.get(name), artifacts_dir)
+        if path is None:
+            changed.append(f"{name}: not found{f' in {artifacts_dir}' if artifacts_dir else ''}")
+            continue
+        actual = sha256_file(path)
+        if actual != expected:
+            changed.append(f"{path}: sha256 {actual[:16]}..., manifest records {expected[:16]}...")
+    count = len(statement["subject"])
+    if changed:
+        return _failed(2, "artifacts", changed, ArtifactChangedError)
+    if count == 0:
+        return StepResult(2, "artifacts", Outcome.NOT_CHECKED, "the manifest names no artifacts")
+    names = ", ".join(s["name"] for s in statement["subject"])
+    return StepResult(2, "artifacts", Outcome.PASSED, f"{count} of {count} match ({names})")
+
+
+def _artifact_path(name: str, recorded: str | None, artifacts_dir: Path | None) -> Path | None:
+    """Where the artifact is now: DIR/name or DIR/<recorded file name>, else the recorded path."""
+    if artifacts_dir is not None:
+        candidates = [artifacts_dir / name]
+        if recorded:
+            candidates.append(artifacts_dir / Path(recorded).name)
+    else:
+        candidates = [Path(recorded)] if recorded else []
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def _step_evidence(folder: Path, predicate: dict[str, Any], payload: bytes) -> StepResult:
+    """Step 3: the evidence files' digests, when the evidence folder is next to the envelope.
+
+    The unsigned ``manifest.json`` beside it must be the signed payload, byte for byte.
+    """
+    if not (folder / RESULT_FILE).is_file():
+        return StepResult(
+            3,
+            "evidence",
+            Outcome.NOT_CHECKED,
+            f"no evidence folder next to the envelope ({folder})",
+        )
+    recorded = {e["name"]: e["sha256"] for e in predicate["evidence"]}
+    try:
+        present = {d.name: d.sha256 for d in evidence_digests(folder)}
+    except GateError as e:
+        return _failed(3, "evidence", [e.message], EvidenceChangedError)
+    problems = [
+        f"{folder / name}: {'missing' if name not in present else 'changed'}"
+        for name, digest in recorded.items()
+        if present.get(name) != digest
+    ]
+    unsigned = folder / MANIFEST_FILE
+    if unsigned.is_file() and unsigned.read_bytes() != payload:
+        problems.append(f"{unsigned}: differs from the signed payload")
+    if problems:
+        return _failed(3, "evidence", problems, EvidenceChangedError)
+    extra = sorted(set(present) - set(recorded))
+    detail = f"{len(recorded)} files match"
+    if extra:
+        detail += f"; not covered by the manifest: {', '.join(extra)}"
+    return StepResult(3, "evidence", Outcome.PASSED, detail)
+
+
+def _step_environment(
+    predicate: dict[str, Any],
+    check_environment: bool,
+    machine: MachineFacts | Callable[[], MachineFacts] | None,
+) -> StepResult:
+    """Step 4: the recorded machine against this one (the seed: evidence goes stale)."""
+    if not check_environment:
+        return StepResult(4, "environment", Outcome.NOT_CHECKED, "skipped (--offline)")
+    try:
+        facts = (
+            machine if isinstance(machine, MachineFacts) else (machine or gather_machine_facts)()
+        )
+    except NoDeviceError as e:
+        return StepResult(4, "environment", Outcome.NOT_CHECKED, f"no CUDA device: {e.message}")
+    mismatches, unchecked = compare_environment(predicate, facts)
+    if mismatches:
+        return _failed(4, "environment", mismatches, StaleEnvironmentError)
+    detail = "host arch, driver, toolkit and capability match"
+    if unchecked:
+        detail = f"match; not checked: {', '.join(unchecked)}"
+    return StepResult(4, "environment", Outcome.PASSED, detail)
+
+
+def compare_environment(
+    predicate: dict[str, Any], facts: MachineFacts
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(mismatches, items not checked) between the recorded environment and ``facts``."""
+    env = predicate["environment"]
+    driver = env.get("driver") or {}
+    toolkit = env.get("toolkit") or {}
+    capability = predicate["device_code"]["device"].get("capability")
+    pairs = [
+        ("host arch", env.get("host_arch"), facts.host_arch),
+        ("driver", driver.get("driver_version"), facts.driver_version),
+        ("driver CUDA version", driver.get("cuda_version"), facts.driver_cuda_version),
+        ("toolkit", toolkit.get("version"), facts.toolkit_version),
+        ("toolkit release", toolkit.get("release"), facts.toolkit_release),
+        ("compute capability", _capability(capability), _capability(facts.capability)),
+    ]
+    mismatches: list[str] = []
+    unchecked: list[str] = []
+    for label, recorded, current in pairs:
+        if current is None:
+            unchecked.append(f"{label} (unknown here)")
+        elif recorded is None and label == "toolkit release":
+            unchecked.append(f"{label} (not recorded)")
+        elif recorded != current:
+            mismatches.append(f"{label} is {current} here, the manifest records {recorded}")
+    return tuple(mismatches), tuple(unchecked)
+
+
+def _capability(text: str | None) -> str | None:
+    """Capabilities compare as values: "9.0" and "90" are the same device."""
+    return None if text is None else str(Capability.parse(text))
+
+
+def _step_verdict(predicate: dict[str, Any]) -> StepResult:
+    """Step 5: the run was accepted (a verified record of a rejected run is still a rejection)."""
+    verdict = predicate["verdict"]
+    if verdict["accepted"]:
+        return StepResult(5, "verdict", Outcome.PASSED, f"accepted: {verdict['statement']}")
+    error = GateError(f"5. verdict: the recorded run was not accepted: {verdict['statement']}")
+    return StepResult(5, "verdict", Outcome.FAILED, f"not accepted: {verdict['statement']}", error)
+
+
+def _failed(number: int, title: str, problems: Sequence[str], error: type[GateError]) -> StepResult:
+    """A failed step: every problem in the detail, the first one (and a count) in the error."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    reason = f"{number}. {title}: {problems[0]}{more}"
+    return StepResult(number, title, Outcome.FAILED, "; ".join(problems), error(reason))
+
+
+def gather_machine_facts() -> MachineFacts:
+    """This machine's facts; NoDeviceError when nvidia-smi is absent or sees no GPU.
+
+    Driver and toolkit come from gate.environment's parsers (the same the gate
+    records with); the capability from nvidia-smi's ``compute_cap`` for device 0,
+    the device the probe reads. A missing nvcc leaves the toolkit unknown.
+    """
+    try:
+        full, query = environment.nvidia_smi()
+        driver = environment.driver_from(full, query)
+        smi = proc.which("nvidia-smi")
+        cap = proc.run_checked(
+            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=_SMI_TIMEOUT
+        )
+    except ToolError as e:
+        raise NoDeviceError(e.message) from e
+    capability = _first_capability(cap.stdout)
+    toolkit_version = toolkit_release = None
+    try:
+        nvcc = environment.nvcc_path()
+        toolkit = environment.parse_nvcc_version(
+            proc.run_checked([nvcc, "--version"], timeout=_SMI_TIMEOUT).stdout, nvcc
+        )
+        toolkit_version, toolkit_release = str(toolkit.version), toolkit.release
+    except ToolError:
+        pass
+    return MachineFacts(
+        host_arch=environment.host_arch(),
+        driver_version=driver.driver_version,
+        driver_cuda_version=str(driver.cuda_version),
+        toolkit_version=toolkit_version,
+        capability=capability,
+        toolkit_release=toolkit_release,
+    )
+
+
+def _first_capability(text: str) -> str | None:
+    """Device 0's capability from nvidia-smi's compute_cap column; None if unreadable."""
+    lines = text.strip().splitlines()
+    try:
+        return str(Capability.parse(lines[0])) if lines else None
+    except ConfigError:
+        return None
