@@ -21,6 +21,8 @@ COMMANDS = (
     "github",
     "keygen",
     "verify",
+    "upload",
+    "evidence",
 )
 
 

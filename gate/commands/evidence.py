@@ -1,0 +1,110 @@
+"""`cuda-gate evidence list|get`: read stored evidence back, checked against each run's index."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gate.errors import ExitCode
+
+if TYPE_CHECKING:
+    from gate.store import EvidenceStore, RunSummary
+
+
+def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
+    """Add the `evidence` subcommand with its `list` and `get` actions."""
+    parser = subparsers.add_parser(
+        "evidence",
+        help="list or download the stored evidence of a revision",
+        description="Read evidence back from the store configured for uploads.",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="the runs stored for a revision")
+    get = actions.add_parser("get", help="download one run and check every file")
+    for sub in (listing, get):
+        sub.add_argument("--revision", required=True, metavar="SHA", help="full 40-hex commit")
+        sub.add_argument(
+            "--repository",
+            metavar="OWNER/REPO",
+            help="default: GITHUB_REPOSITORY or the git remote 'origin'",
+        )
+        sub.add_argument("--store", metavar="URL", help="s3://bucket/prefix or a folder")
+    get.add_argument("--runner", required=True, help="the runner whose run to fetch")
+    get.add_argument("--run", metavar="ID", help="the run id (default: the newest complete run)")
+    get.add_argument(
+        "--dest", type=Path, help="an absent or empty folder (default: evidence-<runner>-<run>)"
+    )
+    listing.set_defaults(handler=list_command)
+    get.set_defaults(handler=get_command)
+
+
+def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
+    import os
+
+    from gate.commands.upload import settings_from_args
+    from gate.store import find_repository, open_store
+
+    repository = args.repository or find_repository(os.environ, Path.cwd())
+    return open_store(settings_from_args(args.store)), repository
+
+
+def list_command(args: argparse.Namespace) -> int:
+    """Print a table of the runs stored for the revision."""
+    from gate.store import list_runs
+    from gate.store.records import check_revision
+
+    store, repository = _open(args)
+    revision = check_revision(args.revision)
+    runs = list_runs(store, repository, revision)
+    print(f"{repository} @ {revision} in {store.describe()}: {len(runs)} run(s)")
+    if runs:
+        print(format_table(runs))
+    return int(ExitCode.OK)
+
+
+def format_table(runs: tuple[RunSummary, ...]) -> str:
+    """Runs as an aligned plain-text table."""
+    rows = [("RUN ID", "RUNNER", "CLASS", "VERDICT", "FILES", "STATE")]
+    for run in runs:
+        index = run.index
+        if index is None:
+            rows.append((run.run_id, run.runner, "-", "-", "-", "incomplete"))
+            continue
+        verdict = (
+            "-"
+            if index.verdict is None
+            else ("accepted" if index.verdict.accepted else "not accepted")
+        )
+        state = "complete (dirty tree)" if index.meta.dirty else "complete"
+        rows.append(
+            (
+                run.run_id,
+                run.runner,
+                index.meta.runner_class or "-",
+                verdict,
+                str(len(index.files)),
+                state,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def get_command(args: argparse.Namespace) -> int:
+    """Download one run and check every file against its index."""
+    from gate.store import fetch_run, latest_run, list_runs
+    from gate.store.records import check_revision, check_segment
+
+    store, repository = _open(args)
+    revision = check_revision(args.revision)
+    runner = check_segment(args.runner, "runner")
+    run_id = args.run or latest_run(list_runs(store, repository, revision), runner).run_id
+    dest = args.dest or Path(f"evidence-{runner}-{check_segment(run_id, 'run id')}")
+    index = fetch_run(store, repository, revision, runner=runner, run_id=run_id, dest=dest)
+    verdict = "no verdict" if index.verdict is None else index.verdict.statement
+    print(f"fetched {len(index.files)} files of run {run_id} ({runner}) into {dest}: {verdict}")
+    return int(ExitCode.OK)

@@ -1,0 +1,95 @@
+"""`cuda-gate upload [EVIDENCE_DIR] [--resume]`: store evidence, or finish spooled uploads."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gate.errors import ExitCode
+
+if TYPE_CHECKING:
+    from gate.store import PublishResult, StoreSettings
+
+DEFAULT_EVIDENCE = "gate-evidence"
+
+
+def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
+    """Add the `upload` subcommand."""
+    parser = subparsers.add_parser(
+        "upload",
+        help="store an evidence folder (local folder or S3), or --resume spooled uploads",
+        description="Copy the evidence folder to the local spool, upload it under "
+        "<owner>/<repo>/<revision>/<runner>/<run-id>/ with an index written last, and "
+        "drop the spool once the store confirmed every file. With --resume, finish "
+        "every upload an earlier outage left in the spool.",
+    )
+    parser.add_argument(
+        "evidence_dir",
+        nargs="?",
+        type=Path,
+        help=f"the evidence folder (default: {DEFAULT_EVIDENCE}; not used with --resume)",
+    )
+    parser.add_argument("--resume", action="store_true", help="upload every run left in the spool")
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="s3://bucket/prefix or a folder (default: CUDA_GATE_STORE or the config file)",
+    )
+    parser.add_argument("--repository", metavar="OWNER/REPO", help="override the repository")
+    parser.add_argument("--revision", metavar="SHA", help="override the source revision")
+    parser.add_argument("--runner", help="override the runner name")
+    parser.add_argument("--runner-class", help="override the runner class")
+    parser.add_argument("--run-id", help="override the run id")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=run)
+
+
+def settings_from_args(store: str | None) -> StoreSettings:
+    """Store settings from the environment and config, with ``--store`` taking precedence."""
+    import os
+
+    from gate.store import load_settings
+
+    env = dict(os.environ)
+    if store:
+        env["CUDA_GATE_STORE"] = store
+    return load_settings(env=env)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Upload one evidence folder, or resume every spooled run."""
+    from gate.store import publish, resume, run_meta_from_evidence
+    from gate.store.progress import StderrProgress
+
+    settings = settings_from_args(args.store)
+    progress = None if args.quiet else StderrProgress()
+    if args.resume:
+        if args.evidence_dir is not None:
+            print("cuda-gate: --resume uploads the spool; EVIDENCE_DIR is ignored", file=sys.stderr)
+        results = resume(settings, progress=progress)
+        if not results:
+            print(f"nothing to resume: the spool {settings.spool_dir} is empty")
+        for result in results:
+            print(f"uploaded {result.location} ({_counts(result)})")
+        return int(ExitCode.OK)
+    evidence_dir = args.evidence_dir or Path(DEFAULT_EVIDENCE)
+    meta = run_meta_from_evidence(
+        evidence_dir,
+        overrides={
+            "repository": args.repository,
+            "revision": args.revision,
+            "runner": args.runner,
+            "runner_class": args.runner_class,
+            "run_id": args.run_id,
+        },
+    )
+    result = publish(evidence_dir, meta, settings, progress=progress)
+    print(f"uploaded {result.location} ({_counts(result)})")
+    return int(ExitCode.OK)
+
+
+def _counts(result: PublishResult) -> str:
+    stored, present = len(result.uploaded), len(result.already_present)
+    return f"{stored} stored, {present} already present"

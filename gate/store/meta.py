@@ -1,0 +1,125 @@
+"""Deriving a run's RunMeta from its result.json, the CI environment, and git.
+
+Order for each field: the explicit override, then result.json (the record of the
+run itself), then the GitHub Actions environment, then git or the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gate import proc
+from gate.errors import ConfigError, GateError
+from gate.store.records import (
+    RunMeta,
+    load_json_object,
+    safe_segment,
+    sha256_file,
+    split_repository,
+)
+from gate.store.spool import evidence_files
+
+# git@github.com:owner/repo.git, https://host/owner/repo(.git), ssh://git@host/owner/repo.git
+_REMOTE = re.compile(r"[:/]([^/:]+)/([^/]+?)(?:\.git)?/?$")
+
+
+def repository_from_remote(url: str) -> str | None:
+    """``owner/repo`` from a git remote URL, or None when it has no such shape."""
+    match = _REMOTE.search(url.strip())
+    return f"{match.group(1)}/{match.group(2)}" if match else None
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        result = proc.run(["git", *args], cwd=cwd, timeout=30)
+    except GateError:
+        return None
+    return result.stdout.strip() if result.ok else None
+
+
+def find_repository(env: Mapping[str, str], cwd: Path) -> str:
+    """GITHUB_REPOSITORY, else the ``origin`` remote of the git checkout at ``cwd``."""
+    if env.get("GITHUB_REPOSITORY"):
+        return env["GITHUB_REPOSITORY"]
+    url = _git(["remote", "get-url", "origin"], cwd)
+    repository = repository_from_remote(url) if url else None
+    if repository is None:
+        raise ConfigError(
+            "cannot tell the repository (owner/repo): GITHUB_REPOSITORY is unset and "
+            f"{cwd} has no git remote 'origin'",
+            hint="pass --repository owner/repo",
+        )
+    return repository
+
+
+def _section(doc: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = doc.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def run_meta_from_evidence(
+    evidence_dir: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    overrides: Mapping[str, str | None] | None = None,
+) -> RunMeta:
+    """The RunMeta of the evidence in ``evidence_dir`` (keys of ``overrides`` as RunMeta's)."""
+    env = os.environ if env is None else env
+    cwd = Path.cwd() if cwd is None else cwd
+    given = {k: v for k, v in (overrides or {}).items() if v}
+    result_path = evidence_dir / "result.json"
+    doc = load_json_object(result_path) if result_path.is_file() else {}
+    run, source = _section(doc, "run"), _section(doc, "source")
+
+    repository = given.get("repository") or source.get("repository") or find_repository(env, cwd)
+    owner, repo = split_repository(str(repository))
+    revision = given.get("revision") or source.get("revision")
+    dirty = bool(source.get("dirty", False))
+    if not revision:
+        # Only when the revision itself comes from git does the work tree's state apply.
+        revision = _git(["rev-parse", "HEAD"], cwd)
+        dirty = bool(_git(["status", "--porcelain"], cwd))
+    if not revision:
+        raise ConfigError(
+            f"{result_path}: no source revision recorded and no git checkout at {cwd}",
+            hint="pass --revision SHA",
+        )
+    runner = (
+        given.get("runner") or run.get("runner") or env.get("RUNNER_NAME") or socket.gethostname()
+    )
+    runner_class = (
+        given.get("runner_class") or run.get("runner_class") or env.get("CUDA_GATE_RUNNER_CLASS")
+    )
+    run_id = (
+        given.get("run_id") or run.get("run_id") or _ci_run_id(env) or _content_id(evidence_dir)
+    )
+    return RunMeta(
+        owner=owner,
+        repo=repo,
+        revision=str(revision),
+        runner=safe_segment(str(runner)),
+        run_id=safe_segment(str(run_id)),
+        runner_class=str(runner_class) if runner_class else None,
+        dirty=dirty,
+    )
+
+
+def _ci_run_id(env: Mapping[str, str]) -> str | None:
+    if not env.get("GITHUB_RUN_ID"):
+        return None
+    return f"gh-{env['GITHUB_RUN_ID']}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
+
+
+def _content_id(evidence_dir: Path) -> str:
+    """A run id from the evidence's digests: uploading one folder twice is idempotent."""
+    digest = hashlib.sha256()
+    for name in evidence_files(evidence_dir):
+        digest.update(f"{name}\0{sha256_file(evidence_dir / name)[0]}\n".encode())
+    return f"local-{digest.hexdigest()[:16]}"

@@ -1,0 +1,89 @@
+"""Reading evidence back: the runs of one revision, and one run's files, verified.
+
+These are the functions `cuda-gate evidence` and `cuda-gate matrix` build on.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+from gate.errors import EvidenceChangedError, EvidenceError, StorageError
+from gate.store.base import EvidenceStore
+from gate.store.records import INDEX_NAME, RunIndex, RunSummary, revision_key
+
+
+def list_runs(store: EvidenceStore, repository: str, revision: str) -> tuple[RunSummary, ...]:
+    """Every run stored for ``revision``, complete or not, sorted by run id then runner."""
+    base = revision_key(repository, revision)
+    runs: dict[tuple[str, str], bool] = {}
+    for key in store.list_keys(base):
+        parts = key[len(base) + 1 :].split("/")
+        if len(parts) < 3:
+            continue
+        runner, run_id = parts[0], parts[1]
+        has_index = len(parts) == 3 and parts[2] == INDEX_NAME
+        runs[(runner, run_id)] = runs.get((runner, run_id), False) or has_index
+    summaries = []
+    for (runner, run_id), has_index in runs.items():
+        index = read_index(store, f"{base}/{runner}/{run_id}") if has_index else None
+        summaries.append(RunSummary(runner=runner, run_id=run_id, index=index))
+    return tuple(sorted(summaries, key=lambda s: (s.run_id, s.runner)))
+
+
+def read_index(store: EvidenceStore, run_key: str) -> RunIndex | None:
+    """The index of the run at ``run_key``, or None while the run is incomplete."""
+    data = store.get_bytes(f"{run_key}/{INDEX_NAME}")
+    if data is None:
+        return None
+    index = RunIndex.from_json(data, store.location(f"{run_key}/{INDEX_NAME}"))
+    if index.meta.run_key() != run_key:
+        raise EvidenceChangedError(
+            f"{store.location(run_key)}: the index describes another run ({index.meta.run_key()})"
+        )
+    return index
+
+
+def latest_run(runs: tuple[RunSummary, ...], runner: str) -> RunSummary:
+    """The newest complete run of ``runner`` (run ids sort by time)."""
+    complete = [r for r in runs if r.runner == runner and r.complete]
+    if not complete:
+        raise StorageError(f"no complete run of runner {runner!r} is stored for this revision")
+    return max(complete, key=lambda r: r.run_id)
+
+
+def fetch_run(
+    store: EvidenceStore, repository: str, revision: str, *, runner: str, run_id: str, dest: Path
+) -> RunIndex:
+    """Download one run into ``dest`` (absent or empty) and check every file against its index.
+
+    Files are written to a temporary sibling folder first; ``dest`` appears only when
+    every file matched, so a failed fetch never leaves a folder that looks complete.
+    """
+    run_key = f"{revision_key(repository, revision)}/{runner}/{run_id}"
+    index = read_index(store, run_key)
+    if index is None:
+        raise StorageError(f"{store.location(run_key)}: no index, the run is incomplete or absent")
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise EvidenceError(f"{dest}: destination exists and is not an empty folder")
+    work = dest.with_name(f".{dest.name}.partial-{uuid.uuid4().hex[:8]}")
+    try:
+        work.mkdir(parents=True)
+        for item in index.files:
+            target = work.joinpath(*item.path.split("/"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Each file must match the digest and size the index recorded for it.
+            got = store.get_file(f"{run_key}/{item.path}", target)
+            if got != (item.sha256, item.size):
+                raise EvidenceChangedError(
+                    f"{store.location(f'{run_key}/{item.path}')}: sha256 {got[0]} ({got[1]} bytes) "
+                    f"does not match the index ({item.sha256}, {item.size} bytes)"
+                )
+        (work / INDEX_NAME).write_bytes(index.to_json())
+        work.replace(dest)
+    except OSError as e:
+        raise EvidenceError(f"cannot write the evidence into {dest}: {e}") from e
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return index

@@ -1,0 +1,247 @@
+"""Records of the evidence store: who ran what (RunMeta), the per-run index, and the key layout.
+
+A run lives under ``<owner>/<repo>/<revision>/<runner>/<run-id>/`` below the
+store's prefix; its ``index.json`` lists every file with sha256 and size and is
+written last, so a run is complete exactly when its index exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate.errors import BadInputError, ConfigError
+
+INDEX_NAME = "index.json"
+INDEX_VERSION = 1
+_REVISION = re.compile(r"[0-9a-f]{40}")
+# One key segment: what GitHub allows in owner and repository names, runner and run ids.
+_SEGMENT = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+_FILE_PART = re.compile(r"[A-Za-z0-9_.+=@,-]{1,200}")
+
+
+def check_revision(revision: str) -> str:
+    """The full 40-hex revision, lower case; ConfigError otherwise."""
+    value = revision.strip().lower()
+    if not _REVISION.fullmatch(value):
+        raise ConfigError(f"revision {revision!r} is not a full 40-hex git commit id")
+    return value
+
+
+def check_segment(value: str, what: str) -> str:
+    """A single key segment (letters, digits, ``_.-``); ConfigError otherwise."""
+    if not _SEGMENT.fullmatch(value) or value in {".", ".."}:
+        raise ConfigError(
+            f"{what} {value!r} cannot be used in a storage key (letters, digits, _.-)"
+        )
+    return value
+
+
+def safe_segment(value: str) -> str:
+    """``value`` with every character a key segment refuses replaced by ``-``."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", value.strip()).strip("-.")
+    return cleaned[:200] or "unknown"
+
+
+def check_file_name(name: str) -> str:
+    """A relative POSIX path inside a run: no ``..``, no empty parts, key-safe characters."""
+    parts = name.split("/")
+    if not all(_FILE_PART.fullmatch(p) and p not in {".", ".."} for p in parts):
+        raise BadInputError(
+            f"evidence file name {name!r} cannot be stored (use letters, digits, _.-)"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """Where a run's evidence belongs: repository, revision, runner, run id."""
+
+    owner: str
+    repo: str
+    revision: str
+    runner: str
+    run_id: str
+    runner_class: str | None = None
+    dirty: bool = False
+
+    def __post_init__(self) -> None:
+        check_segment(self.owner, "repository owner")
+        check_segment(self.repo, "repository name")
+        object.__setattr__(self, "revision", check_revision(self.revision))
+        check_segment(self.runner, "runner")
+        check_segment(self.run_id, "run id")
+
+    @property
+    def repository(self) -> str:
+        """``owner/repo``."""
+        return f"{self.owner}/{self.repo}"
+
+    def run_key(self) -> str:
+        """The run's folder below the store prefix, without a trailing slash."""
+        return "/".join((self.owner, self.repo, self.revision, self.runner, self.run_id))
+
+
+def split_repository(repository: str) -> tuple[str, str]:
+    """``owner/repo`` into its two checked segments."""
+    owner, sep, repo = repository.strip().partition("/")
+    if not sep or "/" in repo:
+        raise ConfigError(f"repository {repository!r} is not of the form owner/repo")
+    return check_segment(owner, "repository owner"), check_segment(repo, "repository name")
+
+
+def revision_key(repository: str, revision: str) -> str:
+    """The folder holding every run of one revision, without a trailing slash."""
+    owner, repo = split_repository(repository)
+    return f"{owner}/{repo}/{check_revision(revision)}"
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One evidence file as the index records it."""
+
+    path: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's verdict, copied from result.json."""
+
+    accepted: bool
+    statement: str
+
+
+@dataclass(frozen=True)
+class RunIndex:
+    """The per-run index: run metadata plus every file with its digest."""
+
+    meta: RunMeta
+    files: tuple[FileEntry, ...]
+    verdict: Verdict | None
+    tool_version: str
+
+    def to_json(self) -> bytes:
+        """Deterministic JSON bytes (the same run always gives the same index)."""
+        doc: dict[str, Any] = {
+            "version": INDEX_VERSION,
+            "tool": {"name": "cuda-gate", "version": self.tool_version},
+            "repository": self.meta.repository,
+            "revision": self.meta.revision,
+            "dirty": self.meta.dirty,
+            "runner": self.meta.runner,
+            "runner_class": self.meta.runner_class,
+            "run_id": self.meta.run_id,
+            "verdict": (
+                None
+                if self.verdict is None
+                else {"accepted": self.verdict.accepted, "statement": self.verdict.statement}
+            ),
+            "files": [{"path": f.path, "sha256": f.sha256, "size": f.size} for f in self.files],
+        }
+        return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, data: bytes, where: str) -> RunIndex:
+        """Parse an index; BadInputError naming ``where`` when it is not one."""
+        try:
+            doc = json.loads(data)
+            _check_version(doc, where)
+            owner, repo = split_repository(doc["repository"])
+            meta = RunMeta(
+                owner=owner,
+                repo=repo,
+                revision=doc["revision"],
+                runner=doc["runner"],
+                run_id=doc["run_id"],
+                runner_class=doc.get("runner_class"),
+                dirty=bool(doc.get("dirty", False)),
+            )
+            files = tuple(
+                FileEntry(check_file_name(f["path"]), str(f["sha256"]), int(f["size"]))
+                for f in doc["files"]
+            )
+            verdict = doc.get("verdict")
+            return cls(
+                meta=meta,
+                files=files,
+                verdict=(
+                    None
+                    if verdict is None
+                    else Verdict(bool(verdict["accepted"]), str(verdict["statement"]))
+                ),
+                tool_version=str(doc.get("tool", {}).get("version", "")),
+            )
+        except BadInputError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError, ConfigError) as e:
+            raise BadInputError(f"{where}: not a valid evidence index: {e}") from e
+
+
+def _check_version(doc: object, where: str) -> None:
+    if not isinstance(doc, dict) or doc.get("version") != INDEX_VERSION:
+        found = doc.get("version") if isinstance(doc, dict) else None
+        raise BadInputError(f"{where}: unsupported evidence index version {found!r}")
+
+
+def sha256_file(path: Path) -> tuple[str, int]:
+    """Hex sha256 and size of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
+
+
+def read_verdict(result_json: Path) -> Verdict | None:
+    """The verdict from a result.json, or None when the file or the field is absent."""
+    if not result_json.is_file():
+        return None
+    doc = load_json_object(result_json)
+    verdict = doc.get("verdict")
+    if not isinstance(verdict, Mapping) or "accepted" not in verdict:
+        return None
+    return Verdict(bool(verdict["accepted"]), str(verdict.get("statement", "")))
+
+
+def load_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; BadInputError naming the file otherwise."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise BadInputError(f"{path}: cannot read JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise BadInputError(f"{path}: expected a JSON object")
+    return doc
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run found under a revision: complete when its index exists."""
+
+    runner: str
+    run_id: str
+    index: RunIndex | None
+
+    @property
+    def complete(self) -> bool:
+        """True when the index exists (it is written last)."""
+        return self.index is not None
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What publishing one run did."""
+
+    location: str
+    index: RunIndex
+    uploaded: tuple[str, ...]
+    already_present: tuple[str, ...]

@@ -1,0 +1,400 @@
+"""S3-compatible evidence store through boto3 (AWS, MinIO, Ceph, SeaweedFS).
+
+Every put carries its SHA-256 so the server checks the bytes it received; large
+files go up in parts and the whole file's sha256 is then verified by reading the
+object back (servers give only a composite checksum for multipart objects).
+Writes are conditional (``If-None-Match: *``): evidence is never overwritten.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from gate.errors import StorageError
+from gate.store.base import (
+    EvidenceStore,
+    ObjectExistsError,
+    ProgressCallback,
+    ProgressEvent,
+    PutOutcome,
+)
+from gate.store.settings import StoreSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+T = TypeVar("T")
+_CREDENTIAL_CODES = {
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidToken",
+    "ExpiredToken",
+    "InvalidClientTokenId",
+}
+_TRANSIENT_CODES = {
+    "RequestTimeout",
+    "RequestTimeTooSkewed",
+    "SlowDown",
+    "Throttling",
+    "ThrottlingException",
+    "InternalError",
+    "ServiceUnavailable",
+}
+_TRANSIENT_EXCEPTIONS = (
+    botocore.exceptions.EndpointConnectionError,
+    botocore.exceptions.ConnectionClosedError,
+    botocore.exceptions.ConnectTimeoutError,
+    botocore.exceptions.ReadTimeoutError,
+    botocore.exceptions.ResponseStreamingError,
+    botocore.exceptions.HTTPClientError,
+)
+_BACKOFF = 0.5
+
+
+def make_client(settings: StoreSettings) -> S3Client:
+    """A boto3 S3 client from the settings and the standard AWS credential chain."""
+    config = botocore.config.Config(
+        region_name=settings.region,
+        s3={"addressing_style": "path" if settings.path_style else "auto"},
+        retries={"mode": "standard", "max_attempts": 4},
+        connect_timeout=settings.connect_timeout,
+        read_timeout=60,
+        request_checksum_calculation="when_supported",
+        response_checksum_validation="when_supported",
+    )
+    return boto3.session.Session().client("s3", endpoint_url=settings.endpoint, config=config)
+
+
+def _b64(hex_digest: str) -> str:
+    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
+
+
+class S3Store(EvidenceStore):
+    """Evidence in a bucket under ``<prefix>/``."""
+
+    def __init__(
+        self,
+        settings: StoreSettings,
+        client: S3Client | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.client = client if client is not None else make_client(settings)
+        self.bucket = settings.bucket
+        self.progress = progress
+        self._sleep = sleep
+
+    def describe(self) -> str:
+        """``s3://bucket/prefix at endpoint``."""
+        return self.settings.describe()
+
+    def _key(self, key: str) -> str:
+        return f"{self.settings.prefix}/{key}" if self.settings.prefix else key
+
+    # -- errors ---------------------------------------------------------------------------
+
+    def _error(self, e: Exception, action: str) -> StorageError:
+        """One line a person can act on, for any boto3 failure."""
+        where = f"s3://{self.bucket}" + (
+            f" at {self.settings.endpoint}" if self.settings.endpoint else ""
+        )
+        if isinstance(e, botocore.exceptions.NoCredentialsError):
+            return StorageError(
+                f"{action}: no AWS credentials found for {where}",
+                hint="set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+            )
+        if isinstance(e, botocore.exceptions.ClientError):
+            error = e.response.get("Error", {})
+            return self._refusal(action, where, str(error.get("Code", "?")), error.get("Message"))
+        if isinstance(e, botocore.exceptions.EndpointConnectionError):
+            return StorageError(f"{action}: cannot reach {where}: {e}")
+        return StorageError(f"{action}: {where}: {e}")
+
+    def _refusal(self, action: str, where: str, code: str, message: str | None) -> StorageError:
+        """The server answered with an error code: name the cause a person can fix."""
+        if code == "NoSuchBucket":
+            return StorageError(f"{action}: bucket {self.bucket!r} does not exist at {where}")
+        if code in _CREDENTIAL_CODES:
+            return StorageError(
+                f"{action}: {where} refused the credentials ({code})",
+                hint="check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE",
+            )
+        if code in {"AccessDenied", "403"}:
+            return StorageError(f"{action}: access denied by {where} ({code})")
+        return StorageError(f"{action}: {where} answered {code}: {message or 'no message'}")
+
+    @staticmethod
+    def _transient(e: Exception) -> bool:
+        if isinstance(e, _TRANSIENT_EXCEPTIONS):
+            return True
+        if isinstance(e, botocore.exceptions.ClientError):
+            status = int(e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+            return e.response.get("Error", {}).get("Code") in _TRANSIENT_CODES or status >= 500
+        return False
+
+    def _retry(self, action: str, step: Callable[[], T]) -> T:
+        """Run a whole-file step again, with backoff, while the fault is transient."""
+        for attempt in range(1, self.settings.attempts + 1):
+            try:
+                return step()
+            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+                if attempt == self.settings.attempts or not self._transient(e):
+                    raise self._error(e, action) from e
+                self._sleep(_BACKOFF * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- interface ----------------------------------------------------------------------
+
+    def check(self) -> None:
+        """List one key (names missing buckets and bad credentials), and check Object Lock."""
+        action = f"checking the evidence store {self.describe()}"
+        try:
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=self._key(""), MaxKeys=1)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+            raise self._error(e, action) from e
+        if self.settings.object_lock_mode is None:
+            return
+        try:
+            lock = self.client.get_object_lock_configuration(Bucket=self.bucket)
+            enabled = lock.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
+        except botocore.exceptions.ClientError as e:
+            if "ObjectLockConfiguration" not in str(e.response.get("Error", {}).get("Code")):
+                raise self._error(e, action) from e
+            enabled = False
+        except botocore.exceptions.BotoCoreError as e:
+            raise self._error(e, action) from e
+        if not enabled:
+            raise StorageError(
+                f"{action}: bucket {self.bucket!r} has no Object Lock, but "
+                f"{self.settings.object_lock_mode} retention is configured",
+                hint="create the bucket with Object Lock enabled or unset the object-lock mode",
+            )
+
+    def _existing(self, key: str) -> dict[str, Any] | None:
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except botocore.exceptions.ClientError as e:
+            if e.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
+                return None
+            raise
+        return dict(head)
+
+    def _compare(self, key: str, head: dict[str, Any], sha256: str, size: int) -> PutOutcome:
+        found = head.get("Metadata", {}).get("sha256")
+        if found == sha256 and head.get("ContentLength") == size:
+            return PutOutcome.PRESENT
+        raise ObjectExistsError(
+            f"refusing to overwrite {self.location(key)}: it already holds different content "
+            f"(sha256 {found}, {head.get('ContentLength')} bytes)"
+        )
+
+    def _lock_args(self) -> dict[str, Any]:
+        if self.settings.object_lock_mode is None or self.settings.object_lock_days is None:
+            return {}
+        until = dt.datetime.now(dt.UTC) + dt.timedelta(days=self.settings.object_lock_days)
+        return {
+            "ObjectLockMode": self.settings.object_lock_mode,
+            "ObjectLockRetainUntilDate": until,
+        }
+
+    def put_file(self, key: str, path: Path, sha256: str, size: int) -> PutOutcome:
+        """Upload one file unless it is there already; verify what the server stored."""
+        action = f"uploading {path.name} to {self.location(key)}"
+        head = self._retry(action, lambda: self._existing(key))
+        if head is not None:
+            return self._compare(key, head, sha256, size)
+        multipart = size >= self.settings.multipart_threshold
+        if multipart:
+            self._retry(action, lambda: self._abort_stale(key))
+            outcome = self._retry(action, lambda: self._put_multipart(key, path, sha256, size))
+            self._retry(action, lambda: self._verify_readback(key, sha256, size))
+        else:
+            outcome = self._retry(action, lambda: self._put_single(key, path, sha256, size))
+        if self.progress is not None:
+            self.progress(ProgressEvent(key, size, size, multipart))
+        return outcome
+
+    def put_bytes(self, key: str, data: bytes) -> PutOutcome:
+        """Upload a small object conditionally, with its SHA-256."""
+        sha = hashlib.sha256(data).hexdigest()
+        action = f"uploading {self.location(key)}"
+        head = self._retry(action, lambda: self._existing(key))
+        if head is not None:
+            return self._compare(key, head, sha, len(data))
+        return self._retry(action, lambda: self._put_body(key, data, sha, len(data)))
+
+    def _put_single(self, key: str, path: Path, sha256: str, size: int) -> PutOutcome:
+        with path.open("rb") as body:
+            return self._put_body(key, body, sha256, size)
+
+    def _put_body(self, key: str, body: bytes | BinaryIO, sha256: str, size: int) -> PutOutcome:
+        try:
+            response = self.client.put_object(
+                Bucket=self.bucket,
+                Key=self._key(key),
+                Body=body,
+                ContentLength=size,
+                ChecksumSHA256=_b64(sha256),
+                IfNoneMatch="*",
+                Metadata={"sha256": sha256},
+                **self._lock_args(),
+            )
+        except botocore.exceptions.ClientError as e:
+            return self._precondition(e, key, sha256, size)
+        returned = response.get("ChecksumSHA256")
+        if returned is not None and returned != _b64(sha256):
+            raise StorageError(f"{self.location(key)}: the server stored checksum {returned}")
+        return PutOutcome.STORED
+
+    def _precondition(
+        self, e: botocore.exceptions.ClientError, key: str, sha256: str, size: int
+    ) -> PutOutcome:
+        """A conditional write lost the race: fine if the winner stored the same bytes."""
+        if e.response.get("Error", {}).get("Code") not in {"PreconditionFailed", "412"}:
+            raise e
+        head = self._existing(key)
+        if head is None:
+            raise e
+        return self._compare(key, head, sha256, size)
+
+    def _abort_stale(self, key: str) -> None:
+        """Abort multipart uploads of this key left by an earlier, interrupted attempt."""
+        full = self._key(key)
+        listing = self.client.list_multipart_uploads(Bucket=self.bucket, Prefix=full)
+        for upload in listing.get("Uploads", []):
+            if upload.get("Key") == full and "UploadId" in upload:
+                self.client.abort_multipart_upload(
+                    Bucket=self.bucket, Key=full, UploadId=upload["UploadId"]
+                )
+
+    def _put_multipart(self, key: str, path: Path, sha256: str, size: int) -> PutOutcome:
+        full = self._key(key)
+        upload = self.client.create_multipart_upload(
+            Bucket=self.bucket,
+            Key=full,
+            ChecksumAlgorithm="SHA256",
+            Metadata={"sha256": sha256},
+            **self._lock_args(),
+        )
+        upload_id = upload["UploadId"]
+        try:
+            parts = self._send_parts(key, path, upload_id, size)
+            self.client.complete_multipart_upload(
+                Bucket=self.bucket,
+                Key=full,
+                UploadId=upload_id,
+                MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+                IfNoneMatch="*",
+            )
+        except botocore.exceptions.ClientError as e:
+            self._abort_quietly(full, upload_id)
+            return self._precondition(e, key, sha256, size)
+        except BaseException:
+            self._abort_quietly(full, upload_id)
+            raise
+        return PutOutcome.STORED
+
+    def _send_parts(self, key: str, path: Path, upload_id: str, size: int) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        done = 0
+        with path.open("rb") as f:
+            while chunk := f.read(self.settings.part_size):
+                number = len(parts) + 1
+                checksum = base64.b64encode(hashlib.sha256(chunk).digest()).decode()
+                response = self.client.upload_part(
+                    Bucket=self.bucket,
+                    Key=self._key(key),
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    Body=chunk,
+                    ChecksumSHA256=checksum,
+                )
+                if response.get("ChecksumSHA256", checksum) != checksum:
+                    raise StorageError(f"{self.location(key)}: part {number} stored corrupted")
+                parts.append(
+                    {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
+                )
+                done += len(chunk)
+                if self.progress is not None:
+                    self.progress(ProgressEvent(key, done, size, multipart=True))
+        return parts
+
+    def _abort_quietly(self, full_key: str, upload_id: str) -> None:
+        # When the server is gone, a later attempt aborts the upload in _abort_stale.
+        with contextlib.suppress(
+            botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError
+        ):
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=full_key, UploadId=upload_id)
+
+    def _verify_readback(self, key: str, sha256: str, size: int) -> None:
+        """Read the whole object back and compare its sha256: parts alone prove less."""
+        digest = hashlib.sha256()
+        got = 0
+        response = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        for block in response["Body"].iter_chunks(1 << 20):
+            digest.update(block)
+            got += len(block)
+        if (digest.hexdigest(), got) != (sha256, size):
+            raise StorageError(
+                f"{self.location(key)}: read back sha256 {digest.hexdigest()} ({got} bytes), "
+                f"expected {sha256} ({size} bytes)"
+            )
+
+    def get_bytes(self, key: str) -> bytes | None:
+        """A small object's content, or None when absent."""
+
+        def read() -> bytes | None:
+            try:
+                response = self.client.get_object(
+                    Bucket=self.bucket, Key=self._key(key), ChecksumMode="ENABLED"
+                )
+            except botocore.exceptions.ClientError as e:
+                if e.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
+                    return None
+                raise
+            return response["Body"].read()
+
+        return self._retry(f"reading {self.location(key)}", read)
+
+    def get_file(self, key: str, dest: Path) -> tuple[str, int]:
+        """Download ``key`` to ``dest``, hashing as it streams."""
+
+        def download() -> tuple[str, int]:
+            response = self.client.get_object(
+                Bucket=self.bucket, Key=self._key(key), ChecksumMode="ENABLED"
+            )
+            digest = hashlib.sha256()
+            size = 0
+            with dest.open("wb") as out:
+                for block in response["Body"].iter_chunks(1 << 20):
+                    digest.update(block)
+                    size += len(block)
+                    out.write(block)
+            return digest.hexdigest(), size
+
+        return self._retry(f"downloading {self.location(key)}", download)
+
+    def list_keys(self, prefix: str) -> Iterator[str]:
+        """Every key below ``prefix``, relative to the store prefix."""
+        full = self._key(prefix) + "/"
+        strip = len(self._key(""))
+        paginator = self.client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=full):
+                for item in page.get("Contents", []):
+                    yield item["Key"][strip:]
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+            raise self._error(e, f"listing {self.location(prefix)}") from e

@@ -1,0 +1,223 @@
+"""Where evidence goes: StoreSettings, read from the environment and the project's config file.
+
+Sources, highest first: ``CUDA_GATE_*`` environment variables, then ``[store]``
+in ``cuda-gate.toml``, then ``[tool.cuda-gate.store]`` in ``pyproject.toml``.
+With nothing configured the store is a local folder. Credentials never live
+here: the S3 client uses the standard AWS chain (environment, profile, role).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from gate.errors import ConfigError
+
+MIB = 1 << 20
+# S3 refuses multipart parts below 5 MiB (except the last one).
+MIN_PART_SIZE = 5 * MIB
+DEFAULT_THRESHOLD = 8 * MIB
+LOCK_MODES = ("COMPLIANCE", "GOVERNANCE")
+
+_ENV_KEYS = {
+    "CUDA_GATE_STORE": "url",
+    "CUDA_GATE_S3_ENDPOINT": "endpoint",
+    "CUDA_GATE_S3_REGION": "region",
+    "CUDA_GATE_S3_PATH_STYLE": "path-style",
+    "CUDA_GATE_OBJECT_LOCK_MODE": "object-lock-mode",
+    "CUDA_GATE_OBJECT_LOCK_DAYS": "object-lock-days",
+    "CUDA_GATE_MULTIPART_THRESHOLD": "multipart-threshold",
+    "CUDA_GATE_SPOOL_DIR": "spool-dir",
+}
+STORE_VARIABLES = tuple(_ENV_KEYS)
+_KNOWN = set(_ENV_KEYS.values()) | {"part-size", "connect-timeout", "attempts"}
+
+
+def data_home(env: Mapping[str, str]) -> Path:
+    """``$XDG_DATA_HOME/cuda-gate`` or ``~/.local/share/cuda-gate``."""
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "cuda-gate"
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """A validated store configuration; ``source`` says where it was read from."""
+
+    kind: Literal["local", "s3"]
+    local_dir: Path | None = None
+    bucket: str = ""
+    prefix: str = ""
+    endpoint: str | None = None
+    region: str | None = None
+    path_style: bool = False
+    object_lock_mode: Literal["COMPLIANCE", "GOVERNANCE"] | None = None
+    object_lock_days: int | None = None
+    multipart_threshold: int = DEFAULT_THRESHOLD
+    part_size: int = DEFAULT_THRESHOLD
+    connect_timeout: float = 5.0
+    attempts: int = 3
+    spool_dir: Path = Path("gate-spool")
+    source: str = "defaults"
+
+    def describe(self) -> str:
+        """The store as a person would name it: a folder or ``s3://bucket/prefix``."""
+        if self.kind == "local":
+            return str(self.local_dir)
+        tail = f"/{self.prefix}" if self.prefix else ""
+        where = f" at {self.endpoint}" if self.endpoint else ""
+        return f"s3://{self.bucket}{tail}{where}"
+
+
+def local_settings(directory: Path, spool_dir: Path | None = None) -> StoreSettings:
+    """Settings for a local folder store (tests, `--store PATH`)."""
+    return StoreSettings(
+        kind="local", local_dir=directory, spool_dir=spool_dir or directory.parent / "spool"
+    )
+
+
+def load_settings(
+    project_dir: Path | None = None, env: Mapping[str, str] | None = None
+) -> StoreSettings:
+    """Read the settings from ``env`` (default os.environ) over the project's config file."""
+    env = os.environ if env is None else env
+    project_dir = Path.cwd() if project_dir is None else project_dir
+    table, origin = _file_table(project_dir)
+    values: dict[str, tuple[Any, str]] = {}
+    for key, value in table.items():
+        if key not in _KNOWN:
+            raise ConfigError(f"{origin}: unknown key {key!r} (known: {', '.join(sorted(_KNOWN))})")
+        values[key] = (value, f"{origin}: key {key!r}")
+    for name, key in _ENV_KEYS.items():
+        if env.get(name, "").strip():
+            values[key] = (env[name].strip(), f"environment variable {name}")
+    sources = sorted({where.split(":")[0] for _, where in values.values()})
+    return _build(values, env, ", ".join(sources) or "defaults")
+
+
+def _file_table(project_dir: Path) -> tuple[dict[str, Any], str]:
+    """The store table of cuda-gate.toml or pyproject.toml, and a label naming it."""
+    for name, path_in_file in (
+        ("cuda-gate.toml", ("store",)),
+        ("pyproject.toml", ("tool", "cuda-gate", "store")),
+    ):
+        path = project_dir / name
+        if not path.is_file():
+            continue
+        try:
+            doc: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"{path}: cannot read TOML: {e}") from e
+        label = f"{path} [{'.'.join(path_in_file)}]"
+        for part in path_in_file:
+            doc = doc.get(part) if isinstance(doc, dict) else None
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{label}: expected a table")
+        return doc, label
+    return {}, ""
+
+
+def _build(
+    values: Mapping[str, tuple[Any, str]], env: Mapping[str, str], source: str
+) -> StoreSettings:
+    def get(key: str) -> tuple[Any, str] | None:
+        return values.get(key)
+
+    home = data_home(env)
+    spool = _path(get("spool-dir")) or home / "spool"
+    url_item = get("url")
+    url = str(url_item[0]).strip() if url_item else ""
+    common: dict[str, Any] = {"spool_dir": spool, "source": source}
+    if not url.startswith("s3://"):
+        local = Path(url).expanduser() if url else home / "evidence"
+        for key in ("endpoint", "object-lock-mode"):
+            item = get(key)
+            if item and str(item[0]).strip():
+                raise ConfigError(
+                    f"{item[1]}: set, but the store is the local folder {local}; "
+                    "set CUDA_GATE_STORE=s3://bucket/prefix"
+                )
+        return StoreSettings(kind="local", local_dir=local, **common)
+    bucket, _, prefix = url[len("s3://") :].partition("/")
+    if not 3 <= len(bucket) <= 63 or "/" in bucket:
+        raise ConfigError(
+            f"{url_item[1] if url_item else 'url'}: bucket name {bucket!r} is not 3-63 characters"
+        )
+    mode, days = _lock(get("object-lock-mode"), get("object-lock-days"))
+    threshold = _int(get("multipart-threshold"), DEFAULT_THRESHOLD, minimum=MIN_PART_SIZE)
+    endpoint = get("endpoint")
+    region = get("region")
+    return StoreSettings(
+        kind="s3",
+        bucket=bucket,
+        prefix=prefix.strip("/"),
+        endpoint=str(endpoint[0]).strip() or None if endpoint else None,
+        region=str(region[0]).strip() or None if region else None,
+        path_style=_bool(get("path-style")),
+        object_lock_mode=mode,
+        object_lock_days=days,
+        multipart_threshold=threshold,
+        part_size=_int(get("part-size"), threshold, minimum=MIN_PART_SIZE),
+        connect_timeout=float(_int(get("connect-timeout"), 5, minimum=1)),
+        attempts=_int(get("attempts"), 3, minimum=1),
+        **common,
+    )
+
+
+def _lock(
+    mode_item: tuple[Any, str] | None, days_item: tuple[Any, str] | None
+) -> tuple[Literal["COMPLIANCE", "GOVERNANCE"] | None, int | None]:
+    if mode_item is None or not str(mode_item[0]).strip():
+        if days_item is not None:
+            raise ConfigError(f"{days_item[1]}: set without an object-lock mode")
+        return None, None
+    mode = str(mode_item[0]).strip().upper()
+    if mode == "COMPLIANCE":
+        checked: Literal["COMPLIANCE", "GOVERNANCE"] = "COMPLIANCE"
+    elif mode == "GOVERNANCE":
+        checked = "GOVERNANCE"
+    else:
+        raise ConfigError(f"{mode_item[1]}: {mode_item[0]!r} is not COMPLIANCE or GOVERNANCE")
+    if days_item is None:
+        raise ConfigError(f"{mode_item[1]}: object-lock mode needs object-lock-days too")
+    return checked, _int(days_item, 0, minimum=1)
+
+
+def _int(item: tuple[Any, str] | None, default: int, *, minimum: int) -> int:
+    if item is None:
+        return default
+    value, where = item
+    try:
+        number = int(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None or number < minimum:
+        raise ConfigError(f"{where}: {value!r} is not an integer >= {minimum}")
+    return number
+
+
+def _bool(item: tuple[Any, str] | None) -> bool:
+    if item is None:
+        return False
+    value, where = item
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ConfigError(f"{where}: {value!r} is not true or false")
+
+
+def _path(item: tuple[Any, str] | None) -> Path | None:
+    if item is None:
+        return None
+    if not isinstance(item[0], str) or not item[0].strip():
+        raise ConfigError(f"{item[1]}: expected a folder path")
+    return Path(item[0]).expanduser()

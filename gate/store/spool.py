@@ -1,0 +1,170 @@
+"""Nothing lost: evidence is copied to a local spool first, uploaded from there, then dropped.
+
+A spool entry is ``<spool>/<owner>/<repo>/<revision>/<runner>/<run-id>/`` holding
+the copied files and the run's ``index.json``. It appears by one rename once the
+copy is complete, and it is deleted only after the store has confirmed every
+file and the index. If the store is unreachable or the upload breaks part-way,
+the entry stays and ``cuda-gate upload --resume`` finishes the job: files already
+stored identically are skipped, so nothing is duplicated or overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from gate import __version__
+from gate.errors import BadInputError, EvidenceError, StorageError
+from gate.store.base import EvidenceStore, PutOutcome
+from gate.store.records import (
+    INDEX_NAME,
+    FileEntry,
+    PublishResult,
+    RunIndex,
+    RunMeta,
+    check_file_name,
+    read_verdict,
+)
+
+_PARTIAL = ".partial-"
+RESUME_HINT = "run `cuda-gate upload --resume` when the store is reachable again"
+
+
+def evidence_files(evidence_dir: Path) -> tuple[str, ...]:
+    """Every regular file below ``evidence_dir``, as sorted relative POSIX paths."""
+    if not evidence_dir.is_dir():
+        raise BadInputError(f"{evidence_dir}: evidence folder not found")
+    names = sorted(
+        p.relative_to(evidence_dir).as_posix() for p in evidence_dir.rglob("*") if p.is_file()
+    )
+    if not names:
+        raise BadInputError(f"{evidence_dir}: the evidence folder is empty")
+    if INDEX_NAME in names:
+        raise BadInputError(f"{evidence_dir / INDEX_NAME}: this name is reserved for the run index")
+    return tuple(check_file_name(n) for n in names)
+
+
+def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path, RunIndex]:
+    """Copy the evidence into the spool (hashing the copies) and write the run's index there."""
+    entry = spool_dir.joinpath(*meta.run_key().split("/"))
+    names = evidence_files(evidence_dir)
+    partial = entry.with_name(f"{_PARTIAL}{meta.run_id}-{uuid.uuid4().hex[:8]}")
+    try:
+        partial.mkdir(parents=True)
+        entries = tuple(_copy(evidence_dir / name, partial / name, name) for name in names)
+        index = RunIndex(
+            meta=meta,
+            files=entries,
+            verdict=read_verdict(evidence_dir / "result.json"),
+            tool_version=__version__,
+        )
+        _write_atomic(partial / INDEX_NAME, index.to_json())
+        if entry.exists():
+            return entry, _same_spooled(entry, index)
+        partial.rename(entry)
+    except OSError as e:
+        raise EvidenceError(f"cannot copy the evidence into the spool {entry}: {e}") from e
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return entry, index
+
+
+def _copy(source: Path, dest: Path, name: str) -> FileEntry:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    size = 0
+    with source.open("rb") as src, dest.open("xb") as out:
+        while block := src.read(1 << 20):
+            digest.update(block)
+            size += len(block)
+            out.write(block)
+        out.flush()
+        os.fsync(out.fileno())
+    return FileEntry(name, digest.hexdigest(), size)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+    with tmp.open("xb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    tmp.replace(path)
+
+
+def _same_spooled(entry: Path, index: RunIndex) -> RunIndex:
+    """An earlier spool of the same run id is reused only when it holds the same evidence."""
+    existing = read_spooled_index(entry)
+    if existing != index:
+        raise EvidenceError(
+            f"the spool {entry} already holds different evidence for run {index.meta.run_id}",
+            hint="upload it with `cuda-gate upload --resume`, or give this run a new run id",
+        )
+    return existing
+
+
+def read_spooled_index(entry: Path) -> RunIndex:
+    """The index of a spool entry."""
+    path = entry / INDEX_NAME
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise EvidenceError(f"{path}: cannot read the spooled index: {e.strerror or e}") from e
+    return RunIndex.from_json(data, str(path))
+
+
+def pending(spool_dir: Path) -> tuple[Path, ...]:
+    """Spool entries still waiting for upload, oldest run id first."""
+    if not spool_dir.is_dir():
+        return ()
+    found = [
+        index.parent
+        for index in spool_dir.glob(f"*/*/*/*/*/{INDEX_NAME}")
+        if not any(part.startswith(_PARTIAL) for part in index.relative_to(spool_dir).parts)
+    ]
+    return tuple(sorted(found, key=lambda p: (p.name, str(p))))
+
+
+def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
+    """Upload one spool entry (files, then the index last), then drop it from the spool."""
+    index = read_spooled_index(entry)
+    run_key = index.meta.run_key()
+    uploaded: list[str] = []
+    present: list[str] = []
+    try:
+        store.check()
+        for item in index.files:
+            source = entry.joinpath(*item.path.split("/"))
+            outcome = store.put_file(f"{run_key}/{item.path}", source, item.sha256, item.size)
+            (uploaded if outcome is PutOutcome.STORED else present).append(item.path)
+        # Last: the index makes the run complete.
+        outcome = store.put_bytes(f"{run_key}/{INDEX_NAME}", index.to_json())
+        (uploaded if outcome is PutOutcome.STORED else present).append(INDEX_NAME)
+    except StorageError as e:
+        raise type(e)(
+            f"{e.message}; the evidence is kept in the spool {entry}", hint=e.hint or RESUME_HINT
+        ) from e
+    except OSError as e:
+        raise EvidenceError(f"cannot read the spooled evidence in {entry}: {e}") from e
+    _drop(entry)
+    return PublishResult(
+        location=store.location(run_key),
+        index=index,
+        uploaded=tuple(uploaded),
+        already_present=tuple(present),
+    )
+
+
+def _drop(entry: Path) -> None:
+    """Remove an uploaded entry and the folders it leaves empty (up to the spool root)."""
+    shutil.rmtree(entry, ignore_errors=True)
+    parent = entry.parent
+    for _ in range(4):
+        try:
+            parent.rmdir()
+        except OSError:
+            return
+        parent = parent.parent

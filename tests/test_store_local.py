@@ -1,0 +1,436 @@
+"""The local folder store, the spool, settings and records: no processes, no network."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gate.errors import BadInputError, ConfigError, EvidenceChangedError, StorageError
+from gate.store import (
+    LocalStore,
+    ObjectExistsError,
+    ProgressEvent,
+    RunIndex,
+    RunMeta,
+    fetch_run,
+    latest_run,
+    list_runs,
+    load_settings,
+    local_settings,
+    pending,
+    publish,
+    resume,
+    run_meta_from_evidence,
+)
+from gate.store.base import PutOutcome
+from gate.store.meta import repository_from_remote
+from gate.store.progress import StderrProgress
+from gate.store.records import check_file_name
+from gate.store.settings import STORE_VARIABLES, StoreSettings
+from tests.store_helpers import REVISION, make_evidence, meta, run_cli, validate_index
+
+pytestmark = pytest.mark.unit
+
+RUN_KEY = f"acme/kernels/{REVISION}/gpu-box-1/20261129T180000Z-1a2b3c"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> StoreSettings:
+    return local_settings(tmp_path / "store", tmp_path / "spool")
+
+
+# -- settings ---------------------------------------------------------------------------
+
+
+def test_nothing_configured_is_the_local_store_under_data_home(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, env={"XDG_DATA_HOME": str(tmp_path / "data")})
+    assert s.kind == "local"
+    assert s.local_dir == tmp_path / "data" / "cuda-gate" / "evidence"
+    assert s.spool_dir == tmp_path / "data" / "cuda-gate" / "spool"
+
+
+def test_environment_configures_s3(tmp_path: Path) -> None:
+    s = load_settings(
+        tmp_path,
+        env={
+            "CUDA_GATE_STORE": "s3://evidence-bucket/ci/gate/",
+            "CUDA_GATE_S3_ENDPOINT": "http://127.0.0.1:9000",
+            "CUDA_GATE_S3_PATH_STYLE": "yes",
+            "CUDA_GATE_S3_REGION": "eu-west-1",
+            "CUDA_GATE_OBJECT_LOCK_MODE": "compliance",
+            "CUDA_GATE_OBJECT_LOCK_DAYS": "365",
+            "CUDA_GATE_SPOOL_DIR": str(tmp_path / "sp"),
+        },
+    )
+    assert (s.kind, s.bucket, s.prefix, s.endpoint, s.region) == (
+        "s3",
+        "evidence-bucket",
+        "ci/gate",
+        "http://127.0.0.1:9000",
+        "eu-west-1",
+    )
+    assert s.path_style
+    assert (s.object_lock_mode, s.object_lock_days) == ("COMPLIANCE", 365)
+    assert s.spool_dir == tmp_path / "sp"
+    assert s.describe() == "s3://evidence-bucket/ci/gate at http://127.0.0.1:9000"
+
+
+def test_pyproject_table_is_read_and_environment_wins(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cuda-gate.store]\nurl = "s3://from-file/p"\npath-style = true\n'
+        'object-lock-mode = "GOVERNANCE"\nobject-lock-days = 7\n'
+    )
+    s = load_settings(tmp_path, env={})
+    assert (s.bucket, s.prefix, s.path_style, s.object_lock_mode) == (
+        "from-file",
+        "p",
+        True,
+        "GOVERNANCE",
+    )
+    s = load_settings(tmp_path, env={"CUDA_GATE_STORE": "s3://from-env"})
+    assert (s.bucket, s.prefix) == ("from-env", "")
+
+
+def test_cuda_gate_toml_comes_before_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.cuda-gate.store]\nurl = "s3://pyproj"\n')
+    (tmp_path / "cuda-gate.toml").write_text(f'[store]\nurl = "{tmp_path / "folder"}"\n')
+    s = load_settings(tmp_path, env={})
+    assert (s.kind, s.local_dir) == ("local", tmp_path / "folder")
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ('url = "s3://b"\n', "bucket name 'b' is not 3-63 characters"),
+        (
+            'url = "s3://bucket"\nobject-lock-mode = "FOREVER"\nobject-lock-days = 1\n',
+            "'FOREVER' is not COMPLIANCE or GOVERNANCE",
+        ),
+        ('url = "s3://bucket"\nobject-lock-mode = "COMPLIANCE"\n', "needs object-lock-days"),
+        (
+            'url = "s3://bucket"\nobject-lock-mode = "COMPLIANCE"\nobject-lock-days = 0\n',
+            "key 'object-lock-days': 0 is not an integer >= 1",
+        ),
+        ('url = "s3://bucket"\npath-style = "maybe"\n', "'maybe' is not true or false"),
+        ('url = "s3://bucket"\nmultipart-threshold = 1024\n', "is not an integer >= 5242880"),
+        ('bucket = "x"\n', "unknown key 'bucket'"),
+        ('endpoint = "http://x"\n', "the store is the local folder"),
+    ],
+)
+def test_bad_config_names_the_file_and_key(tmp_path: Path, table: str, expected: str) -> None:
+    (tmp_path / "cuda-gate.toml").write_text("[store]\n" + table)
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path, env={})
+    assert str(tmp_path / "cuda-gate.toml") in info.value.one_line()
+    assert expected in info.value.one_line()
+
+
+def test_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="environment variable CUDA_GATE_OBJECT_LOCK_DAYS"):
+        load_settings(
+            tmp_path,
+            env={
+                "CUDA_GATE_STORE": "s3://bucket",
+                "CUDA_GATE_OBJECT_LOCK_MODE": "GOVERNANCE",
+                "CUDA_GATE_OBJECT_LOCK_DAYS": "ten",
+            },
+        )
+
+
+def test_unreadable_toml_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "cuda-gate.toml").write_text("[store\n")
+    with pytest.raises(ConfigError, match=r"cuda-gate\.toml: cannot read TOML"):
+        load_settings(tmp_path, env={})
+
+
+# -- records ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"revision": "abc123"},
+        {"revision": "g" * 40},
+        {"runner": "a/b"},
+        {"run_id": ".."},
+        {"owner": ""},
+    ],
+)
+def test_run_meta_refuses_what_cannot_be_a_key(fields: dict[str, str]) -> None:
+    base = {"owner": "acme", "repo": "kernels", "revision": REVISION, "runner": "r", "run_id": "1"}
+    values = {**base, **fields}
+    with pytest.raises(ConfigError):
+        RunMeta(
+            values["owner"], values["repo"], values["revision"], values["runner"], values["run_id"]
+        )
+
+
+def test_run_meta_normalises_the_revision_to_lower_case() -> None:
+    m = RunMeta("acme", "kernels", REVISION.upper(), "r", "1")
+    assert m.run_key() == f"acme/kernels/{REVISION}/r/1"
+
+
+@pytest.mark.parametrize("name", ["../x", "a//b", "a/./b", "sp ace.txt", "/abs"])
+def test_file_names_that_cannot_be_keys_are_refused(name: str) -> None:
+    with pytest.raises(BadInputError):
+        check_file_name(name)
+
+
+def test_remote_urls_give_owner_and_repo() -> None:
+    assert repository_from_remote("git@github.com:acme/kernels.git") == "acme/kernels"
+    assert repository_from_remote("https://github.com/acme/kernels") == "acme/kernels"
+    assert repository_from_remote("ssh://git@host:22/acme/kernels.git/") == "acme/kernels"
+    assert repository_from_remote("nonsense") is None
+
+
+def test_run_meta_from_result_json_and_environment(tmp_path: Path) -> None:
+    evidence = make_evidence(tmp_path / "ev")
+    m = run_meta_from_evidence(evidence, env={}, cwd=tmp_path)
+    assert m == meta()
+    overridden = run_meta_from_evidence(
+        evidence, env={}, cwd=tmp_path, overrides={"runner": "my runner #2", "run_id": None}
+    )
+    assert (overridden.runner, overridden.run_id) == ("my-runner-2", "20261129T180000Z-1a2b3c")
+
+
+def test_run_meta_without_result_json_uses_github_environment(tmp_path: Path) -> None:
+    evidence = tmp_path / "ev"
+    evidence.mkdir()
+    (evidence / "driver.txt").write_text("x")
+    env = {
+        "GITHUB_REPOSITORY": "acme/kernels",
+        "GITHUB_RUN_ID": "987",
+        "GITHUB_RUN_ATTEMPT": "2",
+        "RUNNER_NAME": "runner-7",
+        "CUDA_GATE_RUNNER_CLASS": "spark",
+    }
+    m = run_meta_from_evidence(evidence, env=env, cwd=tmp_path, overrides={"revision": REVISION})
+    assert (m.repository, m.run_id, m.runner, m.runner_class) == (
+        "acme/kernels",
+        "gh-987-2",
+        "runner-7",
+        "spark",
+    )
+
+
+def test_index_is_deterministic_schema_valid_and_round_trips(
+    tmp_path: Path, settings: StoreSettings
+) -> None:
+    result = publish(make_evidence(tmp_path / "ev"), meta(), settings)
+    data = result.index.to_json()
+    assert data == result.index.to_json()
+    doc = validate_index(data)
+    assert doc["verdict"] == {
+        "accepted": True,
+        "statement": "Passed with the current driver, current artifacts, and tested entry points.",
+    }
+    assert RunIndex.from_json(data, "x") == result.index
+
+
+def test_an_index_of_another_version_is_refused() -> None:
+    with pytest.raises(BadInputError, match="where: unsupported evidence index version 2"):
+        RunIndex.from_json(json.dumps({"version": 2}).encode(), "where")
+    with pytest.raises(BadInputError, match="where: not a valid evidence index"):
+        RunIndex.from_json(b'{"version": 1}', "where")
+
+
+# -- local store --------------------------------------------------------------------------
+
+
+def test_put_is_write_once(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    assert store.put_bytes("a/b.txt", b"one") is PutOutcome.STORED
+    assert store.put_bytes("a/b.txt", b"one") is PutOutcome.PRESENT
+    with pytest.raises(ObjectExistsError, match="refusing to overwrite"):
+        store.put_bytes("a/b.txt", b"two")
+    assert store.get_bytes("a/b.txt") == b"one"
+    assert store.get_bytes("a/missing") is None
+    assert not os.access(tmp_path / "s" / "a" / "b.txt", os.W_OK) or os.geteuid() == 0
+
+
+def test_put_file_detects_a_source_that_does_not_match(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    src = tmp_path / "f"
+    src.write_bytes(b"content")
+    with pytest.raises(StorageError, match="changed while it was stored"):
+        store.put_file("k", src, "0" * 64, 7)
+    assert list(store.list_keys("")) == []
+
+
+def test_publish_lands_in_the_local_store_and_drops_the_spool(
+    tmp_path: Path, settings: StoreSettings
+) -> None:
+    result = publish(make_evidence(tmp_path / "ev"), meta(), settings)
+    assert result.location == f"{tmp_path / 'store'}/{RUN_KEY}"
+    assert set(result.uploaded) == {
+        "driver.txt",
+        "sass.txt",
+        "logs/native.log",
+        "result.json",
+        "index.json",
+    }
+    assert result.uploaded[-1] == "index.json"
+    assert pending(settings.spool_dir) == ()
+    assert not any(settings.spool_dir.iterdir())
+    assert (tmp_path / "store" / RUN_KEY / "logs" / "native.log").read_text() == "value=42\n"
+
+
+def test_rerun_of_the_same_run_is_idempotent(tmp_path: Path, settings: StoreSettings) -> None:
+    evidence = make_evidence(tmp_path / "ev")
+    publish(evidence, meta(), settings)
+    again = publish(evidence, meta(), settings)
+    assert again.uploaded == ()
+    assert len(again.already_present) == 5
+
+
+def test_changed_evidence_under_the_same_run_id_is_refused_and_spooled(
+    tmp_path: Path, settings: StoreSettings
+) -> None:
+    evidence = make_evidence(tmp_path / "ev")
+    publish(evidence, meta(), settings)
+    (evidence / "driver.txt").write_text("tampered\n")
+    with pytest.raises(ObjectExistsError, match=r"refusing to overwrite .*driver\.txt") as info:
+        publish(evidence, meta(), settings)
+    assert "kept in the spool" in info.value.one_line()
+    assert len(pending(settings.spool_dir)) == 1
+    stored = tmp_path / "store" / RUN_KEY / "driver.txt"
+    assert stored.read_text() == "NVIDIA H200, 580.159.04\n"
+
+
+def test_unwritable_store_keeps_the_spool_and_resume_finishes(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the store should be")
+    broken = local_settings(blocker / "store", tmp_path / "spool")
+    with pytest.raises(StorageError, match="kept in the spool") as info:
+        publish(make_evidence(tmp_path / "ev"), meta(), broken)
+    assert "cuda-gate upload --resume" in info.value.one_line()
+    assert len(pending(tmp_path / "spool")) == 1
+    fixed = local_settings(tmp_path / "store", tmp_path / "spool")
+    results = resume(fixed)
+    assert [r.index.meta.run_id for r in results] == ["20261129T180000Z-1a2b3c"]
+    assert pending(tmp_path / "spool") == ()
+    assert resume(fixed) == ()
+
+
+def test_list_runs_shows_complete_and_incomplete_runs(
+    tmp_path: Path, settings: StoreSettings
+) -> None:
+    publish(make_evidence(tmp_path / "a"), meta(), settings)
+    publish(
+        make_evidence(tmp_path / "b", run_id="20261129T190000Z-ffffff", accepted=False),
+        meta(run_id="20261129T190000Z-ffffff"),
+        settings,
+    )
+    store = LocalStore(tmp_path / "store")
+    half = f"acme/kernels/{REVISION}/other-box/20261129T200000Z-000000/driver.txt"
+    store.put_bytes(half, b"partial upload")
+    runs = list_runs(store, "acme/kernels", REVISION)
+    assert [(r.runner, r.run_id, r.complete) for r in runs] == [
+        ("gpu-box-1", "20261129T180000Z-1a2b3c", True),
+        ("gpu-box-1", "20261129T190000Z-ffffff", True),
+        ("other-box", "20261129T200000Z-000000", False),
+    ]
+    assert latest_run(runs, "gpu-box-1").run_id == "20261129T190000Z-ffffff"
+    with pytest.raises(StorageError, match="no complete run of runner 'other-box'"):
+        latest_run(runs, "other-box")
+    assert list_runs(store, "acme/kernels", "f" * 40) == ()
+
+
+def test_fetch_run_checks_every_file(tmp_path: Path, settings: StoreSettings) -> None:
+    evidence = make_evidence(tmp_path / "ev")
+    publish(evidence, meta(), settings)
+    store = LocalStore(tmp_path / "store")
+    dest = tmp_path / "got"
+    index = fetch_run(
+        store, "acme/kernels", REVISION, runner="gpu-box-1", run_id=meta().run_id, dest=dest
+    )
+    assert (dest / "logs" / "native.log").read_bytes() == (
+        evidence / "logs/native.log"
+    ).read_bytes()
+    validate_index((dest / "index.json").read_bytes())
+    assert index.verdict is not None
+    assert index.verdict.accepted
+
+    stored = tmp_path / "store" / RUN_KEY / "sass.txt"
+    stored.chmod(0o644)
+    stored.write_text("swapped\n")
+    with pytest.raises(EvidenceChangedError, match=r"sass.txt: sha256 .* does not match the index"):
+        fetch_run(
+            store,
+            "acme/kernels",
+            REVISION,
+            runner="gpu-box-1",
+            run_id=meta().run_id,
+            dest=tmp_path / "got2",
+        )
+    assert not (tmp_path / "got2").exists()
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+def test_evidence_folder_problems_are_one_line(tmp_path: Path, settings: StoreSettings) -> None:
+    with pytest.raises(BadInputError, match="evidence folder not found"):
+        publish(tmp_path / "nope", meta(), settings)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BadInputError, match="the evidence folder is empty"):
+        publish(tmp_path / "empty", meta(), settings)
+    evidence = make_evidence(tmp_path / "ev")
+    (evidence / "index.json").write_text("{}")
+    with pytest.raises(BadInputError, match="reserved for the run index"):
+        publish(evidence, meta(), settings)
+
+
+# -- progress and CLI -----------------------------------------------------------------------
+
+
+def test_progress_prints_quarters_in_a_log() -> None:
+    stream = io.StringIO()
+    bar = StderrProgress(stream)
+    total = 40 << 20
+    for done in range(0, total + 1, 5 << 20):
+        bar(ProgressEvent("acme/x/artifact.bin", done, total, multipart=True))
+    bar(ProgressEvent("acme/x/small.txt", 10, 10, multipart=False))
+    lines = stream.getvalue().splitlines()
+    assert [line.split("]")[1].split("%")[0].strip() for line in lines] == [
+        "0",
+        "25",
+        "50",
+        "75",
+        "100",
+    ]
+    assert lines[-1].endswith("40.0/40.0 MiB artifact.bin")
+
+
+def test_cli_upload_list_and_get_on_the_local_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("GITHUB_REPOSITORY", "acme/kernels")
+    for name in STORE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    make_evidence(tmp_path / "gate-evidence")
+    code, out, _ = run_cli(monkeypatch, capsys, "upload", "--quiet")
+    assert code == 0
+    assert f"uploaded {tmp_path}/data/cuda-gate/evidence/{RUN_KEY} (5 stored" in out
+
+    code, out, _ = run_cli(monkeypatch, capsys, "evidence", "list", "--revision", REVISION)
+    assert code == 0
+    assert "20261129T180000Z-1a2b3c  gpu-box-1  h200   accepted  4      complete" in out
+
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "evidence", "get", "--revision", REVISION, "--runner", "gpu-box-1"
+    )
+    assert code == 0
+    assert (tmp_path / "evidence-gpu-box-1-20261129T180000Z-1a2b3c" / "result.json").is_file()
+
+    code, _, err = run_cli(monkeypatch, capsys, "evidence", "list", "--revision", "abc")
+    assert code == int(ConfigError.exit_code)
+    assert err.strip() == "cuda-gate: error: revision 'abc' is not a full 40-hex git commit id"
+
+    code, out, _ = run_cli(monkeypatch, capsys, "upload", "--resume")
+    assert code == 0
+    assert "nothing to resume" in out
