@@ -41,6 +41,7 @@ from gate.errors import (
     ToolError,
 )
 from gate.manifest import (
+    ENVELOPE_FILE,
     MANIFEST_FILE,
     PREDICATE_TYPE,
     RESULT_FILE,
@@ -131,6 +132,14 @@ def verify(
     report = emit or (lambda _step: None)
     try:
         data = envelope_path.read_bytes()
+    except FileNotFoundError as e:
+        unsigned = envelope_path.parent / MANIFEST_FILE
+        if envelope_path.name == ENVELOPE_FILE and unsigned.is_file():
+            raise SignatureError(
+                f"{envelope_path}: not found; the run wrote an unsigned {MANIFEST_FILE} only",
+                hint="configure a signing key (CUDA_GATE_SIGNING_KEY) and run the gate again",
+            ) from e
+        raise BadInputError(f"{envelope_path}: cannot read: {e.strerror or e}") from e
     except OSError as e:
         raise BadInputError(f"{envelope_path}: cannot read: {e.strerror or e}") from e
     payload, keyid, step1 = _step_signature(data, str(envelope_path), key)
