@@ -339,10 +339,11 @@ def _capability(text: str | None) -> str | None:
 def _step_verdict(predicate: dict[str, Any]) -> StepResult:
     """Step 5: the run was accepted (a verified record of a rejected run is still a rejection)."""
     verdict = predicate["verdict"]
+    detail = f"recorded verdict: {verdict['statement']}"
     if verdict["accepted"]:
-        return StepResult(5, "verdict", Outcome.PASSED, f"accepted: {verdict['statement']}")
-    error = GateError(f"5. verdict: the recorded run was not accepted: {verdict['statement']}")
-    return StepResult(5, "verdict", Outcome.FAILED, f"not accepted: {verdict['statement']}", error)
+        return StepResult(5, "verdict", Outcome.PASSED, detail)
+    error = GateError(f"5. verdict: the run was not accepted ({detail})")
+    return StepResult(5, "verdict", Outcome.FAILED, detail, error)
 
 
 def _failed(number: int, title: str, problems: Sequence[str], error: type[GateError]) -> StepResult:

@@ -224,7 +224,10 @@ def test_a_rejected_run_does_not_verify(tmp_path: Path, pair: KeyPair) -> None:
     error = result.first_error()
     assert type(error) is GateError
     assert error.exit_code == ExitCode.NOT_ACCEPTED
-    assert "not accepted: Not accepted: the JIT path failed." in _step(result, 5).line()
+    assert _step(result, 5).line() == (
+        "  5. verdict: FAILED - recorded verdict: Not accepted: the JIT path failed."
+    )
+    assert error.one_line().startswith("5. verdict: the run was not accepted (recorded verdict: ")
 
 
 def test_every_byte_of_the_real_payload_and_signature_is_covered(
