@@ -6,7 +6,7 @@ and a pinned interpreter that is missing would fail the run.
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import nox
 
@@ -84,7 +84,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
-    if os.path.isdir(".github/workflows"):
+    if Path(".github/workflows").is_dir():
         session.run("python", "ci/lint_workflows.py", external=False)
 
 

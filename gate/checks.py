@@ -137,7 +137,10 @@ def execution_check(execution: Execution) -> Check:
 
 
 def prediction_check(
-    artifact: str, listing: Listing, cap: Capability, driver: Version | None,
+    artifact: str,
+    listing: Listing,
+    cap: Capability,
+    driver: Version | None,
     executions: Sequence[Execution],
 ) -> Check:
     """Compare what ran with what inspection predicted; a mismatch needs explaining."""
@@ -163,14 +166,17 @@ def prediction_check(
         f"{artifact}: execution matches inspection on {cap}",
         "gate.predict",
         not mismatches,
-        detail or f"native {'ok' if expected[ExecPath.NATIVE] else 'fails'} and JIT "
+        detail
+        or f"native {'ok' if expected[ExecPath.NATIVE] else 'fails'} and JIT "
         f"{'ok' if expected[ExecPath.JIT] else 'fails'}, as predicted",
     )
 
 
 def _jit_ok(driver: Version | None, listing: Listing, kernel: str, cap: Capability) -> bool:
     """Under forced JIT the driver ignores SASS: the kernel needs usable PTX."""
-    ptx = [e for e in listing.of_kind(Kind.PTX) if kernel in e.kernels and e.target.ptx_jits_for(cap)]
+    ptx = [
+        e for e in listing.of_kind(Kind.PTX) if kernel in e.kernels and e.target.ptx_jits_for(cap)
+    ]
     if not ptx:
         return False
     needed = [min_driver_for_ptx(e.ptx_isa) for e in ptx if e.ptx_isa]
@@ -178,7 +184,9 @@ def _jit_ok(driver: Version | None, listing: Listing, kernel: str, cap: Capabili
 
 
 def diagnose(
-    executions: Sequence[Execution], listing: Listing | None, cap: Capability | None,
+    executions: Sequence[Execution],
+    listing: Listing | None,
+    cap: Capability | None,
     driver: Version | None,
 ) -> list[str]:
     """The seed's diagnosis for each failure combination, with the evidence behind it."""

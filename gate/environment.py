@@ -137,8 +137,14 @@ def driver_from(full: proc.Result, query: proc.Result | None) -> DriverInfo:
     return parse_nvidia_smi(full.stdout, query.stdout)
 
 
-def nvcc_path() -> str:
-    """nvcc from PATH, else from CUDA_HOME / the default toolkit location."""
+def nvcc_path(explicit: str | None = None) -> str:
+    """The nvcc given (or CUDA_GATE_NVCC), else from PATH, CUDA_HOME, /usr/local/cuda."""
+    chosen = explicit or os.environ.get("CUDA_GATE_NVCC")
+    if chosen:
+        path = Path(chosen)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise ToolError(f"nvcc not found: {chosen} is not an executable file")
+        return str(path)
     extra = [
         Path(os.environ[var]) / "bin" for var in ("CUDA_HOME", "CUDA_PATH") if var in os.environ
     ]

@@ -14,7 +14,6 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from gate.errors import EvidenceError
 from gate.redact import redact
@@ -60,7 +59,7 @@ class EvidenceDir:
         """Write a text file, secrets redacted, atomically."""
         return self.write_bytes(name, redact(text).encode("utf-8"))
 
-    def write_json(self, name: str, data: Any) -> Path:
+    def write_json(self, name: str, data: object) -> Path:
         """Write a JSON document (sorted keys, trailing newline), secrets redacted."""
         return self.write_text(name, json.dumps(data, indent=2, sort_keys=True) + "\n")
 

@@ -46,8 +46,14 @@ class ExecPath(enum.Enum):
 
 # Variables each path sets and removes. CUDA_CACHE_PATH is added per run (a fresh folder).
 PATH_ENV: dict[ExecPath, tuple[dict[str, str], tuple[str, ...]]] = {
-    ExecPath.NATIVE: ({"CUDA_DISABLE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"}, ("CUDA_FORCE_PTX_JIT",)),
-    ExecPath.JIT: ({"CUDA_FORCE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"}, ("CUDA_DISABLE_PTX_JIT",)),
+    ExecPath.NATIVE: (
+        {"CUDA_DISABLE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"},
+        ("CUDA_FORCE_PTX_JIT",),
+    ),
+    ExecPath.JIT: (
+        {"CUDA_FORCE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"},
+        ("CUDA_DISABLE_PTX_JIT",),
+    ),
 }
 
 

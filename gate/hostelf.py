@@ -28,7 +28,7 @@ HOST_MACHINES = {
     "arm64": ("EM_AARCH64", "ARM aarch64"),
     "ppc64le": ("EM_PPC64", "64-bit PowerPC or cisco 7500"),
 }
-_MACHINE_TEXT = {machine: text for machine, text in HOST_MACHINES.values()}
+_MACHINE_TEXT = dict(HOST_MACHINES.values())
 _DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64")
 _LDCONFIG_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$", re.MULTILINE)
 _CACHE_ABI = {"EM_X86_64": "x86-64", "EM_AARCH64": "AArch64", "EM_PPC64": "64bit"}
@@ -84,16 +84,17 @@ def _format(elf: ELFFile, path: Path) -> HostFormat:
     runpath: list[str] = []
     for segment in elf.iter_segments():
         if segment["p_type"] == "PT_INTERP":
-            interp = str(segment.get_interp_name())
+            interp = str(getattr(segment, "get_interp_name", lambda: "")())
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
             for tag in section.iter_tags():
+                # pyelftools sets these attributes per tag type at run time.
                 if tag.entry.d_tag == "DT_NEEDED":
-                    needed.append(str(tag.needed))
+                    needed.append(str(getattr(tag, "needed", "")))
                 elif tag.entry.d_tag == "DT_RPATH":
-                    rpath += str(tag.rpath).split(":")
+                    rpath += str(getattr(tag, "rpath", "")).split(":")
                 elif tag.entry.d_tag == "DT_RUNPATH":
-                    runpath += str(tag.runpath).split(":")
+                    runpath += str(getattr(tag, "runpath", "")).split(":")
     kind = {
         "ET_EXEC": "executable",
         "ET_DYN": "pie executable" if interp else "shared object",
@@ -162,9 +163,9 @@ def resolve(name: str, fmt: HostFormat, origin: Path) -> str | None:
     cached = _from_cache(name, fmt.machine)
     if cached:
         return cached
-    for folder in _DEFAULT_DIRS:
-        if (Path(folder) / name).is_file():
-            return str(Path(folder) / name)
+    for default in _DEFAULT_DIRS:
+        if (Path(default) / name).is_file():
+            return str(Path(default) / name)
     return None
 
 

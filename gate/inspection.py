@@ -88,8 +88,11 @@ def content_checks(
             else f"{artifact.host.machine_text} does not run on host {host_arch}",
         )
     ]
-    for file_name, what in (("elf-list.txt", "ELF listing"), ("ptx.txt", "PTX dump"),
-                            ("sass.txt", "SASS dump")):
+    for file_name, what in (
+        ("elf-list.txt", "ELF listing"),
+        ("ptx.txt", "PTX dump"),
+        ("sass.txt", "SASS dump"),
+    ):
         path = evidence.path(prefix + file_name)
         if not path.exists():
             continue
@@ -98,12 +101,19 @@ def content_checks(
         if file_name == "elf-list.txt":
             empty = empty or not cuobjdump.parse_list(text, "ELF")
         checks.append(
-            Check(f"{name}: {what} not empty", cls, not empty,
-                  f"{prefix}{file_name} has content" if not empty else f"{prefix}{file_name} is empty")
+            Check(
+                f"{name}: {what} not empty",
+                cls,
+                not empty,
+                f"{prefix}{file_name} has content"
+                if not empty
+                else f"{prefix}{file_name} is empty",
+            )
         )
     for module in artifact.ptx_modules:
         missing = [
-            label for label, ok in ((".version", module.version), (".target", module.target))
+            label
+            for label, ok in ((".version", module.version), (".target", module.target))
             if not ok
         ]
         checks.append(
@@ -111,8 +121,7 @@ def content_checks(
                 f"{name}: PTX {module.arch} declares .version and .target",
                 cls,
                 not missing,
-                f".version {module.version}, .target {module.target}, "
-                f"{len(module.entries)} entries"
+                f".version {module.version}, .target {module.target}, {len(module.entries)} entries"
                 if not missing
                 else f"PTX {module.arch} lacks {', '.join(missing)}",
             )

@@ -6,9 +6,8 @@ reporters group them; logs go to system-out.
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-
-import xml.etree.ElementTree as ET  # noqa: N817  (parsing our own output, not untrusted XML)
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 

@@ -88,9 +88,11 @@ class DevicePrediction:
             return f"no code for {len(missing)} of {len(self.kernels)} kernels"
         if not self.runnable:
             return "PTX JIT needs a newer driver"
-        return "runs only through PTX JIT" if all(
-            k.route.path is Path.PTX_JIT for k in self.kernels
-        ) else "partly through PTX JIT"
+        return (
+            "runs only through PTX JIT"
+            if all(k.route.path is Path.PTX_JIT for k in self.kernels)
+            else "partly through PTX JIT"
+        )
 
 
 @dataclass(frozen=True)
@@ -113,9 +115,7 @@ class Listing:
 
     def kernels_for(self, kind: Kind, target: Target) -> frozenset[str]:
         """Kernel names present in entries of ``kind`` for ``target``."""
-        return frozenset(
-            k for e in self.of_kind(kind) if e.target == target for k in e.kernels
-        )
+        return frozenset(k for e in self.of_kind(kind) if e.target == target for k in e.kernels)
 
     def missing_kernels(self) -> dict[str, tuple[str, ...]]:
         """For each SASS or PTX target, the kernels found elsewhere but absent there."""
@@ -132,9 +132,7 @@ class Listing:
         """The route each kernel takes on ``cap`` (SASS first, then PTX JIT)."""
         predictions = []
         for kernel in self.kernels():
-            sass = tuple(
-                e.target for e in self.of_kind(Kind.SASS) if kernel in e.kernels
-            )
+            sass = tuple(e.target for e in self.of_kind(Kind.SASS) if kernel in e.kernels)
             ptx = tuple(
                 (e.target, e.ptx_isa) for e in self.of_kind(Kind.PTX) if kernel in e.kernels
             )

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gate import build, checks, environment, execute, inspection, probe, proc
-from gate.errors import ExitCode, GateError, NoDeviceError, ToolError
+from gate import build, checks, environment, execute, inspection, probe, proc, result
+from gate.errors import GateError, NoDeviceError, ToolError
 from gate.evidence import EvidenceDir
 from gate.targets import Capability, Target
 
@@ -40,6 +40,7 @@ class RunOptions:
     timeout: float = execute.DEFAULT_TIMEOUT
     stop_after: str | None = None
     dump_sass: str = "auto"
+    nvcc: str | None = None
 
 
 @dataclass
@@ -70,18 +71,15 @@ class RunState:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The end of a run: verdict, exit status, and where the evidence is."""
+    """The end of a run: the report, where the evidence is, and what the stages found."""
 
-    verdict: checks.Verdict
-    exit_code: ExitCode
+    report: result.Report
     evidence: Path
-    headline: str | None
     state: RunState
-    diagnoses: tuple[str, ...] = ()
 
 
 @contextmanager
-def _stage(state: RunState, name: str, progress: Progress) -> Iterator[None]:
+def _stage(name: str, progress: Progress) -> Iterator[None]:
     index = STAGES.index(name) + 1
     progress(f"[{index}/{len(STAGES)}] {name} ...")
     start = time.monotonic()
@@ -89,15 +87,15 @@ def _stage(state: RunState, name: str, progress: Progress) -> Iterator[None]:
     progress(f"[{index}/{len(STAGES)}] {name} done ({time.monotonic() - start:.1f} s)")
 
 
-def _record(state: RunState, result: proc.Result) -> proc.Result:
-    state.commands.append(result)
+def _record(state: RunState, done: proc.Result) -> proc.Result:
+    state.commands.append(done)
     state.evidence.write_text(
         "commands.txt", "".join(f"{r.command_line()}\n" for r in state.commands)
     )
-    return result
+    return done
 
 
-def stage_environment(state: RunState) -> None:
+def stage_environment(state: RunState, options: RunOptions) -> None:
     """Host arch, OS, driver, toolkit, supported targets, source revision."""
     ev = state.evidence
     state.host_arch = environment.host_arch()
@@ -108,20 +106,30 @@ def stage_environment(state: RunState) -> None:
         full, query = environment.nvidia_smi()
         ev.write_text("driver.txt", full.output())
         state.driver = environment.driver_from(full, query)
-        ev.write_json("driver.json", {
-            "version": 1, "name": state.driver.name,
-            "driver_version": state.driver.driver_version,
-            "cuda_version": str(state.driver.cuda_version), "gpu_count": state.driver.gpu_count,
-        })
-        state.checks.append(checks.Check(
-            "driver", "gate.environment", True,
-            f"{state.driver.name}, driver {state.driver.driver_version}, "
-            f"CUDA {state.driver.cuda_version}"))
+        ev.write_json(
+            "driver.json",
+            {
+                "version": 1,
+                "name": state.driver.name,
+                "driver_version": state.driver.driver_version,
+                "cuda_version": str(state.driver.cuda_version),
+                "gpu_count": state.driver.gpu_count,
+            },
+        )
+        state.checks.append(
+            checks.Check(
+                "driver",
+                "gate.environment",
+                True,
+                f"{state.driver.name}, driver {state.driver.driver_version}, "
+                f"CUDA {state.driver.cuda_version}",
+            )
+        )
     except ToolError as e:
         ev.write_text("driver.txt", f"nvidia-smi: {e.one_line()}\n")
         state.checks.append(checks.Check("driver", "gate.environment", False, e.one_line()))
     state.source = environment.source_info(state.project_dir)
-    nvcc = environment.nvcc_path()
+    nvcc = environment.nvcc_path(options.nvcc)
     version = _record(state, proc.run_checked([nvcc, "--version"], what="nvcc --version"))
     ev.write_text("toolkit.txt", version.stdout)
     state.toolkit = environment.parse_nvcc_version(version.stdout, nvcc)
@@ -130,23 +138,30 @@ def stage_environment(state: RunState) -> None:
     state.supported = environment.parse_gpu_code_list(codes.stdout)
     if not state.supported:
         raise ToolError(f"{nvcc} --list-gpu-code listed no targets")
-    state.checks.append(checks.Check(
-        "toolkit", "gate.environment", True,
-        f"nvcc {state.toolkit.release}, {len(state.supported)} targets"))
+    state.checks.append(
+        checks.Check(
+            "toolkit",
+            "gate.environment",
+            True,
+            f"nvcc {state.toolkit.release}, {len(state.supported)} targets",
+        )
+    )
 
 
 def stage_probe(state: RunState, options: RunOptions, workdir: Path) -> None:
     """Read the device's capability; pick the target; stop if the toolkit lacks it."""
-    assert state.toolkit is not None
-    binary, built = probe.build_probe(state.toolkit.nvcc, workdir)
+    binary, built = probe.build_probe(_toolkit(state).nvcc, workdir)
     _record(state, built)
     try:
         state.capability, ran = probe.run_probe(binary)
         _record(state, ran)
         state.evidence.write_text("compute-capability.txt", f"{state.capability.number}\n")
         state.evidence.write_text("probe.log", ran.output())
-        state.checks.append(checks.Check(
-            "compute capability", "gate.probe", True, f"device 0 is {state.capability}"))
+        state.checks.append(
+            checks.Check(
+                "compute capability", "gate.probe", True, f"device 0 is {state.capability}"
+            )
+        )
     except NoDeviceError as e:
         state.device_error = e.message
         state.evidence.write_text("compute-capability.txt", f"unavailable: {e.message}\n")
@@ -155,44 +170,70 @@ def stage_probe(state: RunState, options: RunOptions, workdir: Path) -> None:
         state.checks.append(checks.Check("compute capability", "gate.probe", False, e.message))
     if options.target is not None:
         state.target, state.target_source = options.target.as_sass(), "--target"
-    else:
-        assert state.capability is not None
+    elif state.capability is not None:
         state.target, state.target_source = state.capability.sm(), "probe"
+    else:
+        raise NoDeviceError("no CUDA device was usable and no --target was given")
+    if state.capability is not None and not state.target.sass_runs_on(state.capability):
+        state.checks.append(
+            checks.Check(
+                f"{state.target} serves the device",
+                "gate.probe",
+                False,
+                f"{state.target} SASS cannot run on the detected device {state.capability}",
+            )
+        )
     probe.require_supported(state.target, state.supported)
-    state.checks.append(checks.Check(
-        f"{state.target} supported by the toolkit", "gate.probe", True,
-        f"{state.target} is in nvcc --list-gpu-code"))
+    state.checks.append(
+        checks.Check(
+            f"{state.target} supported by the toolkit",
+            "gate.probe",
+            True,
+            f"{state.target} is in nvcc --list-gpu-code",
+        )
+    )
 
 
 def stage_build(state: RunState, options: RunOptions, workdir: Path) -> None:
     """Build the smoke program with native SASS and PTX for the target."""
-    assert state.toolkit is not None and state.target is not None
-    sass = options.sass if options.sass is not None else (state.target.as_sass(),)
-    ptx = options.ptx if options.ptx is not None else (state.target.as_ptx(),)
-    built = build.build_smoke(state.toolkit.nvcc, workdir, sass, ptx)
+    target = _target(state)
+    sass = options.sass if options.sass is not None else (target.as_sass(),)
+    ptx = options.ptx if options.ptx is not None else (target.as_ptx(),)
+    built = build.build_smoke(_toolkit(state).nvcc, workdir, sass, ptx)
     _record(state, built.result)
     state.builds.append(built)
     state.evidence.write_text("build.log", built.result.output())
-    state.checks.append(checks.Check(
-        "build check", "gate.build", True, built.result.command_line(),
-        duration=built.result.duration))
+    state.checks.append(
+        checks.Check(
+            "build check",
+            "gate.build",
+            True,
+            built.result.command_line(),
+            duration=built.result.duration,
+        )
+    )
 
 
 def stage_inspect(state: RunState, options: RunOptions) -> None:
     """Inspect the final artifact: format, hash, dependencies, SASS and PTX listings."""
-    assert state.target is not None
+    target = _target(state)
     ev = state.evidence
     for built in state.builds:
         artifact = inspection.inspect_artifact(built.output, ev, dump_sass=options.dump_sass)
         state.artifacts.append(artifact)
         ev.write_text("binary-format.txt", artifact.host.description + "\n")
         ev.write_text("sha256.txt", f"{artifact.sha256}  {artifact.path}\n")
-        ev.write_text("dependencies.txt", "".join(
-            f"{d.needed_by}: {d.name} => {d.resolved or 'not found'}\n"
-            for d in artifact.dependencies))
+        ev.write_text(
+            "dependencies.txt",
+            "".join(
+                f"{d.needed_by}: {d.name} => {d.resolved or 'not found'}\n"
+                for d in artifact.dependencies
+            ),
+        )
         state.checks += inspection.content_checks(artifact, ev, state.host_arch)
         state.checks += checks.listing_checks(
-            artifact.name, artifact.listing, state.target, (SMOKE_KERNEL,))
+            artifact.name, artifact.listing, target, (SMOKE_KERNEL,)
+        )
 
 
 def stage_execute(state: RunState, options: RunOptions) -> None:
@@ -201,11 +242,18 @@ def stage_execute(state: RunState, options: RunOptions) -> None:
         reason = f"not run: {state.device_error or 'no CUDA device'}"
         for built in state.builds:
             for path in execute.ExecPath:
-                state.checks.append(checks.Check(
-                    f"{built.name} [{path.value}]", f"gate.execute.{path.value}", False,
-                    reason, skipped=True))
-        state.evidence.write_text("execution-status.txt", f"native=not run\nptx_jit=not run\n"
-                                  f"reason={reason}\n")
+                state.checks.append(
+                    checks.Check(
+                        f"{built.name} [{path.value}]",
+                        f"gate.execute.{path.value}",
+                        False,
+                        reason,
+                        skipped=True,
+                    )
+                )
+        state.evidence.write_text(
+            "execution-status.txt", f"native=not run\nptx_jit=not run\nreason={reason}\n"
+        )
         return
     for built in state.builds:
         entry = execute.EntryPoint(built.name, (str(built.output),), timeout=options.timeout)
@@ -216,25 +264,31 @@ def stage_execute(state: RunState, options: RunOptions) -> None:
             state.checks.append(checks.execution_check(run_))
         status = "".join(
             f"{'ptx_jit' if r.path is execute.ExecPath.JIT else 'native'}="
-            f"{'timeout' if r.result.timed_out else r.result.returncode}\n" for r in runs)
+            f"{'timeout' if r.result.timed_out else r.result.returncode}\n"
+            for r in runs
+        )
         state.evidence.write_text("execution-status.txt", status)
         artifact = next((a for a in state.artifacts if a.path == built.output.resolve()), None)
         if artifact is not None:
-            state.checks.append(checks.prediction_check(
-                artifact.name, artifact.listing, state.capability,
-                state.driver.cuda_version if state.driver else None, runs))
+            state.checks.append(
+                checks.prediction_check(
+                    artifact.name,
+                    artifact.listing,
+                    state.capability,
+                    state.driver.cuda_version if state.driver else None,
+                    runs,
+                )
+            )
 
 
 def run(options: RunOptions, progress: Progress) -> Outcome:
     """Run every stage up to ``options.stop_after`` and write the report."""
-    from gate import result as result_module  # the report stage, kept out of import time
-
     evidence = EvidenceDir.create(options.evidence)
     state = RunState(datetime.now(UTC), evidence, options.project_dir)
     build_dir = options.build_dir or Path(tempfile.mkdtemp(prefix="cuda-gate-build-"))
     build_dir.mkdir(parents=True, exist_ok=True)
     steps: list[tuple[str, Callable[[], None]]] = [
-        ("environment", lambda: stage_environment(state)),
+        ("environment", lambda: stage_environment(state, options)),
         ("probe", lambda: stage_probe(state, options, build_dir)),
         ("build", lambda: stage_build(state, options, build_dir)),
         ("inspect", lambda: stage_inspect(state, options)),
@@ -242,7 +296,7 @@ def run(options: RunOptions, progress: Progress) -> Outcome:
     ]
     try:
         for name, step in steps:
-            with _stage(state, name, progress):
+            with _stage(name, progress):
                 step()
             if options.stop_after == name:
                 state.stopped_after = name
@@ -250,13 +304,27 @@ def run(options: RunOptions, progress: Progress) -> Outcome:
     except GateError as e:
         _block(state, name, e, progress)
     except Exception as e:  # noqa: BLE001  (a bug must still leave the evidence and a report)
-        _block(state, name, GateError(f"internal error in {name}: {type(e).__name__}: {e}"),
-               progress)
-    with _stage(state, "report", progress):
-        return result_module.finish(state)
+        _block(
+            state, name, GateError(f"internal error in {name}: {type(e).__name__}: {e}"), progress
+        )
+    with _stage("report", progress):
+        finished = result.finish(state)
+    return Outcome(finished, evidence.root, state)
 
 
 def _block(state: RunState, stage: str, error: GateError, progress: Progress) -> None:
     state.blocked = error
     state.checks.append(checks.Check(f"{stage} stage", f"gate.{stage}", False, error.one_line()))
     progress(f"[{STAGES.index(stage) + 1}/{len(STAGES)}] {stage} stopped: {error.one_line()}")
+
+
+def _toolkit(state: RunState) -> environment.ToolkitInfo:
+    if state.toolkit is None:
+        raise GateError("internal error: no toolkit recorded before a stage that needs one")
+    return state.toolkit
+
+
+def _target(state: RunState) -> Target:
+    if state.target is None:
+        raise GateError("internal error: no target chosen before a stage that needs one")
+    return state.target

@@ -78,7 +78,7 @@ def which(tool: str, *, extra_dirs: Sequence[str | os.PathLike[str]] = ()) -> st
         candidate = Path(directory) / tool
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
-    raise ToolError(f"{tool} not found on PATH", hint=f"install it or put it on PATH")
+    raise ToolError(f"{tool} not found on PATH", hint="install it or put it on PATH")
 
 
 def run(

@@ -26,7 +26,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, max_width: i
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
     line = "  ".join("-" * w for w in widths)
     out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), line]
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    out += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
     return "\n".join(out)
 
 

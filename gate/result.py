@@ -9,16 +9,19 @@ from __future__ import annotations
 import os
 import platform
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gate import __version__, checks, junit, report
+from gate.environment import container_info
 from gate.errors import ExitCode
+from gate.evidence import sha256_file
 from gate.listing import DeviceEntry, Listing
 
 if TYPE_CHECKING:
     from gate.inspection import InspectedArtifact
-    from gate.pipeline import Outcome, RunState
+    from gate.pipeline import RunState
 
 RESULT_VERSION = 1
 
@@ -69,9 +72,6 @@ def artifact_json(artifact: InspectedArtifact) -> dict[str, Any]:
 
 def to_json(state: RunState, verdict: checks.Verdict, finished: datetime) -> dict[str, Any]:
     """The whole run record."""
-    from gate.environment import container_info
-    from gate.evidence import sha256_file
-
     ev = state.evidence
     container = container_info()
     return {
@@ -92,19 +92,26 @@ def to_json(state: RunState, verdict: checks.Verdict, finished: datetime) -> dic
         "environment": {
             "host_arch": state.host_arch,
             "os": state.os,
-            "driver": None if state.driver is None else {
+            "driver": None
+            if state.driver is None
+            else {
                 "name": state.driver.name,
                 "driver_version": state.driver.driver_version,
                 "cuda_version": str(state.driver.cuda_version),
             },
-            "toolkit": None if state.toolkit is None else {
+            "toolkit": None
+            if state.toolkit is None
+            else {
                 "version": str(state.toolkit.version),
                 "release": state.toolkit.release,
                 "nvcc": state.toolkit.nvcc,
             },
             "supported_targets": [str(t) for t in state.supported],
-            "container": None if container is None else {
-                "image": container.image, "digest": container.digest,
+            "container": None
+            if container is None
+            else {
+                "image": container.image,
+                "digest": container.digest,
             },
         },
         "device": {
@@ -134,7 +141,8 @@ def to_json(state: RunState, verdict: checks.Verdict, finished: datetime) -> dic
                 "timed_out": e.result.timed_out,
                 "duration": round(e.result.duration, 3),
                 "log": e.log_name,
-                "log_sha256": sha256_file(ev.path(e.log_name)) if ev.path(e.log_name).exists()
+                "log_sha256": sha256_file(ev.path(e.log_name))
+                if ev.path(e.log_name).exists()
                 else None,
                 "output_ok": e.output_ok,
                 "passed": e.passed,
@@ -164,12 +172,25 @@ def to_json(state: RunState, verdict: checks.Verdict, finished: datetime) -> dic
 def _facts(state: RunState) -> list[tuple[str, str]]:
     facts = [("host", f"{state.host_arch}, {state.os}")]
     if state.driver:
-        facts.append(("driver", f"{state.driver.name}, {state.driver.driver_version}, "
-                                f"CUDA {state.driver.cuda_version}"))
+        facts.append(
+            (
+                "driver",
+                (
+                    f"{state.driver.name}, {state.driver.driver_version}, "
+                    f"CUDA {state.driver.cuda_version}"
+                ),
+            )
+        )
     if state.toolkit:
         facts.append(("toolkit", f"nvcc {state.toolkit.release}"))
-    facts.append(("device", str(state.capability) if state.capability
-                  else f"none ({state.device_error or 'not probed'})"))
+    facts.append(
+        (
+            "device",
+            str(state.capability)
+            if state.capability
+            else f"none ({state.device_error or 'not probed'})",
+        )
+    )
     if state.target:
         facts.append(("target", f"{state.target} (from {state.target_source})"))
     if state.source and state.source.revision:
@@ -179,10 +200,18 @@ def _facts(state: RunState) -> list[tuple[str, str]]:
     return facts
 
 
-def finish(state: RunState) -> Outcome:
-    """Decide the verdict and write JUnit, summary.md and result.json."""
-    from gate.pipeline import Outcome
+@dataclass(frozen=True)
+class Report:
+    """The verdict of a run, its exit status, and the one line to print when it failed."""
 
+    verdict: checks.Verdict
+    exit_code: ExitCode
+    headline: str | None
+    diagnoses: tuple[str, ...]
+
+
+def finish(state: RunState) -> Report:
+    """Decide the verdict and write JUnit, summary.md and result.json."""
     executed = bool(state.executions) and all(
         {e.path.value for e in state.executions if e.entry_point.name == name} == {"native", "jit"}
         for name in {e.entry_point.name for e in state.executions}
@@ -193,7 +222,9 @@ def finish(state: RunState) -> Outcome:
     verdict = checks.verdict(state.checks, executed, blocked)
     artifact = state.artifacts[0] if state.artifacts else None
     diagnoses = checks.diagnose(
-        state.executions, artifact.listing if artifact else None, state.capability,
+        state.executions,
+        artifact.listing if artifact else None,
+        state.capability,
         state.driver.cuda_version if state.driver else None,
     )
     ev = state.evidence
@@ -211,4 +242,4 @@ def finish(state: RunState) -> Outcome:
         code, headline = ExitCode.NO_DEVICE, state.device_error
     else:
         code, headline = ExitCode.NOT_ACCEPTED, verdict.statement
-    return Outcome(verdict, code, ev.root, headline, state, tuple(diagnoses))
+    return Report(verdict, code, headline, tuple(diagnoses))

@@ -251,9 +251,7 @@ def sass_route(sass_targets: tuple[Target, ...], cap: Capability) -> Route | Non
     return Route(path, best)
 
 
-def ptx_route(
-    ptx: tuple[tuple[Target, Version | None], ...], cap: Capability
-) -> Route | None:
+def ptx_route(ptx: tuple[tuple[Target, Version | None], ...], cap: Capability) -> Route | None:
     """The newest PTX that JIT-compiles for ``cap``, with its minimum driver, or None."""
     usable = [(t, isa) for t, isa in ptx if t.ptx_jits_for(cap)]
     if not usable:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -24,9 +23,7 @@ def gpu_unavailable_reason() -> str | None:
     if smi is None:
         return "no CUDA device: nvidia-smi not found"
     try:
-        out = subprocess.run(
-            [smi, "-L"], capture_output=True, text=True, timeout=30, check=False
-        )
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"no CUDA device: nvidia-smi failed: {e}"
     if out.returncode != 0 or "GPU" not in out.stdout:
@@ -54,12 +51,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class _NoProcesses:
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
         raise AssertionError("unit tests must not start processes; mark it integration")
 
 
 @pytest.fixture(autouse=True)
-def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("unit"):
         monkeypatch.setattr(subprocess, "Popen", _NoProcesses)
-    yield

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `run` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "run",
@@ -18,23 +17,59 @@ def register(subparsers: Any) -> None:
         description="Run the release gate: environment, probe, build, inspect, execute "
         "(native SASS with JIT impossible, then forced PTX JIT), report.",
     )
-    parser.add_argument("--evidence", type=Path, default=Path("gate-evidence"),
-                        help="evidence folder (default: gate-evidence; replaced on each run)")
-    parser.add_argument("--build-dir", type=Path, default=None,
-                        help="where to build the probe and smoke program (default: a temp folder)")
-    parser.add_argument("--target", default=None,
-                        help="build and inspect for this target (sm_121 or 12.1) instead of the "
-                        "detected one; without a GPU the verdict stays 'not accepted'")
-    parser.add_argument("--sass", nargs="*", default=None, metavar="TARGET",
-                        help="SASS targets to embed in the smoke program (default: the target)")
-    parser.add_argument("--ptx", nargs="*", default=None, metavar="TARGET",
-                        help="PTX targets to embed in the smoke program (default: the target)")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="seconds each execution may take before its process group is killed")
-    parser.add_argument("--stop-after", choices=STAGE_CHOICES, default=None,
-                        help="stop after this stage (the verdict is then not accepted)")
-    parser.add_argument("--dump-sass", choices=("auto", "always", "never"), default="auto",
-                        help="full SASS dump: only for small artifacts (auto), always, or never")
+    parser.add_argument(
+        "--evidence",
+        type=Path,
+        default=Path("gate-evidence"),
+        help="evidence folder (default: gate-evidence; replaced on each run)",
+    )
+    parser.add_argument(
+        "--build-dir",
+        type=Path,
+        default=None,
+        help="where to build the probe and smoke program (default: a temp folder)",
+    )
+    parser.add_argument(
+        "--target",
+        default=None,
+        help="build and inspect for this target (sm_121 or 12.1) instead of the "
+        "detected one; without a GPU the verdict stays 'not accepted'",
+    )
+    parser.add_argument(
+        "--sass",
+        nargs="*",
+        default=None,
+        metavar="TARGET",
+        help="SASS targets to embed in the smoke program (default: the target)",
+    )
+    parser.add_argument(
+        "--ptx",
+        nargs="*",
+        default=None,
+        metavar="TARGET",
+        help="PTX targets to embed in the smoke program (default: the target)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds each execution may take before its process group is killed",
+    )
+    parser.add_argument(
+        "--stop-after",
+        choices=STAGE_CHOICES,
+        default=None,
+        help="stop after this stage (the verdict is then not accepted)",
+    )
+    parser.add_argument(
+        "--dump-sass",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="full SASS dump: only for small artifacts (auto), always, or never",
+    )
+    parser.add_argument(
+        "--nvcc", default=None, help="the nvcc to use (default: CUDA_GATE_NVCC, PATH, CUDA_HOME)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=handle)
 
@@ -61,10 +96,12 @@ def handle(args: argparse.Namespace) -> int:
         timeout=args.timeout if args.timeout > 0 else DEFAULT_TIMEOUT,
         stop_after=args.stop_after,
         dump_sass=args.dump_sass,
+        nvcc=args.nvcc,
     )
     outcome = run(options, progress)
-    print(report.console(outcome.state.checks, outcome.verdict, outcome.diagnoses))
+    done = outcome.report
+    print(report.console(outcome.state.checks, done.verdict, done.diagnoses))
     print(f"Evidence: {outcome.evidence}/")
-    if outcome.headline and not outcome.verdict.accepted:
-        print(f"cuda-gate: {outcome.headline}", file=sys.stderr)
-    return int(outcome.exit_code)
+    if done.headline and not done.verdict.accepted:
+        print(f"cuda-gate: {done.headline}", file=sys.stderr)
+    return int(done.exit_code)

@@ -1,0 +1,122 @@
+"""Real nvcc builds of several gencode variants, inspected with real cuobjdump.
+
+What the gate's inspection says about each must match what the build asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gate import build, checks, environment, inspection
+from gate.evidence import EvidenceDir
+from gate.listing import Kind
+from gate.targets import Capability, Target
+from gate.targets import Path as Route
+
+pytestmark = pytest.mark.integration
+
+T = Target.parse
+SM90 = T("sm_90")
+Builder = Callable[[str, tuple[str, ...], tuple[str, ...]], inspection.InspectedArtifact]
+
+
+@pytest.fixture(scope="module")
+def build_and_inspect(tmp_path_factory: pytest.TempPathFactory) -> Builder:
+    nvcc = environment.nvcc_path()
+    cache: dict[str, inspection.InspectedArtifact] = {}
+
+    def make(
+        name: str, sass: tuple[str, ...], ptx: tuple[str, ...]
+    ) -> inspection.InspectedArtifact:
+        if name not in cache:
+            work = tmp_path_factory.mktemp(name)
+            built = build.build_smoke(nvcc, work, [T(s) for s in sass], [T(p) for p in ptx])
+            ev = EvidenceDir.create(work / "evidence")
+            cache[name] = inspection.inspect_artifact(built.output, ev)
+        return cache[name]
+
+    return make
+
+
+def failed(found: list[checks.Check]) -> set[str]:
+    return {c.name.split(": ", 1)[1] for c in found if not c.passed}
+
+
+def test_sass_and_ptx_build_passes_every_check(build_and_inspect: Builder) -> None:
+    art = build_and_inspect("full", ("sm_90",), ("compute_90",))
+    found = checks.listing_checks(art.name, art.listing, SM90, ("write_value",))
+    assert failed(found) == set()
+    # nvcc 13 adds a kernel-less device-link stub per arch: two cubins, one kernel.
+    assert len(art.listing.of_kind(Kind.SASS)) == 2
+    assert sum(1 for e in art.listing.of_kind(Kind.SASS) if e.kernels) == 1
+    assert art.host.description.startswith("check: ELF 64-bit LSB pie executable")
+
+
+def test_sass_only_build_fails_the_ptx_checks(build_and_inspect: Builder) -> None:
+    art = build_and_inspect("sass-only", ("sm_90",), ())
+    found = checks.listing_checks(art.name, art.listing, SM90, ("write_value",))
+    assert failed(found) == {"PTX for compute_90", "kernel write_value in compute_90 PTX"}
+    assert art.listing.predict(Capability(9, 0)).native
+
+
+def test_ptx_only_build_fails_the_sass_checks(build_and_inspect: Builder) -> None:
+    art = build_and_inspect("ptx-only", (), ("compute_90",))
+    found = checks.listing_checks(art.name, art.listing, SM90, ("write_value",))
+    assert failed(found) == {"SASS for sm_90", "kernel write_value in sm_90 SASS"}
+    prediction = art.listing.predict(Capability(9, 0))
+    assert not prediction.native
+    assert prediction.verdict() == "runs only through PTX JIT"
+
+
+def test_multi_arch_build_routes_per_device(build_and_inspect: Builder) -> None:
+    art = build_and_inspect("multi", ("sm_80", "sm_90"), ("compute_90",))
+    assert art.listing.targets(Kind.SASS) == (T("sm_80"), T("sm_90"))
+    routes = {
+        cap: art.listing.predict(Capability.parse(cap)).kernels[0].route.path
+        for cap in ("8.0", "8.6", "9.0", "12.1")
+    }
+    assert routes == {
+        "8.0": Route.EXACT_SASS,
+        "8.6": Route.COMPATIBLE_SASS,
+        "9.0": Route.EXACT_SASS,
+        "12.1": Route.PTX_JIT,
+    }
+
+
+def test_arch_specific_build_serves_only_its_device(build_and_inspect: Builder) -> None:
+    art = build_and_inspect("arch-a", ("sm_90a",), ())
+    assert art.listing.predict(Capability(9, 0)).native
+    # cuobjdump prints sm_90a; a 10.0 device gets nothing from it.
+    assert art.listing.predict(Capability(10, 0)).kernels[0].route.path is Route.NONE
+
+
+def test_foreign_target_build_has_nothing_for_this_device(build_and_inspect: Builder) -> None:
+    art = build_and_inspect("foreign", ("sm_120",), ("compute_120",))
+    found = checks.listing_checks(art.name, art.listing, SM90, ("write_value",))
+    assert len(failed(found)) == 4
+    assert art.listing.predict(Capability(9, 0)).verdict() == "no code for 1 of 1 kernels"
+
+
+def test_evidence_holds_the_listings(build_and_inspect: Builder) -> None:
+    art = build_and_inspect("full", ("sm_90",), ("compute_90",))
+    ev = art.path.parent / "evidence"
+    assert "check.1.sm_90.cubin" in (ev / "elf-list.txt").read_text(encoding="utf-8")
+    assert "Function : _Z11write_valuePi" in (ev / "sass.txt").read_text(encoding="utf-8")
+    content = inspection.content_checks(art, EvidenceDir(ev), "x86_64")
+    assert all(c.passed for c in content), [c.message for c in content if not c.passed]
+    assert not inspection.content_checks(art, EvidenceDir(ev), "aarch64")[0].passed
+
+
+def test_empty_listing_is_a_failure(tmp_path: Path, build_and_inspect: Builder) -> None:
+    art = build_and_inspect("full", ("sm_90",), ("compute_90",))
+    ev = EvidenceDir.create(tmp_path / "ev")
+    ev.write_text("elf-list.txt", "")
+    ev.write_text("ptx.txt", "cuobjdump info    : File 'x' does not contain device code\n")
+    found = inspection.content_checks(art, ev, "x86_64")
+    assert {c.name for c in found if not c.passed} == {
+        "check: ELF listing not empty",
+        "check: PTX dump not empty",
+    }

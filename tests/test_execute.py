@@ -1,0 +1,126 @@
+"""The execution paths, with real child processes (small scripts standing in for programs)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from gate import proc
+from gate.execute import EntryPoint, ExecPath, RuntimeFailure, run_both, run_entry_point
+
+pytestmark = pytest.mark.integration
+
+ENV_PRINTER = """#!/bin/sh
+echo "FORCE=${CUDA_FORCE_PTX_JIT-unset}"
+echo "DISABLE=${CUDA_DISABLE_PTX_JIT-unset}"
+echo "CACHE_DISABLE=${CUDA_CACHE_DISABLE-unset}"
+echo "CACHE_PATH=${CUDA_CACHE_PATH-unset}"
+echo PASS
+"""
+
+
+def script(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(body, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def values(output: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+
+
+def test_native_path_disables_jit_and_isolates_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warm = tmp_path / "warm-cache"
+    warm.mkdir()
+    # The user's shell has a warm cache and even forces JIT: none of it may reach the child.
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(warm))
+    monkeypatch.setenv("CUDA_FORCE_PTX_JIT", "1")
+    entry = EntryPoint("env", (str(script(tmp_path, "env.sh", ENV_PRINTER)),))
+    native = run_entry_point(entry, ExecPath.NATIVE)
+    seen = values(native.result.stdout)
+    assert seen["FORCE"] == "unset"
+    assert seen["DISABLE"] == "1"
+    assert seen["CACHE_DISABLE"] == "1"
+    assert seen["CACHE_PATH"] not in (str(warm), "unset")
+    assert not Path(seen["CACHE_PATH"]).exists()  # fresh folder, removed afterwards
+    assert native.passed
+    assert os.environ["CUDA_FORCE_PTX_JIT"] == "1"  # the parent's environment is untouched
+
+
+def test_jit_path_forces_jit_without_cache_and_each_run_is_fresh(tmp_path: Path) -> None:
+    entry = EntryPoint("env", (str(script(tmp_path, "env.sh", ENV_PRINTER)),))
+    native, jit = run_both(entry)
+    seen = values(jit.result.stdout)
+    assert (seen["FORCE"], seen["DISABLE"], seen["CACHE_DISABLE"]) == ("1", "unset", "1")
+    assert seen["CACHE_PATH"] != values(native.result.stdout)["CACHE_PATH"]
+    assert (native.log_name, jit.log_name) == ("native.log", "ptx-jit.log")
+
+
+def test_a_run_that_leaves_cache_state_fails(tmp_path: Path) -> None:
+    body = '#!/bin/sh\necho junk > "$CUDA_CACHE_PATH/index"\necho PASS\n'
+    run = run_entry_point(EntryPoint("dirty", (str(script(tmp_path, "d.sh", body)),)), ExecPath.JIT)
+    assert not run.cache_clean
+    assert not run.passed
+    assert "JIT cache" in run.reason()
+
+
+def test_exit_zero_without_pass_is_a_failure(tmp_path: Path) -> None:
+    run = run_entry_point(
+        EntryPoint("quiet", (str(script(tmp_path, "q.sh", "#!/bin/sh\nexit 0\n")),)),
+        ExecPath.NATIVE,
+    )
+    assert not run.passed
+    assert "expected output" in run.reason()
+
+
+def test_runtime_error_text_is_classified(tmp_path: Path) -> None:
+    body = (
+        "#!/bin/sh\necho 'no kernel image is available for execution on the device' >&2\nexit 1\n"
+    )
+    run = run_entry_point(EntryPoint("k", (str(script(tmp_path, "k.sh", body)),)), ExecPath.JIT)
+    assert run.failure is RuntimeFailure.NO_KERNEL_IMAGE
+    assert "error 209" in run.reason()
+
+
+def test_hung_program_and_its_children_are_killed(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    body = f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nsleep 300\n"
+    start = time.monotonic()
+    run = run_entry_point(
+        EntryPoint("hang", (str(script(tmp_path, "h.sh", body)),), timeout=1.0), ExecPath.NATIVE
+    )
+    assert time.monotonic() - start < 15
+    assert run.result.timed_out
+    assert not run.passed
+    assert run.reason() == "killed after 1 s"
+    child = int(pidfile.read_text(encoding="utf-8"))
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.05)
+    assert not _alive(child), "the grandchild survived the timeout"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return stat.split()[2] != "Z"  # a zombie is dead, only not yet reaped
+
+
+def test_missing_program_is_a_one_line_tool_error(tmp_path: Path) -> None:
+    from gate.errors import ToolError
+
+    with pytest.raises(ToolError, match="not found"):
+        proc.run([str(tmp_path / "absent")])
+
+
+def test_command_line_records_environment_changes() -> None:
+    result = proc.run(["true"], env_set={"A": "1 2"}, env_unset=("B",))
+    assert result.command_line() == "env -u B 'A=1 2' true"

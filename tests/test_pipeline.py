@@ -1,0 +1,202 @@
+"""`cuda-gate run` end to end with real nvcc and cuobjdump, on a machine without a usable GPU.
+
+These are the behaviours of a GPU-less CI machine, so they skip where a device is visible
+(the gpu tier covers that machine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import gpu_unavailable_reason
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a CUDA device is visible here"),
+]
+
+SEED_FILES = (
+    "host-arch.txt",
+    "driver.txt",
+    "toolkit.txt",
+    "supported-targets.txt",
+    "compute-capability.txt",
+    "junit.xml",
+    "summary.md",
+    "result.json",
+)
+
+
+def gate(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gate", "run", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def result_of(evidence: Path) -> dict[str, object]:
+    data = json.loads((evidence / "result.json").read_text(encoding="utf-8"))
+    schema = json.loads(
+        resources.files("gate").joinpath("schemas/result.schema.json").read_text(encoding="utf-8")
+    )
+    jsonschema.validate(data, schema)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_no_gpu_records_everything_and_says_why_in_one_line(tmp_path: Path) -> None:
+    done = gate("--evidence", "ev", cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("cuda-gate: no CUDA device was usable: ")
+    assert "Traceback" not in done.stderr
+    ev = tmp_path / "ev"
+    for name in SEED_FILES:
+        assert (ev / name).is_file(), name
+    assert "sm_121" in (ev / "supported-targets.txt").read_text(encoding="utf-8")
+    result = result_of(ev)
+    verdict = result["verdict"]
+    assert isinstance(verdict, dict)
+    assert verdict["accepted"] is False
+    ET.parse(ev / "junit.xml")  # noqa: S314
+    assert "not accepted" in (ev / "summary.md").read_text(encoding="utf-8")
+
+
+def test_explicit_target_builds_and_inspects_but_is_never_accepted(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    done = gate("--target", "sm_121", "--evidence", "ev", "--build-dir", str(build), cwd=tmp_path)
+    assert done.returncode != 0
+    assert "Verdict: not accepted: execution not verified" in done.stdout
+    ev = tmp_path / "ev"
+    assert "sm_121" in (ev / "elf-list.txt").read_text(encoding="utf-8")
+    ptx = (ev / "ptx.txt").read_text(encoding="utf-8")
+    assert ".target sm_121" in ptx
+    assert ".entry _Z11write_valuePi" in ptx
+    assert "compute_121,code=[sm_121,compute_121]" in (ev / "commands.txt").read_text(
+        encoding="utf-8"
+    )
+    result = result_of(ev)
+    artifacts = result["artifacts"]
+    assert isinstance(artifacts, list)
+    (artifact,) = artifacts
+    assert artifact["sha256"] == hashlib.sha256((build / "check").read_bytes()).hexdigest()
+    assert (ev / "sha256.txt").read_text(encoding="utf-8").startswith(artifact["sha256"])
+    root = ET.parse(ev / "junit.xml").getroot()  # noqa: S314
+    skipped = [
+        str(c.get("classname")) for c in root.iter("testcase") if c.find("skipped") is not None
+    ]
+    assert sorted(skipped) == ["gate.execute.jit", "gate.execute.native"]
+    inspect_cases = [c for c in root.iter("testcase") if c.get("classname") == "gate.inspect"]
+    assert inspect_cases
+    assert all(c.find("failure") is None for c in inspect_cases)
+
+
+def test_target_the_toolkit_cannot_build_stops_with_that_message(tmp_path: Path) -> None:
+    done = gate("--target", "sm_72", "--evidence", "ev", cwd=tmp_path)
+    assert done.returncode == 3
+    assert "sm_72 is not in this toolkit's supported targets" in done.stderr
+    assert "do not substitute an older target" in done.stderr
+    assert (tmp_path / "ev" / "junit.xml").is_file()
+
+
+def test_missing_nvcc_is_one_line_and_keeps_the_evidence(tmp_path: Path) -> None:
+    done = gate("--nvcc", str(tmp_path / "no-nvcc"), "--evidence", "ev", cwd=tmp_path)
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"cuda-gate: nvcc not found: {tmp_path / 'no-nvcc'} is not an executable file"
+    )
+    ev = tmp_path / "ev"
+    assert (ev / "host-arch.txt").is_file()
+    assert result_of(ev)["verdict"]["statement"].startswith("not accepted: nvcc not found")  # type: ignore[index]
+
+
+def test_broken_nvidia_smi_is_recorded_with_its_own_words(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    smi = fake / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\necho 'Failed to initialize NVML: Driver/library version mismatch'\nexit 18\n",
+        encoding="utf-8",
+    )
+    smi.chmod(0o755)
+    done = gate(
+        "--evidence", "ev", cwd=tmp_path, env={"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+    )
+    assert done.returncode != 0
+    driver = (tmp_path / "ev" / "driver.txt").read_text(encoding="utf-8")
+    assert "Driver/library version mismatch" in driver
+    assert "nvidia-smi failed with exit status 18: Failed to initialize NVML" in done.stdout
+
+
+def test_unwritable_evidence_folder_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    done = gate("--evidence", str(blocker / "ev"), cwd=tmp_path)
+    assert done.returncode == 5
+    assert done.stderr.strip().splitlines() == [
+        f"cuda-gate: error: {blocker / 'ev'}: evidence folder is not writable: Not a directory"
+    ]
+
+
+def test_a_folder_that_is_not_evidence_is_never_replaced(tmp_path: Path) -> None:
+    precious = tmp_path / "src"
+    precious.mkdir()
+    (precious / "main.cu").write_text("// mine", encoding="utf-8")
+    done = gate("--evidence", str(precious), cwd=tmp_path)
+    assert done.returncode == 5
+    assert "refusing to replace it" in done.stderr
+    assert (precious / "main.cu").read_text(encoding="utf-8") == "// mine"
+
+
+def test_rerun_replaces_the_previous_evidence(tmp_path: Path) -> None:
+    gate("--stop-after", "environment", "--evidence", "ev", cwd=tmp_path)
+    (tmp_path / "ev" / "stale.log").write_text("old", encoding="utf-8")
+    done = gate("--stop-after", "environment", "--evidence", "ev", cwd=tmp_path)
+    assert "stopped after the environment stage" in done.stdout
+    assert not (tmp_path / "ev" / "stale.log").exists()
+
+
+def test_git_revision_and_dirty_flag_are_recorded(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "a.txt").write_text("a", encoding="utf-8")
+    subprocess.run([*git, "add", "a.txt"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], cwd=repo, check=True)
+    subprocess.run(
+        [*git, "remote", "add", "origin", "git@github.com:acme/kernels.git"], cwd=repo, check=True
+    )
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    gate(
+        "--stop-after",
+        "environment",
+        "--evidence",
+        str(tmp_path / "ev"),
+        cwd=repo,
+        env={"GITHUB_REPOSITORY": ""},
+    )
+    source = result_of(tmp_path / "ev")["source"]
+    assert source == {"revision": head, "dirty": False, "repository": "acme/kernels"}
+    (repo / "a.txt").write_text("changed", encoding="utf-8")
+    gate("--stop-after", "environment", "--evidence", str(tmp_path / "ev"), cwd=repo)
+    assert result_of(tmp_path / "ev")["source"]["dirty"] is True  # type: ignore[index]

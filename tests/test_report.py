@@ -1,0 +1,80 @@
+"""JUnit, Markdown and console output: what CI reporters and people read."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from gate import junit, report
+from gate.checks import Check, Verdict, verdict
+
+pytestmark = pytest.mark.unit
+
+CHECKS = [
+    Check("check: SASS for sm_90", "gate.inspect", True, "SASS for sm_90 present"),
+    Check("check [native]", "gate.execute.native", True, "native: passed", 0.25, output="PASS\n"),
+    Check(
+        "check [jit]",
+        "gate.execute.jit",
+        False,
+        "forced PTX JIT: no kernel image",
+        0.5,
+        output="no kernel image is available for execution on the device\n",
+    ),
+    Check("other [native]", "gate.execute.native", False, "not run: no device", skipped=True),
+]
+
+
+def test_junit_has_time_on_every_case_and_distinct_path_classnames() -> None:
+    root = ET.fromstring(junit.to_xml(CHECKS))  # noqa: S314
+    cases = list(root.iter("testcase"))
+    assert len(cases) == 4
+    assert all(c.get("time") is not None for c in cases)
+    classnames = {c.get("classname") for c in cases}
+    assert {"gate.execute.native", "gate.execute.jit"} <= classnames
+    jit = next(c for c in cases if c.get("classname") == "gate.execute.jit")
+    assert jit.find("failure") is not None
+    out = jit.find("system-out")
+    assert out is not None
+    assert "no kernel image" in (out.text or "")
+    assert cases[3].find("skipped") is not None
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("failures"), suite.get("skipped")) == ("1", "1")
+
+
+def test_console_table_aligns_and_ends_with_the_verdict() -> None:
+    text = report.console(CHECKS, verdict(CHECKS, executed=True), ["check: native passes but..."])
+    lines = text.splitlines()
+    assert lines[0].split() == ["result", "stage", "check", "detail"]
+    assert lines[2].split()[:2] == ["PASS", "inspect"]
+    assert any(line.startswith("FAIL") for line in lines)
+    assert any(line.startswith("SKIP") for line in lines)
+    assert "Diagnosis:" in text
+    assert lines[-1] == "Verdict: not accepted: check [jit]: forced PTX JIT: no kernel image"
+
+
+def test_markdown_summary_escapes_pipes_and_states_the_verdict() -> None:
+    accepted = Verdict(
+        True, "Passed with the current driver, current artifacts, and tested entry points.", ()
+    )
+    md = report.markdown(
+        [Check("a|b", "gate.inspect", True, "x")], accepted, [], [("driver", "NVIDIA H200, 580")]
+    )
+    assert md.startswith("## cuda-gate: ✅ Passed with the current driver")
+    assert "a\\|b" in md
+    assert "| driver | NVIDIA H200, 580 |" in md
+
+
+def test_step_summary_is_appended_when_github_sets_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "summary"
+    target.write_text("earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
+    assert report.append_step_summary("## ours\n") == target
+    assert target.read_text(encoding="utf-8") == "earlier step\n## ours\n"
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    assert report.append_step_summary("x") is None
