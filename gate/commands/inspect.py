@@ -1,0 +1,133 @@
+"""`cuda-gate inspect`: list the device code of artifacts with our own reader, no toolkit needed.
+
+Headers only by default (fast: no decompression): kinds, targets with their ``a``/``f``
+variant, PTX ISA, sizes, and per device a route per target. ``--names`` decompresses
+every entry for kernel names: kernel counts per target, kernels missing from some
+target, and the route each kernel takes per device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+_SMI_TIMEOUT = 15.0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `inspect` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "inspect",
+        help="list the SASS, PTX and LTO IR inside artifacts, and what runs where",
+        description="List every device-code entry of ELF files, static archives, wheels "
+        "(every .so inside, read from the zip), raw cubins and fatbins, and folders of "
+        "them; predict the route each kernel takes per device. Needs no CUDA toolkit.",
+    )
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    parser.add_argument(
+        "--device",
+        action="append",
+        default=None,
+        metavar="CAP",
+        help="a device capability (12.1, 121 or sm_121); repeat for several "
+        "(default: the GPU nvidia-smi reports, if any)",
+    )
+    parser.add_argument(
+        "--no-detect", action="store_true", help="do not ask nvidia-smi for the local GPU"
+    )
+    parser.add_argument(
+        "--names",
+        action="store_true",
+        help="decompress every entry for kernel names: kernel counts, missing kernels, "
+        "per-kernel routes (slower on large libraries)",
+    )
+    parser.add_argument(
+        "--no-scan",
+        action="store_true",
+        help="read only .nv_fatbin (or __nv_relfatbin), as cuobjdump does; by default other "
+        "data sections are scanned for fatbin containers too",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--output", type=Path, default=None, help="also write the JSON document to this file"
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Read every artifact, print the table or the JSON document; BadInputError at the end."""
+    from gate import inspect_view
+    from gate.errors import BadInputError
+    from gate.reader import read_paths
+    from gate.targets import parse_target_or_capability
+
+    caps = [parse_target_or_capability(d) for d in args.device or ()]
+    if args.device is None and not args.no_detect:
+        caps = detect_devices()
+    scan = not args.no_scan
+    reports = []
+    for report in read_paths(args.paths, names=args.names, scan=scan):
+        reports.append(report)
+        if report.error:
+            print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)
+        elif not args.json:
+            art = inspect_view.artifact_json(report, caps)
+            sys.stdout.write(inspect_view.console(art))
+    doc = (
+        inspect_view.document(reports, caps, names=args.names, scan=scan)
+        if (args.json or args.output)
+        else None
+    )
+    if doc is not None:
+        text = json.dumps(doc, indent=1) + "\n"
+        if args.json:
+            sys.stdout.write(text)
+        if args.output:
+            _write_atomic(args.output, text)
+    sys.stdout.flush()
+    failed = [r for r in reports if r.error]
+    if failed:
+        raise BadInputError(f"{len(failed)} of {len(reports)} artifacts could not be read")
+    return 0
+
+
+def detect_devices() -> list[Any]:
+    """Capabilities of the local GPUs from nvidia-smi; none when it is absent or fails."""
+    from gate import proc
+    from gate.errors import ConfigError, ToolError
+    from gate.targets import Capability
+
+    try:
+        smi = proc.which("nvidia-smi")
+        result = proc.run(
+            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=_SMI_TIMEOUT
+        )
+    except ToolError:
+        return []
+    if not result.ok:
+        return []
+    caps = []
+    for line in result.stdout.splitlines():
+        try:
+            caps.append(Capability.parse(line))
+        except ConfigError:
+            continue
+    return list(dict.fromkeys(caps))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    from gate.errors import EvidenceError
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent or Path(), prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        Path(tmp).replace(path)
+    except OSError as e:
+        raise EvidenceError(f"{path}: cannot write: {e.strerror or e}") from e

@@ -1,0 +1,197 @@
+"""What `cuda-gate inspect` shows: per-artifact summaries, the JSON document, the console table.
+
+The JSON document (schema ``gate/schemas/inspect.schema.json``, ``version`` 1) holds,
+per artifact, every entry, the SASS / PTX / LTO IR targets, kernel counts per target
+and kernels missing from some target (when names were read), and per device
+capability the route each kernel takes and a verdict. Without names the routes are
+per target: every kernel is assumed to be in every entry, and the document says so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from gate import __version__
+from gate.listing import DevicePrediction, KernelPrediction, Kind, Listing
+from gate.reader import ArtifactReport
+from gate.targets import Capability, Route, Target, route
+
+SCHEMA_VERSION = 1
+ALL_KERNELS = "(every kernel)"
+
+
+def target_text(kind: Kind, target: Target) -> str:
+    """``sm_90``, ``compute_90`` or ``lto_90`` (LTO IR is neither SASS nor PTX)."""
+    if kind is Kind.LTOIR:
+        return f"lto_{target.number}{target.variant.value}"
+    return str(target)
+
+
+def predict(report: ArtifactReport, cap: Capability) -> DevicePrediction:
+    """Per-kernel routes when names were read, else one route standing for every kernel."""
+    listing = report.listing
+    if report.names:
+        return listing.predict(cap)
+    sass = listing.targets(Kind.SASS)
+    ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in listing.of_kind(Kind.PTX)))
+    if not sass and not ptx:
+        return DevicePrediction(cap, ())
+    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, route(sass, ptx, cap)),))
+
+
+def _route_json(r: Route) -> dict[str, Any]:
+    return {
+        "route": r.describe(),
+        "path": r.path.value,
+        "target": str(r.target) if r.target else None,
+        "ptx_isa": str(r.ptx_isa) if r.ptx_isa else None,
+        "min_driver": str(r.min_driver) if r.min_driver else None,
+    }
+
+
+def _rows(listing: Listing, names: bool) -> list[dict[str, Any]]:
+    """One row per (kind, target): entry count, kernels, compression, sizes, sections."""
+    groups: dict[tuple[Kind, Target], list[Any]] = {}
+    for e in listing.entries:
+        groups.setdefault((e.kind, e.target), []).append(e)
+    rows = []
+    for (kind, target), entries in groups.items():
+        kernels = {k for e in entries for k in e.kernels}
+        rows.append(
+            {
+                "kind": kind.value,
+                "target": target_text(kind, target),
+                "entries": len(entries),
+                "kernels": len(kernels) if names and kind is not Kind.LTOIR else None,
+                "ptx_isa": sorted({str(e.ptx_isa) for e in entries if e.ptx_isa}),
+                "compression": sorted({e.compression for e in entries}),
+                "stored_size": sum(e.stored_size for e in entries),
+                "size": sum(e.size for e in entries),
+                "sections": sorted({e.section for e in entries}),
+            }
+        )
+    return rows
+
+
+def artifact_json(report: ArtifactReport, caps: Sequence[Capability]) -> dict[str, Any]:
+    """One artifact of the JSON document."""
+    listing, names = report.listing, report.names
+    devices = []
+    for cap in caps if report.error is None else ():
+        prediction = predict(report, cap)
+        routes: dict[str, list[str]] = {}
+        by_text: dict[str, Route] = {}
+        for k in prediction.kernels:
+            routes.setdefault(k.route.describe(), []).append(k.kernel)
+            by_text[k.route.describe()] = k.route
+        devices.append(
+            {
+                "capability": str(cap),
+                "verdict": prediction.verdict() if prediction.kernels else "no device code",
+                "native": prediction.native,
+                "runnable": prediction.runnable,
+                "per_kernel": names,
+                "routes": [
+                    {
+                        **_route_json(by_text[text]),
+                        "kernels": len(ks) if names else None,
+                        "kernel_names": sorted(ks) if names else None,
+                    }
+                    for text, ks in routes.items()
+                ],
+            }
+        )
+    return {
+        "path": report.path,
+        "format": report.format,
+        "elf_class": report.elf_class,
+        "machine": report.machine,
+        "error": report.error,
+        "names": names,
+        "entries": [
+            {
+                "kind": e.kind.value,
+                "target": target_text(e.kind, e.target),
+                "ptx_isa": str(e.ptx_isa) if e.ptx_isa else None,
+                "compression": e.compression,
+                "stored_size": e.stored_size,
+                "size": e.size,
+                "section": e.section,
+                "producer": e.producer,
+                "debug": e.debug,
+                "ident": e.name,
+                "kernels": list(e.kernels) if names and e.kind is not Kind.LTOIR else None,
+            }
+            for e in listing.entries
+        ],
+        "targets": {
+            "sass": [str(t) for t in listing.targets(Kind.SASS)],
+            "ptx": [str(t) for t in listing.targets(Kind.PTX)],
+            "lto": [target_text(Kind.LTOIR, t) for t in listing.targets(Kind.LTOIR)],
+        },
+        "by_target": _rows(listing, names),
+        "kernels": len(listing.kernels()) if names else None,
+        "missing_kernels": {t: list(ks) for t, ks in listing.missing_kernels().items()}
+        if names
+        else None,
+        "devices": devices,
+    }
+
+
+def document(
+    reports: Sequence[ArtifactReport], caps: Sequence[Capability], *, names: bool, scan: bool
+) -> dict[str, Any]:
+    """The whole `inspect --json` document."""
+    return {
+        "version": SCHEMA_VERSION,
+        "tool": {"name": "cuda-gate", "version": __version__},
+        "names": names,
+        "scan": scan,
+        "devices": [str(c) for c in caps],
+        "artifacts": [artifact_json(r, caps) for r in reports],
+        "errors": [r.error for r in reports if r.error],
+    }
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
+
+
+def console(art: dict[str, Any]) -> str:
+    """The readable table for one artifact of the document."""
+    if art["error"]:
+        return f"{art['path']}: ERROR: {art['error']}\n"
+    counts = Counter(e["kind"] for e in art["entries"])
+    head = f"ELF{art['elf_class']} {art['machine']}" if art["elf_class"] else art["format"]
+    lines = [
+        f"{art['path']}  [{head}]  "
+        + ", ".join(f"{counts.get(k.value, 0)} {k.value}" for k in Kind)
+        + (f", {art['kernels']} kernels" if art["kernels"] is not None else "")
+    ]
+    if not art["entries"]:
+        lines.append("  no device code")
+    else:
+        lines.append(
+            f"  {'kind':<6} {'target':<14} {'entries':>7} {'kernels':>7}  {'ISA':<8} "
+            f"{'compression':<12} {'stored':>10} {'size':>10}  sections"
+        )
+        for row in art["by_target"]:
+            kernels = "-" if row["kernels"] is None else str(row["kernels"])
+            lines.append(
+                f"  {row['kind']:<6} {row['target']:<14} {row['entries']:>7} {kernels:>7}  "
+                f"{','.join(row['ptx_isa']) or '-':<8} {','.join(row['compression']):<12} "
+                f"{_mb(row['stored_size']):>10} {_mb(row['size']):>10}  {','.join(row['sections'])}"
+            )
+    for target, missing in (art["missing_kernels"] or {}).items():
+        sample = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        lines.append(f"  {target} lacks {len(missing)} kernel(s): {sample}")
+    for dev in art["devices"]:
+        parts = [
+            f"{r['route']}" + (f": {r['kernels']} kernels" if r["kernels"] is not None else "")
+            for r in dev["routes"]
+        ]
+        scope = "" if dev["per_kernel"] else " (per target; --names for per-kernel routes)"
+        lines.append(f"  device {dev['capability']}: {dev['verdict']}{scope}: {'; '.join(parts)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,296 @@
+"""Our own inspector: device code of ELF files, archives, wheels, raw cubins and fatbins.
+
+The library API (the pipeline calls these; `cuda-gate inspect` too):
+
+``read_artifact(path, *, names=True) -> ArtifactReport``
+    One file: an ELF executable, shared library or object, a raw ``.cubin`` or
+    ``.fatbin``. Raises BadInputError (one line naming the file) if it cannot be read.
+``read_wheel(path, *, names=True) -> tuple[ArtifactReport, ...]``
+    Every ``.so`` (and ``.cubin``/``.fatbin``) inside a wheel, read from the zip into
+    memory; a broken member gives a report with ``error`` set, the others are read.
+``read_archive(path, *, names=True) -> tuple[ArtifactReport, ...]``
+    Every ELF member of a static (``ar``) archive.
+``read_paths(paths, *, names=True) -> Iterator[ArtifactReport]``
+    Files, folders (recursively), archives and wheels; never raises BadInputError:
+    each failing artifact comes back as a report whose ``error`` says what is wrong.
+
+``names=False`` reads headers only and never decompresses: kinds, targets (``a``/``f``
+from the fatbin header flags), PTX ISA versions, compression and sizes; ``kernels``
+stay empty and ``producer`` None. ``names=True`` also decompresses every entry for
+the kernel names (cubin STO_CUDA_ENTRY symbols, PTX ``.entry``) and producers.
+
+Which sections: ``.nv_fatbin`` if present, else ``__nv_relfatbin`` (as cuobjdump does:
+``__nv_relfatbin`` in an executable is input for a later device link, not loaded at run
+time); plus containers found by scanning every other non-code PROGBITS section, such
+as the 24,453 that libcufft keeps in ``.ldata``. Each entry records its section.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gate import artifacts, fatbin
+from gate.cubin import read_cubin, read_ptx
+from gate.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile
+from gate.errors import BadInputError
+from gate.listing import DeviceEntry, Kind, Listing
+from gate.targets import Target, Variant, Version
+
+PRIMARY_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+_SHT_PROGBITS = 1
+_KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVVM: Kind.LTOIR}
+# Fewer entries than this to decompress are not worth a thread pool.
+_PARALLEL_MIN = 16
+# Entries decoded between two releases of the pages they were read from.
+_BATCH = 256
+
+
+@dataclass(frozen=True)
+class ArtifactReport:
+    """What one artifact carries: its host ELF identity and its device-code listing."""
+
+    path: str  # as given; "lib.a(member.o)" for archive members, "x.whl!lib/x.so" in wheels
+    format: str  # "ELF", "cubin", "fatbin", or "unknown" when it could not be read
+    elf_class: int | None = None
+    machine: str | None = None
+    listing: Listing = field(default_factory=Listing)
+    names: bool = True  # kernels and producers were decoded
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    kernels: tuple[str, ...]
+    producer: str | None
+    variant: Variant
+
+
+def read_paths(
+    paths: Sequence[str | os.PathLike[str]], *, names: bool = True, scan: bool = True
+) -> Iterator[ArtifactReport]:
+    """Reports for every artifact under ``paths``; failures become reports with ``error``."""
+    for found in artifacts.discover(paths):
+        if isinstance(found, BadInputError):
+            yield ArtifactReport(found.message.split(":", 1)[0], "unknown", error=found.message)
+            continue
+        try:
+            if found.kind == "zip":
+                yield from read_wheel(found.path, names=names, scan=scan)
+            elif found.kind == "archive":
+                yield from read_archive(found.path, names=names, scan=scan)
+            elif found.kind == "duplicate":
+                continue
+            else:
+                yield read_artifact(found.path, names=names, scan=scan)
+        except BadInputError as e:
+            yield ArtifactReport(str(found.path), "unknown", error=e.message)
+
+
+def read_artifact(
+    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+) -> ArtifactReport:
+    """The report for one ELF file, raw cubin or raw fatbin; BadInputError if unreadable."""
+    with _mapped(path) as buf:
+        return read_buffer(buf, 0, len(buf), str(path), names=names, scan=scan)
+
+
+def read_archive(
+    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+) -> tuple[ArtifactReport, ...]:
+    """Reports for every ELF member of a static archive."""
+    reports = []
+    with _mapped(path) as buf:
+        for member, offset, size in artifacts.archive_members(buf, 0, len(buf), str(path)):
+            display = f"{path}({member})"
+            if buf[offset : offset + 4] != b"\x7fELF":
+                continue
+            try:
+                reports.append(read_buffer(buf, offset, size, display, names=names, scan=scan))
+            except BadInputError as e:
+                reports.append(ArtifactReport(display, "unknown", error=e.message))
+    return tuple(reports)
+
+
+def read_wheel(
+    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+) -> tuple[ArtifactReport, ...]:
+    """Reports for every shared library, cubin and fatbin inside a wheel (or any zip)."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise BadInputError(f"{path}: not a readable zip/wheel: {e}") from e
+    reports = []
+    with archive:
+        for info in artifacts.wheel_members(archive):
+            display = f"{path}!{info.filename}"
+            try:
+                data = artifacts.read_member(archive, info, display)
+                if artifacts.classify(data[:8]) not in ("elf", "fatbin"):
+                    continue
+                reports.append(read_buffer(data, 0, len(data), display, names=names, scan=scan))
+            except BadInputError as e:
+                reports.append(ArtifactReport(display, "unknown", error=e.message))
+    return tuple(reports)
+
+
+def read_buffer(
+    buf: Buffer, base: int, size: int, display: str, *, names: bool = True, scan: bool = True
+) -> ArtifactReport:
+    """The report for the ELF file, cubin or fatbin at ``buf[base:base+size]``."""
+    head = bytes(buf[base : base + 8])
+    if head.startswith(fatbin.CONTAINER_PREFIX):
+        containers = fatbin.parse_containers(buf, base, base + size, display)
+        found = [("(fatbin)", c) for c in containers]
+        return ArtifactReport(display, "fatbin", listing=_listing(buf, found, display, names))
+    elf = ElfFile(buf, display, base, size)
+    if elf.machine == EM_CUDA:
+        return _cubin_report(elf, display, names=names)
+    found = []
+    sections = elf.sections
+    primary = next((s for name in PRIMARY_SECTIONS for s in sections if s.name == name), None)
+    if primary is not None:
+        start, end = elf.span(primary)
+        containers = fatbin.parse_containers(buf, start, end, display, done=_releaser(buf))
+        found += [(primary.name, c) for c in containers]
+    for section in sections if scan else ():
+        if (
+            section.type == _SHT_PROGBITS
+            and not section.flags & SHF_EXECINSTR
+            and section.name not in PRIMARY_SECTIONS
+            and section.size >= 80
+        ):
+            start, end = elf.span(section)
+            containers = fatbin.scan_containers(buf, start, end, display, done=_releaser(buf))
+            found += [(section.name, c) for c in containers]
+    return ArtifactReport(
+        display,
+        "ELF",
+        elf.elf_class,
+        elf.machine_name,
+        _listing(buf, found, display, names),
+        names,
+    )
+
+
+def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
+    info = read_cubin(elf.buf, elf.base, elf.size, display)
+    variant = Variant.ARCH if info.arch_specific else Variant.NONE
+    entry = DeviceEntry(
+        Kind.SASS,
+        Target.from_number(info.arch, variant, virtual=False),
+        kernels=info.kernels,
+        section="(cubin)",
+        stored_size=elf.size,
+        size=elf.size,
+        producer=info.producer,
+    )
+    return ArtifactReport(
+        display, "cubin", elf.elf_class, elf.machine_name, Listing((entry,)), names
+    )
+
+
+def _listing(
+    buf: Buffer, found: list[tuple[str, fatbin.Container]], display: str, names: bool
+) -> Listing:
+    flat = [(section, e) for section, c in found for e in c.entries]
+    decoded: list[_Decoded | None] = [None] * len(flat)
+    if names:
+        workers = os.cpu_count() or 1
+        release = _releaser(buf)
+        if len(flat) >= _PARALLEL_MIN and workers > 1:
+            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
+
+            # lz4 and zstd release the GIL while decompressing: threads use every core.
+            with ThreadPoolExecutor(workers) as pool:
+                for lo in range(0, len(flat), _BATCH):
+                    batch = [e for _, e in flat[lo : lo + _BATCH]]
+                    decoded[lo : lo + _BATCH] = pool.map(lambda e: _decode(buf, e, display), batch)
+                    release(batch[0].offset, batch[-1].payload_offset + batch[-1].payload_size)
+        else:
+            decoded = [_decode(buf, e, display) for _, e in flat]
+    return Listing(tuple(_device_entry(s, e, d) for (s, e), d in zip(flat, decoded, strict=True)))
+
+
+def _keep(_lo: int, _hi: int) -> None:
+    """Releasing pages is not possible (or not needed) for this buffer."""
+
+
+def _releaser(buf: Buffer) -> Callable[[int, int], None]:
+    """A function dropping ``buf[lo:hi]``'s pages from this process (mmap only)."""
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return _keep
+    page = mmap.PAGESIZE
+
+    def release(lo: int, hi: int) -> None:
+        # Whole pages inside the range only; the pages stay in the page cache.
+        first, last = -(-lo // page) * page, hi // page * page
+        if last > first:
+            buf.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+    return release
+
+
+def _decode(buf: Buffer, entry: fatbin.Entry, display: str) -> _Decoded | None:
+    if entry.kind == fatbin.KIND_NVVM:
+        return None  # LTO IR payloads are opaque: listed, never decoded
+    where = f"{display}: fatbin entry at {entry.offset:#x}"
+    data, start, size = fatbin.payload(buf, entry, display)
+    if entry.kind == fatbin.KIND_PTX:
+        ptx = read_ptx(data, start, size)
+        target = ptx.target or ""
+        variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
+        return _Decoded(ptx.kernels, ptx.producer, variant)
+    cubin = read_cubin(data, start, size, where)
+    return _Decoded(
+        cubin.kernels, cubin.producer, Variant.ARCH if cubin.arch_specific else Variant.NONE
+    )
+
+
+def _device_entry(section: str, e: fatbin.Entry, d: _Decoded | None) -> DeviceEntry:
+    kind = _KINDS[e.kind]
+    if e.flags & fatbin.FLAG_FAMILY_SPECIFIC:
+        variant = Variant.FAMILY
+    elif e.flags & fatbin.FLAG_ARCH_SPECIFIC:
+        variant = Variant.ARCH
+    else:
+        variant = d.variant if d else Variant.NONE
+    return DeviceEntry(
+        kind,
+        Target.from_number(e.arch, variant, virtual=kind is Kind.PTX),
+        kernels=d.kernels if d else (),
+        ptx_isa=Version(e.major, e.minor) if kind is Kind.PTX else None,
+        section=section,
+        compression=e.compression,
+        stored_size=e.stored_size,
+        size=e.size,
+        producer=d.producer if d else None,
+        debug=bool(e.flags & fatbin.FLAG_DEBUG),
+        name=e.ident or None,
+    )
+
+
+class _mapped:  # noqa: N801  (used as a context manager, reads like a function)
+    """A read-only mmap of a file (bytes for an empty one), closed on exit."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._map: mmap.mmap | None = None
+
+    def __enter__(self) -> Buffer:
+        try:
+            with self.path.open("rb") as f:
+                if os.fstat(f.fileno()).st_size == 0:
+                    raise BadInputError(f"{self.path}: empty file")
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise BadInputError(f"{self.path}: cannot read: {e.strerror or e}") from e
+        return self._map
+
+    def __exit__(self, *exc: object) -> None:
+        if self._map is not None:
+            self._map.close()

@@ -1,0 +1,199 @@
+"""Our fatbin reader on the golden binaries (built by tests/golden/make_golden.sh) and bad input."""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gate import fatbin
+from gate.errors import BadInputError
+from gate.listing import Kind
+from gate.reader import read_archive, read_artifact, read_buffer, read_paths, read_wheel
+
+GOLDEN = Path(__file__).parent / "golden"
+KERNELS = ("_Z11write_valuePi", "_Z5twicePi", "_Z7add_onePi")
+
+pytestmark = pytest.mark.unit
+
+
+def _summary(path: Path, *, names: bool = True) -> list[tuple[str, str, str | None, str]]:
+    report = read_artifact(path, names=names)
+    return [
+        (e.kind.value, str(e.target), str(e.ptx_isa) if e.ptx_isa else None, e.compression)
+        for e in report.listing.entries
+    ]
+
+
+def test_multi_arch_object_lists_a_and_f_targets_in_order() -> None:
+    assert _summary(GOLDEN / "multi.o") == [
+        ("SASS", "sm_90", None, "none"),
+        ("PTX", "compute_90", "9.0", "zstd"),
+        ("SASS", "sm_120f", None, "none"),
+        ("SASS", "sm_100a", None, "none"),
+        ("PTX", "compute_100a", "9.0", "zstd"),
+    ]
+
+
+def test_kernel_names_of_every_sass_and_ptx_entry() -> None:
+    report = read_artifact(GOLDEN / "multi.o")
+    for entry in report.listing.entries:
+        assert sorted(entry.kernels) == list(KERNELS), entry
+    sass = report.listing.of_kind(Kind.SASS)[0]
+    assert sass.producer is not None
+    assert sass.producer.startswith("ptxas V13.")
+    assert report.machine == "x86-64"
+    assert report.elf_class == 64
+
+
+def test_headers_only_reads_targets_without_names() -> None:
+    report = read_artifact(GOLDEN / "multi.o", names=False)
+    assert not report.names
+    assert all(e.kernels == () and e.producer is None for e in report.listing.entries)
+    assert _summary(GOLDEN / "multi.o", names=False) == _summary(GOLDEN / "multi.o")
+
+
+def test_shared_library_has_dlink_stubs_and_lz4_ptx() -> None:
+    report = read_artifact(GOLDEN / "libkernels.so")
+    kinds = [(e.kind.value, str(e.target), e.compression) for e in report.listing.entries]
+    assert kinds == [
+        ("SASS", "sm_80", "none"),
+        ("SASS", "sm_120", "none"),
+        ("SASS", "sm_80", "none"),
+        ("PTX", "compute_80", "lz4"),
+        ("SASS", "sm_120", "none"),
+    ]
+    stubs = [e for e in report.listing.entries if e.is_stub]
+    assert len(stubs) == 2
+    assert all(s.producer and s.producer.startswith("nvlink") for s in stubs)
+    assert report.listing.kernels() == KERNELS
+    assert report.listing.missing_kernels() == {}
+
+
+def test_debug_fatbin_is_all_zstd_and_flagged_debug() -> None:
+    report = read_artifact(GOLDEN / "debug.fatbin")
+    assert report.format == "fatbin"
+    assert [(e.kind, e.compression, e.debug) for e in report.listing.entries] == [
+        (Kind.SASS, "zstd", True),
+        (Kind.PTX, "zstd", True),
+    ]
+    assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
+
+
+def test_raw_cubin_arch_specific_from_nv_compat() -> None:
+    report = read_artifact(GOLDEN / "sm_90a.cubin")
+    (entry,) = report.listing.entries
+    assert (report.format, str(entry.target), sorted(entry.kernels)) == (
+        "cubin",
+        "sm_90a",
+        list(KERNELS),
+    )
+
+
+def test_static_archive_with_lto_ir_in_relfatbin() -> None:
+    (member,) = read_archive(GOLDEN / "libkernels.a")
+    assert member.path.endswith("libkernels.a(lto.o)")
+    entries = [(e.kind, str(e.target), e.section) for e in member.listing.entries]
+    assert entries == [
+        (Kind.LTOIR, "sm_90", "__nv_relfatbin"),
+        (Kind.SASS, "sm_90", "__nv_relfatbin"),
+    ]
+    assert member.listing.entries[0].kernels == ()
+
+
+def test_wheel_members_read_from_the_zip_and_a_broken_member_reported(tmp_path: Path) -> None:
+    wheel = tmp_path / "demo-1.0-py3-none-linux_x86_64.whl"
+    so = (GOLDEN / "libkernels.so").read_bytes()
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("demo/libkernels.so", so)
+        z.writestr("demo/libbroken.so.1", so)
+        z.writestr("demo/README.txt", "not a library")
+    data = bytearray(wheel.read_bytes())
+    # Corrupt the second member's compressed bytes: its CRC check must fail.
+    second = data.find(b"demo/libbroken.so.1") + len("demo/libbroken.so.1") + 100
+    data[second : second + 64] = bytes(64)
+    wheel.write_bytes(bytes(data))
+    good, broken = read_wheel(wheel)
+    assert good.path.endswith("!demo/libkernels.so")
+    assert good.error is None
+    assert good.listing.kernels() == KERNELS
+    assert broken.error is not None
+    assert "libbroken.so.1" in broken.error
+    assert "\n" not in broken.error
+
+
+def test_folder_walk_finds_every_artifact_and_reports_bad_ones(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "libkernels.so").write_bytes((GOLDEN / "libkernels.so").read_bytes())
+    (tmp_path / "notes.txt").write_text("plain text is skipped inside folders")
+    (tmp_path / "truncated.so").write_bytes((GOLDEN / "libkernels.so").read_bytes()[:3000])
+    reports = list(read_paths([tmp_path, tmp_path / "missing.so"]))
+    by_name = {Path(r.path.split("!")[0]).name: r for r in reports}
+    assert set(by_name) == {"libkernels.so", "truncated.so", "missing.so"}
+    assert by_name["libkernels.so"].error is None
+    assert "truncated" in (by_name["truncated.so"].error or "")
+    assert "no such file" in (by_name["missing.so"].error or "")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "empty file"),
+        (b"hello world, not an ELF file at all", "not an ELF file"),
+        (b"\x7fELF\x09\x01" + bytes(60), "corrupted ELF header"),
+    ],
+)
+def test_non_elf_and_corrupted_headers(tmp_path: Path, data: bytes, message: str) -> None:
+    path = tmp_path / "bad.so"
+    path.write_bytes(data)
+    with pytest.raises(BadInputError, match=message) as info:
+        read_artifact(path)
+    assert str(path) in info.value.one_line()
+
+
+def _first_entry(buf: bytes | bytearray) -> int:
+    """Offset of the first entry header of the first container in ``buf``."""
+    return buf.find(fatbin.CONTAINER_PREFIX) + 16
+
+
+def test_entry_size_past_the_end_is_bad_input() -> None:
+    buf = bytearray((GOLDEN / "debug.fatbin").read_bytes())
+    struct.pack_into("<Q", buf, _first_entry(buf) + 8, 1 << 40)
+    with pytest.raises(BadInputError, match="past its container"):
+        read_buffer(bytes(buf), 0, len(buf), "x.fatbin")
+
+
+def test_container_size_past_the_end_is_bad_input() -> None:
+    buf = bytearray((GOLDEN / "debug.fatbin").read_bytes())
+    struct.pack_into("<Q", buf, 8, 1 << 33)
+    with pytest.raises(BadInputError, match="past the end"):
+        read_buffer(bytes(buf), 0, len(buf), "x.fatbin")
+
+
+def test_decompression_bomb_is_refused() -> None:
+    buf = bytearray((GOLDEN / "debug.fatbin").read_bytes())
+    struct.pack_into("<Q", buf, _first_entry(buf) + 0x38, fatbin.MAX_UNCOMPRESSED + 1)
+    with pytest.raises(BadInputError, match="refusing"):
+        read_buffer(bytes(buf), 0, len(buf), "x.fatbin")
+    # Headers alone never decompress, so they still read.
+    assert len(read_buffer(bytes(buf), 0, len(buf), "x.fatbin", names=False).listing.entries) == 2
+
+
+def test_declared_size_disagreeing_with_the_zstd_frame_is_bad_input() -> None:
+    buf = bytearray((GOLDEN / "debug.fatbin").read_bytes())
+    entry = _first_entry(buf)
+    size = struct.unpack_from("<Q", buf, entry + 0x38)[0]
+    struct.pack_into("<Q", buf, entry + 0x38, size + 8)
+    with pytest.raises(BadInputError, match="zstd frame declares"):
+        read_buffer(bytes(buf), 0, len(buf), "x.fatbin")
+
+
+def test_scan_finds_containers_outside_nv_fatbin_and_skips_lookalikes() -> None:
+    real = (GOLDEN / "debug.fatbin").read_bytes()
+    # A fake magic with an absurd size, junk, then a real container: only the real one counts.
+    blob = fatbin.CONTAINER_PREFIX + struct.pack("<Q", 1 << 40) + b"junk" * 5 + real
+    found = list(fatbin.scan_containers(blob, 0, len(blob), "blob", chunk=16))
+    assert [c.offset for c in found] == [len(blob) - len(real)]
+    assert len(found[0].entries) == 2

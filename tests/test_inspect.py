@@ -1,0 +1,125 @@
+"""`cuda-gate inspect` on the golden binaries: routes per device, JSON schema, bad input."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from gate.cli import main
+from gate.errors import ExitCode
+
+GOLDEN = Path(__file__).parent / "golden"
+
+pytestmark = pytest.mark.unit
+
+
+def _schema() -> dict[str, Any]:
+    text = resources.files("gate").joinpath("schemas/inspect.schema.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _inspect_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["inspect", "--json", *args])
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, _schema())
+    return code, doc
+
+
+def _routes(art: dict[str, Any]) -> dict[str, tuple[str, list[str]]]:
+    return {
+        d["capability"]: (d["verdict"], [r["route"] for r in d["routes"]]) for d in art["devices"]
+    }
+
+
+def test_routes_per_device_with_kernel_names(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _inspect_json(
+        capsys, str(GOLDEN / "libkernels.so"), "--names",
+        "--device", "12.1", "--device", "9.0", "--device", "8.6", "--device", "sm_80",
+    )  # fmt: skip
+    assert code == 0
+    (art,) = doc["artifacts"]
+    assert art["targets"] == {"sass": ["sm_80", "sm_120"], "ptx": ["compute_80"], "lto": []}
+    assert art["kernels"] == 3
+    assert art["missing_kernels"] == {}
+    assert _routes(art) == {
+        "12.1": ("native", ["compatible SASS (sm_120)"]),
+        "9.0": ("runs only through PTX JIT", ["PTX JIT (compute_80, ISA 9.0, driver >= 13.0)"]),
+        "8.6": ("native", ["compatible SASS (sm_80)"]),
+        "8.0": ("native", ["exact SASS (sm_80)"]),
+    }
+    assert doc["devices"] == ["12.1", "9.0", "8.6", "8.0"]
+
+
+def test_a_and_f_targets_route_only_where_they_run(capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = _inspect_json(
+        capsys, str(GOLDEN / "multi.o"), "--device", "12.1", "--device", "10.3", "--device", "10.0"
+    )
+    (art,) = doc["artifacts"]
+    assert art["targets"]["sass"] == ["sm_90", "sm_120f", "sm_100a"]
+    routes = _routes(art)
+    assert routes["12.1"][1] == ["family SASS (sm_120f)"]
+    assert routes["10.0"][1] == ["exact SASS (sm_100a)"]
+    # sm_100a runs only on 10.0; compute_100a JITs only there too: 10.3 falls back to compute_90.
+    assert routes["10.3"][1] == ["PTX JIT (compute_90, ISA 9.0, driver >= 13.0)"]
+    assert not art["devices"][0]["per_kernel"]
+
+
+def test_ptx_less_library_has_nothing_for_a_newer_major(capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = _inspect_json(capsys, str(GOLDEN / "sm_90a.cubin"), "--names", "--device", "10.0")
+    (art,) = doc["artifacts"]
+    assert _routes(art) == {"10.0": ("no code for 3 of 3 kernels", ["nothing"])}
+    assert art["devices"][0]["routes"][0]["kernel_names"] == [
+        "_Z11write_valuePi", "_Z5twicePi", "_Z7add_onePi",
+    ]  # fmt: skip
+
+
+def test_wheel_and_bad_artifacts_exit_non_zero_after_reading_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = tmp_path / "demo-1.0-py3-none-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.write(GOLDEN / "libkernels.so", "demo/lib/libkernels.so")
+    junk = tmp_path / "junk.so"
+    junk.write_bytes(b"\x7fELF" + b"\xff" * 10)
+    code, doc = _inspect_json(capsys, str(junk), str(wheel), "--device", "12.0")
+    assert code == ExitCode.BAD_INPUT
+    assert [a["path"] for a in doc["artifacts"]] == [str(junk), f"{wheel}!demo/lib/libkernels.so"]
+    assert len(doc["errors"]) == 1
+    assert doc["errors"][0].startswith(str(junk))
+    assert _routes(doc["artifacts"][1])["12.0"] == ("native", ["exact SASS (sm_120)"])
+
+
+def test_console_table_and_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.fatbin"
+    bad.write_bytes((GOLDEN / "debug.fatbin").read_bytes()[:100])
+    code = main(["inspect", str(GOLDEN / "multi.o"), str(bad), "--names", "--device", "9.0"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.BAD_INPUT
+    assert "sm_120f" in out
+    assert "device 9.0: native: exact SASS (sm_90): 3 kernels" in out
+    lines = err.strip().splitlines()
+    assert lines[0].startswith(f"cuda-gate: error: {bad}: ")
+    assert lines[-1] == "cuda-gate: error: 1 of 2 artifacts could not be read"
+    assert "Traceback" not in err
+
+
+def test_output_file_is_written_atomically(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "inspect.json"
+    code = main(["inspect", str(GOLDEN / "debug.fatbin"), "--no-detect", "--output", str(target)])
+    assert code == 0
+    doc = json.loads(target.read_text())
+    jsonschema.validate(doc, _schema())
+    assert doc["devices"] == []
+    assert [p.name for p in tmp_path.iterdir()] == ["inspect.json"]
+    assert "debug.fatbin" in capsys.readouterr().out
