@@ -142,7 +142,13 @@ def verify(
         raise BadInputError(f"{envelope_path}: cannot read: {e.strerror or e}") from e
     except OSError as e:
         raise BadInputError(f"{envelope_path}: cannot read: {e.strerror or e}") from e
-    payload, keyid, step1 = _step_signature(data, str(envelope_path), key)
+    try:
+        payload, keyid, step1 = _step_signature(data, str(envelope_path), key)
+    except SignatureError as e:
+        # Printed like every other step, then fatal: nothing in the payload can be trusted.
+        detail = e.message.removeprefix("1. signature: ")
+        report(StepResult(1, "signature", Outcome.FAILED, detail, e))
+        raise
     report(step1)
     statement = _parse_statement(payload, str(envelope_path))
     predicate: dict[str, Any] = statement["predicate"]
@@ -171,10 +177,11 @@ def _step_signature(data: bytes, source: str, key: PublicKey) -> tuple[bytes, st
             f"1. signature: {source}: payloadType is {envelope.payload_type!r}, not {PAYLOAD_TYPE}"
         )
     try:
-        signature = verify_envelope(envelope, key)
+        verify_envelope(envelope, key)
     except SignatureError as e:
         raise SignatureError(f"1. signature: {source}: {e.message}") from e
-    detail = f"signed by key {signature.keyid or key.keyid} ({PAYLOAD_TYPE})"
+    # Name the key that verified: the envelope's key id is only a hint (DSSE).
+    detail = f"signed by key {key.keyid} ({PAYLOAD_TYPE})"
     return envelope.payload, key.keyid, StepResult(1, "signature", Outcome.PASSED, detail)
 
 
@@ -223,7 +230,11 @@ def _step_artifacts(statement: dict[str, Any], artifacts_dir: Path | None) -> St
         if path is None:
             changed.append(f"{name}: not found{f' in {artifacts_dir}' if artifacts_dir else ''}")
             continue
-        actual = sha256_file(path)
+        try:
+            actual = sha256_file(path)
+        except OSError as e:
+            changed.append(f"{path}: cannot read: {e.strerror or e}")
+            continue
         if actual != expected:
             changed.append(f"{path}: sha256 {actual[:16]}..., manifest records {expected[:16]}...")
     count = len(statement["subject"])

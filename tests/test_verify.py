@@ -358,7 +358,10 @@ def test_cli_exit_statuses(
     doc = json.loads(envelope.read_text())
     doc["signatures"][0]["sig"] = base64.b64encode(b"\0" * 64).decode()
     envelope.write_text(json.dumps(doc))
+    capsys.readouterr()
     assert _cli(["verify", str(envelope), "--offline"], monkeypatch) == 10
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith(f"  1. signature: FAILED - {envelope}: no signature in the envelope")
     assert _cli(["verify", str(envelope.parent / "absent.json"), "--offline"], monkeypatch) == 6
     monkeypatch.delenv(PUBLIC_KEY_FILE_ENV)
     monkeypatch.chdir(envelope.parent)
