@@ -19,6 +19,7 @@ COMMANDS = (
     "run",
     "inspect",
     "github",
+    "matrix",
     "keygen",
     "verify",
     "upload",
