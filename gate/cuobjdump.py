@@ -23,7 +23,11 @@ _LIST_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S+)\s*$", re.MULTILINE)
 _BLOCK_RE = re.compile(r"^Fatbin (elf|ptx) code:\n=+\n", re.MULTILINE)
 _ARCH_RE = re.compile(r"^arch = (\S+)", re.MULTILINE)
 _CODE_VERSION_RE = re.compile(r"^code version = \[(\d+),(\d+)\]", re.MULTILINE)
-_ENTRY_SYMBOL_RE = re.compile(r"^FUNC\s+\S+\s+\S+\s+ENTRY\s+(\S+)\s*$", re.MULTILINE)
+# cuobjdump 13.5 prints "FUNC GLOBAL DEFAULT ENTRY name";
+# 13.0 prints "STT_FUNC STB_GLOBAL STO_ENTRY name".
+_ENTRY_SYMBOL_RE = re.compile(
+    r"^(?:STT_)?FUNC\s+(?:\S+\s+){1,3}?(?:STO_)?ENTRY\s+(\S+)\s*$", re.MULTILINE
+)
 _PTX_ENTRY_RE = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", re.MULTILINE)
 _PTX_VERSION_RE = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
 _PTX_TARGET_RE = re.compile(r"^\s*\.target\s+(\S+?)(?:,|\s|$)", re.MULTILINE)

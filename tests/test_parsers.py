@@ -122,6 +122,20 @@ def test_cuobjdump_listing_takes_entry_symbols_and_ptx_entries() -> None:
     assert ptx.kernels == ("_Z11write_valuePi",)
 
 
+def test_cuobjdump_13_0_symbol_format_is_read_too() -> None:
+    # The H200's toolkit cuobjdump (13.0) prints STT_/STB_/STO_ prefixes and one column less.
+    old = SYMBOLS.replace(
+        "FUNC          GLOBAL  DEFAULT    ENTRY                                _Z11write_valuePi",
+        "STT_FUNC         STB_GLOBAL STO_ENTRY      _Z11write_valuePi",
+    ).replace(
+        "FUNC          LOCAL   DEFAULT    -                                    $_Z2k1Pi$_Z6helperi",
+        "STT_FUNC         STB_LOCAL  STV_DEFAULT    $_Z2k1Pi$_Z6helperi",
+    )
+    assert "STO_ENTRY" in old
+    blocks = cuobjdump.parse_symbols(old)
+    assert [kernels for _, kernels in blocks] == [(), ("_Z11write_valuePi",)]
+
+
 def test_ptx_module_without_headers_is_seen_as_such() -> None:
     stripped = PTX_DUMP.replace(".version 9.0\n", "").replace(".target sm_90\n", "")
     (module,) = cuobjdump.parse_ptx_dump(stripped)
