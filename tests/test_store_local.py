@@ -415,7 +415,7 @@ def test_cli_upload_list_and_get_on_the_local_store(
     make_evidence(tmp_path / "gate-evidence")
     code, out, _ = run_cli(monkeypatch, capsys, "upload", "--quiet")
     assert code == 0
-    assert f"uploaded {tmp_path}/data/cuda-gate/evidence/{RUN_KEY} (5 stored" in out
+    assert f"stored {tmp_path}/data/cuda-gate/evidence/{RUN_KEY} (5 stored" in out
 
     code, out, _ = run_cli(monkeypatch, capsys, "evidence", "list", "--revision", REVISION)
     assert code == 0

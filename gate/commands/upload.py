@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         if not results:
             print(f"nothing to resume: the spool {settings.spool_dir} is empty")
         for result in results:
-            print(f"uploaded {result.location} ({_counts(result)})")
+            print(f"stored {result.location} ({_counts(result)})")
         return int(ExitCode.OK)
     evidence_dir = args.evidence_dir or Path(DEFAULT_EVIDENCE)
     meta = run_meta_from_evidence(
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         },
     )
     result = publish(evidence_dir, meta, settings, progress=progress)
-    print(f"uploaded {result.location} ({_counts(result)})")
+    print(f"stored {result.location} ({_counts(result)})")
     return int(ExitCode.OK)
 
 

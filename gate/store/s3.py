@@ -166,7 +166,7 @@ class S3Store(EvidenceStore):
 
     def check(self) -> None:
         """List one key (names missing buckets and bad credentials), and check Object Lock."""
-        action = f"checking the evidence store {self.describe()}"
+        action = "checking the evidence store"
         try:
             self.client.list_objects_v2(Bucket=self.bucket, Prefix=self._key(""), MaxKeys=1)
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
