@@ -8,20 +8,23 @@ gathered so far is never lost. The verdict is accepted only with execution evide
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gate import build, checks, environment, execute, inspection, probe, proc, result
+from gate import build, checks, environment, execute, inspection, manifest, probe, proc, result
 from gate.errors import GateError, NoDeviceError, ToolError
 from gate.evidence import EvidenceDir
 from gate.targets import Capability, Target
 
-STAGES = ("environment", "probe", "build", "inspect", "execute", "report")
+if TYPE_CHECKING:
+    from gate.signing import Signer
+
+STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest")
 SMOKE_KERNEL = "write_value"
 
 Progress = Callable[[str], None]
@@ -41,6 +44,7 @@ class RunOptions:
     stop_after: str | None = None
     dump_sass: str = "auto"
     nvcc: str | None = None
+    signer: Signer | None = None
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Outcome:
     report: result.Report
     evidence: Path
     state: RunState
+    manifest: str
 
 
 @contextmanager
@@ -285,7 +290,8 @@ def run(options: RunOptions, progress: Progress) -> Outcome:
     """Run every stage up to ``options.stop_after`` and write the report."""
     evidence = EvidenceDir.create(options.evidence)
     state = RunState(datetime.now(UTC), evidence, options.project_dir)
-    build_dir = options.build_dir or Path(tempfile.mkdtemp(prefix="cuda-gate-build-"))
+    # Beside the evidence by default: `cuda-gate verify` re-hashes these artifacts later.
+    build_dir = (options.build_dir or options.evidence.parent / "gate-build").resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     steps: list[tuple[str, Callable[[], None]]] = [
         ("environment", lambda: stage_environment(state, options)),
@@ -309,7 +315,10 @@ def run(options: RunOptions, progress: Progress) -> Outcome:
         )
     with _stage("report", progress):
         finished = result.finish(state)
-    return Outcome(finished, evidence.root, state)
+    with _stage("manifest", progress):
+        written = manifest.write_manifest(evidence.root, options.signer)
+    progress(written.message)
+    return Outcome(finished, evidence.root, state, written.message)
 
 
 def _block(state: RunState, stage: str, error: GateError, progress: Progress) -> None:

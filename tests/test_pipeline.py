@@ -200,3 +200,72 @@ def test_git_revision_and_dirty_flag_are_recorded(tmp_path: Path) -> None:
     (repo / "a.txt").write_text("changed", encoding="utf-8")
     gate("--stop-after", "environment", "--evidence", str(tmp_path / "ev"), cwd=repo)
     assert result_of(tmp_path / "ev")["source"]["dirty"] is True  # type: ignore[index]
+
+
+def test_the_run_signs_its_manifest_and_keeps_secrets_out(tmp_path: Path) -> None:
+    keys = subprocess.run(
+        [sys.executable, "-m", "gate", "keygen", "--out", str(tmp_path / "k")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert keys.returncode == 0, keys.stderr
+    secret = "s3cr3t-value-planted-123"
+    pem = (tmp_path / "k.key").read_text(encoding="utf-8")
+    done = gate(
+        "--target",
+        "sm_90",
+        "--evidence",
+        "ev",
+        cwd=tmp_path,
+        env={"CUDA_GATE_SIGNING_KEY": pem, "MY_API_TOKEN": secret},
+    )
+    assert "manifest signed with key" in done.stdout
+    ev = tmp_path / "ev"
+    assert (ev / "manifest.dsse.json").is_file()
+    for path in ev.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert secret.encode() not in data, path
+            assert b"PRIVATE KEY" not in data, path
+    verified = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gate",
+            "verify",
+            str(ev / "manifest.dsse.json"),
+            "--key",
+            str(tmp_path / "k.pub"),
+            "--offline",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "1. signature: ok" in verified.stdout
+    assert "2. artifacts: ok" in verified.stdout
+    assert "3. evidence: ok" in verified.stdout
+
+
+def test_without_a_key_the_run_says_it_did_not_sign(tmp_path: Path) -> None:
+    done = gate(
+        "--stop-after",
+        "environment",
+        "--evidence",
+        "ev",
+        cwd=tmp_path,
+        env={"CUDA_GATE_SIGNING_KEY": "", "CUDA_GATE_SIGNING_KEY_FILE": ""},
+    )
+    assert "manifest not signed: no signing key configured" in done.stdout
+    assert not (tmp_path / "ev" / "manifest.dsse.json").exists()
+
+
+def test_an_unusable_key_fails_before_anything_runs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.key"
+    bad.write_text("not a key", encoding="utf-8")
+    done = gate("--signing-key", str(bad), "--evidence", "ev", cwd=tmp_path)
+    assert done.returncode == 10
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert str(bad) in done.stderr
+    assert not (tmp_path / "ev").exists()

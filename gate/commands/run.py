@@ -70,6 +70,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--nvcc", default=None, help="the nvcc to use (default: CUDA_GATE_NVCC, PATH, CUDA_HOME)"
     )
+    parser.add_argument(
+        "--signing-key",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="Ed25519 private key to sign the manifest (default: "
+        "CUDA_GATE_SIGNING_KEY_FILE, then the PEM in CUDA_GATE_SIGNING_KEY)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=handle)
 
@@ -79,6 +87,7 @@ def handle(args: argparse.Namespace) -> int:
     from gate import report
     from gate.execute import DEFAULT_TIMEOUT
     from gate.pipeline import RunOptions, run
+    from gate.signing import load_signer_from_env_or_file
     from gate.targets import Target, parse_target_or_capability
 
     def progress(line: str) -> None:
@@ -97,11 +106,13 @@ def handle(args: argparse.Namespace) -> int:
         stop_after=args.stop_after,
         dump_sass=args.dump_sass,
         nvcc=args.nvcc,
+        # Loaded before anything runs: a configured key that cannot be used fails at once.
+        signer=load_signer_from_env_or_file(args.signing_key),
     )
     outcome = run(options, progress)
     done = outcome.report
     print(report.console(outcome.state.checks, done.verdict, done.diagnoses))
-    print(f"Evidence: {outcome.evidence}/")
+    print(f"Evidence: {outcome.evidence}/ ({outcome.manifest})")
     if done.headline and not done.verdict.accepted:
         print(f"cuda-gate: {done.headline}", file=sys.stderr)
     return int(done.exit_code)
