@@ -8,25 +8,27 @@ size is past :data:`MAX_MEMBER` is refused rather than read.
 
 from __future__ import annotations
 
-import lzma
 import os
-import zipfile
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.elffile import ELF_MAGIC, Buffer
 from gate.errors import BadInputError
 from gate.fatbin import CONTAINER_PREFIX
 
+if TYPE_CHECKING:  # zipfile is imported only when a wheel is read
+    import zipfile
+
 AR_MAGIC = b"!<arch>\n"
 ZIP_MAGIC = b"PK\x03\x04"
 MAX_MEMBER = 4 << 30
 _AR_HEADER = 60
+_CHUNK = 1 << 20
 
 
-def classify(head: bytes) -> str | None:
+def classify(head: bytes | bytearray) -> str | None:
     """``elf``, ``archive``, ``fatbin``, ``zip`` or None from a file's first 8 bytes."""
     if head.startswith(ELF_MAGIC):
         return "elf"
@@ -133,17 +135,38 @@ def wheel_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     return wanted
 
 
-def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> bytes:
-    """A wheel member's bytes; BadInputError for a broken or oversized member."""
+def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> bytearray:
+    """A wheel member's bytes, read into one buffer of its declared size (no second copy).
+
+    BadInputError for a broken member, an oversized one, or one whose data does not
+    match its declared size.
+    """
+    import lzma  # noqa: PLC0415  (wheels only)
+    import zipfile  # noqa: PLC0415
+    import zlib  # noqa: PLC0415
+
     if info.file_size > MAX_MEMBER:
         raise BadInputError(f"{name}: member declares {info.file_size} bytes; refusing")
+    data = bytearray(info.file_size)
+    view = memoryview(data)
+    filled = 0
     try:
         with archive.open(info) as member:
-            data = member.read(MAX_MEMBER + 1)
+            while filled < len(data):
+                chunk = member.read(min(_CHUNK, len(data) - filled))
+                if not chunk:
+                    break
+                view[filled : filled + len(chunk)] = chunk
+                filled += len(chunk)
+            extra = member.read(1)  # also makes zipfile check the CRC at the end
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError) as e:
         raise BadInputError(f"{name}: broken zip member: {e}") from e
     except (EOFError, OSError, ValueError) as e:
         raise BadInputError(f"{name}: broken zip member: {e}") from e
     except NotImplementedError as e:
         raise BadInputError(f"{name}: unsupported zip compression: {e}") from e
+    finally:
+        view.release()
+    if filled != len(data) or extra:
+        raise BadInputError(f"{name}: broken zip member: size differs from the declared one")
     return data

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gate.errors import BadInputError
 
-Buffer = bytes | mmap.mmap
+Buffer = bytes | bytearray | mmap.mmap
 
 ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190

@@ -14,8 +14,10 @@ keeping only candidates whose every size checks out. Reading headers never decom
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gate.elffile import Buffer
 from gate.errors import BadInputError
@@ -40,14 +42,19 @@ MAX_UNCOMPRESSED = 1 << 28
 _LZ4_MAX_RATIO = 255
 _MAX_ENTRY_HEADER = 4096
 
+# One zstd decompression context per thread, reused across entries.
+_local = threading.local()
 _CONTAINER = struct.Struct("<IHHQ")
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
 _OPTIONS = struct.Struct("<II")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One entry's header; ``offset`` is where the entry starts in the buffer."""
+class Entry(NamedTuple):
+    """One entry's header; ``offset`` is where the entry starts in the buffer.
+
+    A NamedTuple rather than a frozen dataclass: libraries hold thousands of entries
+    and a tuple is several times cheaper to build, with the same immutability.
+    """
 
     kind: int
     offset: int
@@ -60,8 +67,7 @@ class Entry:
     flags: int
     uncompressed_size: int
     ident: str
-    options: str
-    compat: bytes
+    options_offset: int
 
     @property
     def payload_offset(self) -> int:
@@ -184,52 +190,50 @@ def parse_container(buf: Buffer, pos: int, end: int, name: str) -> Container:
 
 
 def _parse_entry(buf: Buffer, pos: int, end: int, name: str) -> Entry:
-    where = f"fatbin entry at {pos:#x}"
     if pos + _ENTRY.size > end:
-        raise BadInputError(f"{name}: truncated {where}")
+        raise BadInputError(f"{name}: truncated fatbin entry at {pos:#x}")
     fields = _ENTRY.unpack_from(buf, pos)
     kind, _, header_size, payload_size, compressed_size, options_offset = fields[:6]
     minor, major, arch, ident_offset, ident_len, flags, _, uncompressed_size = fields[6:]
+    problem = None
     if kind not in (KIND_PTX, KIND_ELF, KIND_NVVM):
-        raise BadInputError(f"{name}: corrupted {where} (unknown kind {kind})")
-    if not _ENTRY.size <= header_size <= _MAX_ENTRY_HEADER:
-        raise BadInputError(f"{name}: corrupted {where} (header size {header_size})")
-    if pos + header_size + payload_size > end:
-        raise BadInputError(f"{name}: {where} claims {payload_size} bytes past its container")
-    compressed = flags & (FLAG_LZ4 | FLAG_ZSTD)
-    if compressed and not 0 < compressed_size <= payload_size:
+        problem = f"unknown kind {kind}"
+    elif not _ENTRY.size <= header_size <= _MAX_ENTRY_HEADER:
+        problem = f"header size {header_size}"
+    elif pos + header_size + payload_size > end:
         raise BadInputError(
-            f"{name}: corrupted {where} (compressed size {compressed_size} "
-            f"for a {payload_size}-byte payload)"
+            f"{name}: fatbin entry at {pos:#x} claims {payload_size} bytes past its container"
         )
-    header = bytes(buf[pos : pos + header_size])
-    ident = _field(header, ident_offset, ident_len, name, where).decode("utf-8", "replace")
-    options, compat = "", b""
-    if options_offset:
-        if options_offset + _OPTIONS.size > header_size:
-            raise BadInputError(f"{name}: corrupted {where} (options record out of range)")
-        data_off, length = _OPTIONS.unpack_from(header, options_offset)
-        if kind == KIND_ELF:
-            # An empty option string (one NUL), then a copy of the cubin's .nv.compat.
-            compat = _field(header, data_off + 1, length, name, where)
-        else:
-            options = (
-                _field(header, data_off, length, name, where)
-                .rstrip(b"\0")
-                .decode("utf-8", "replace")
-            )
+    elif flags & (FLAG_LZ4 | FLAG_ZSTD) and not 0 < compressed_size <= payload_size:
+        problem = f"compressed size {compressed_size} for a {payload_size}-byte payload"
+    elif ident_len and (ident_offset == 0 or ident_offset + ident_len > header_size):
+        problem = "ident string out of range"
+    elif options_offset and options_offset + _OPTIONS.size > header_size:
+        problem = "options record out of range"
+    if problem:
+        raise BadInputError(f"{name}: corrupted fatbin entry at {pos:#x} ({problem})")
+    ident = ""
+    if ident_len:
+        start = pos + ident_offset
+        ident = bytes(buf[start : start + ident_len]).rstrip(b"\0").decode("utf-8", "replace")
     return Entry(
         kind, pos, header_size, payload_size, compressed_size, minor, major, arch, flags,
-        uncompressed_size, ident.rstrip("\0"), options, compat,
+        uncompressed_size, ident, options_offset,
     )  # fmt: skip
 
 
-def _field(header: bytes, offset: int, length: int, name: str, where: str) -> bytes:
-    if length == 0:
-        return b""
-    if offset + length > len(header) or offset == 0:
-        raise BadInputError(f"{name}: corrupted {where} (string field out of range)")
-    return header[offset : offset + length]
+def options(buf: Buffer, entry: Entry, name: str) -> tuple[str, bytes]:
+    """The entry's option string (ptxas / nvvm options) and, for sm_100+ cubins, ``.nv.compat``."""
+    if not entry.options_offset:
+        return "", b""
+    header = bytes(buf[entry.offset : entry.offset + entry.header_size])
+    data_off, length = _OPTIONS.unpack_from(header, entry.options_offset)
+    if length and (data_off == 0 or data_off + length > len(header)):
+        raise BadInputError(f"{name}: corrupted fatbin entry at {entry.offset:#x} (options)")
+    if entry.kind == KIND_ELF:
+        # An empty option string (one NUL), then a copy of the cubin's .nv.compat.
+        return "", header[data_off + 1 : data_off + 1 + length]
+    return header[data_off : data_off + length].rstrip(b"\0").decode("utf-8", "replace"), b""
 
 
 def payload(buf: Buffer, entry: Entry, name: str) -> tuple[Buffer, int, int]:
@@ -278,6 +282,10 @@ def _zstd(stored: bytes, expected: int, name: str, where: str) -> bytes:
             raise BadInputError(
                 f"{name}: {where}: zstd frame declares {declared} bytes, header says {expected}"
             )
-        return zstandard.ZstdDecompressor().decompress(stored, max_output_size=expected)
+        decompressor = getattr(_local, "zstd", None)
+        if decompressor is None:
+            decompressor = _local.zstd = zstandard.ZstdDecompressor()
+        out: bytes = decompressor.decompress(stored, max_output_size=expected)
+        return out
     except zstandard.ZstdError as e:
         raise BadInputError(f"{name}: {where}: corrupted zstd data ({e})") from e

@@ -75,8 +75,10 @@ def _rows(listing: Listing, names: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def artifact_json(report: ArtifactReport, caps: Sequence[Capability]) -> dict[str, Any]:
-    """One artifact of the JSON document."""
+def artifact_json(
+    report: ArtifactReport, caps: Sequence[Capability], *, with_entries: bool = True
+) -> dict[str, Any]:
+    """One artifact of the JSON document (``entries`` left empty when not ``with_entries``)."""
     listing, names = report.listing, report.names
     devices = []
     for cap in caps if report.error is None else ():
@@ -124,7 +126,7 @@ def artifact_json(report: ArtifactReport, caps: Sequence[Capability]) -> dict[st
                 "ident": e.name,
                 "kernels": list(e.kernels) if names and e.kind is not Kind.LTOIR else None,
             }
-            for e in listing.entries
+            for e in (listing.entries if with_entries else ())
         ],
         "targets": {
             "sass": [str(t) for t in listing.targets(Kind.SASS)],
@@ -163,14 +165,16 @@ def console(art: dict[str, Any]) -> str:
     """The readable table for one artifact of the document."""
     if art["error"]:
         return f"{art['path']}: ERROR: {art['error']}\n"
-    counts = Counter(e["kind"] for e in art["entries"])
+    counts: Counter[str] = Counter()
+    for row in art["by_target"]:
+        counts[row["kind"]] += row["entries"]
     head = f"ELF{art['elf_class']} {art['machine']}" if art["elf_class"] else art["format"]
     lines = [
         f"{art['path']}  [{head}]  "
         + ", ".join(f"{counts.get(k.value, 0)} {k.value}" for k in Kind)
         + (f", {art['kernels']} kernels" if art["kernels"] is not None else "")
     ]
-    if not art["entries"]:
+    if not art["by_target"]:
         lines.append("  no device code")
     else:
         lines.append(

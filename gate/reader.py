@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import mmap
 import os
-import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from gate import artifacts, fatbin
@@ -120,6 +120,8 @@ def read_wheel(
     path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every shared library, cubin and fatbin inside a wheel (or any zip)."""
+    import zipfile  # noqa: PLC0415  (wheels only: keeps the common path's start-up short)
+
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, ValueError) as e:
@@ -259,19 +261,31 @@ def _device_entry(section: str, e: fatbin.Entry, d: _Decoded | None) -> DeviceEn
         variant = Variant.ARCH
     else:
         variant = d.variant if d else Variant.NONE
+    compression = e.compression
+    raw = compression == "none"
     return DeviceEntry(
-        kind,
-        Target.from_number(e.arch, variant, virtual=kind is Kind.PTX),
+        kind=kind,
+        target=_target(e.arch, variant, kind is Kind.PTX),
         kernels=d.kernels if d else (),
-        ptx_isa=Version(e.major, e.minor) if kind is Kind.PTX else None,
+        ptx_isa=_version(e.major, e.minor) if kind is Kind.PTX else None,
         section=section,
-        compression=e.compression,
-        stored_size=e.stored_size,
-        size=e.size,
+        compression=compression,
+        stored_size=e.payload_size if raw else e.compressed_size,
+        size=e.payload_size if raw else e.uncompressed_size,
         producer=d.producer if d else None,
         debug=bool(e.flags & fatbin.FLAG_DEBUG),
         name=e.ident or None,
     )
+
+
+@cache
+def _target(arch: int, variant: Variant, virtual: bool) -> Target:
+    return Target.from_number(arch, variant, virtual=virtual)
+
+
+@cache
+def _version(major: int, minor: int) -> Version:
+    return Version(major, minor)
 
 
 class _mapped:  # noqa: N801  (used as a context manager, reads like a function)

@@ -74,7 +74,7 @@ def handle(args: argparse.Namespace) -> int:
         if report.error:
             print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)
         elif not args.json:
-            art = inspect_view.artifact_json(report, caps)
+            art = inspect_view.artifact_json(report, caps, with_entries=False)
             sys.stdout.write(inspect_view.console(art))
     doc = (
         inspect_view.document(reports, caps, names=args.names, scan=scan)
