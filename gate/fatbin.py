@@ -276,16 +276,20 @@ def _lz4(stored: bytes, expected: int, name: str, where: str) -> bytes:
 def _zstd(stored: bytes, expected: int, name: str, where: str) -> bytes:
     import zstandard  # noqa: PLC0415  (only when an entry is zstd-compressed)
 
+    decompressor = getattr(_local, "zstd", None)
+    if decompressor is None:
+        decompressor = _local.zstd = zstandard.ZstdDecompressor()
     try:
         declared = zstandard.frame_content_size(stored)
-        if declared not in (-1, expected):
-            raise BadInputError(
-                f"{name}: {where}: zstd frame declares {declared} bytes, header says {expected}"
-            )
-        decompressor = getattr(_local, "zstd", None)
-        if decompressor is None:
-            decompressor = _local.zstd = zstandard.ZstdDecompressor()
+    except zstandard.ZstdError as e:
+        raise BadInputError(f"{name}: {where}: corrupted zstd frame header ({e})") from e
+    # Checked before decompressing: the frame's own size claim is what would be allocated.
+    if declared not in (-1, expected):
+        raise BadInputError(
+            f"{name}: {where}: zstd frame declares {declared} bytes, header says {expected}"
+        )
+    try:
         out: bytes = decompressor.decompress(stored, max_output_size=expected)
-        return out
     except zstandard.ZstdError as e:
         raise BadInputError(f"{name}: {where}: corrupted zstd data ({e})") from e
+    return out
