@@ -1,8 +1,11 @@
 """The inspect stage: host format, hash, dependencies and device-code listings of an artifact.
 
-Listings come from cuobjdump here; every listing is parsed for content (a listing
-that is empty, or PTX without ``.version``/``.target``/the entry, fails), never
-judged by the tool's exit status.
+Our own fatbin reader (gate.reader) is the primary inspector: it needs no toolkit and
+sees ``f`` targets and containers outside ``.nv_fatbin``. Where cuobjdump is available
+it runs too, as an independent cross-check: any disagreement on what cuobjdump can
+show (kinds, archs, order, kernel names, PTX ISA) fails the gate, with both listings in
+the evidence. Every listing is parsed for content (an empty listing, or PTX without
+``.version``/``.target``, fails), never judged by a tool's exit status.
 """
 
 from __future__ import annotations
@@ -10,14 +13,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import cuobjdump
+from gate import cuobjdump, inspect_view, reader
 from gate.checks import Check
+from gate.errors import ToolError
 from gate.evidence import EvidenceDir, sha256_file
 from gate.hostelf import Dependency, HostFormat, dependencies, read_format
-from gate.listing import Listing
+from gate.listing import DeviceEntry, Kind, Listing
+from gate.targets import Capability, Target, Variant
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
 SASS_DUMP_LIMIT = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """cuobjdump's view of the same artifact, and where it disagrees with ours."""
+
+    tool: str
+    listing: Listing
+    disagreements: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -33,6 +47,8 @@ class InspectedArtifact:
     listing: Listing
     inspector: str
     ptx_modules: tuple[cuobjdump.PtxText, ...]
+    cross_check: CrossCheck | None = None
+    cross_check_note: str = ""
 
 
 def host_facts(path: Path) -> tuple[str, int, HostFormat, tuple[Dependency, ...]]:
@@ -42,11 +58,72 @@ def host_facts(path: Path) -> tuple[str, int, HostFormat, tuple[Dependency, ...]
 
 
 def inspect_artifact(
-    path: Path, evidence: EvidenceDir, *, prefix: str = "", dump_sass: str = "auto"
+    path: Path,
+    evidence: EvidenceDir,
+    *,
+    prefix: str = "",
+    dump_sass: str = "auto",
+    devices: tuple[Capability, ...] = (),
+    use_cuobjdump: bool = True,
 ) -> InspectedArtifact:
-    """Inspect one artifact with cuobjdump, writing its listings to the evidence folder."""
+    """Inspect one artifact with our reader, cross-checked by cuobjdump where available."""
     digest, size, fmt, deps = host_facts(path)
-    tool = cuobjdump.find()
+    report = reader.read_artifact(path, names=True)
+    view = inspect_view.artifact_json(report, devices)
+    evidence.write_text(f"{prefix}device-code.txt", inspect_view.console(view))
+    evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
+    try:
+        tool = cuobjdump.find() if use_cuobjdump else None
+        note = "cuobjdump cross-check not run: turned off with --no-cuobjdump"
+    except ToolError as e:
+        tool, note = None, f"cuobjdump cross-check not run: {e.one_line()}"
+    if tool is None:
+        evidence.write_text(f"{prefix}elf-list.txt", _our_list(report.listing))
+        return InspectedArtifact(
+            path.name,
+            path.resolve(),
+            digest,
+            size,
+            fmt,
+            deps,
+            report.listing,
+            "cuda-gate reader",
+            (),
+            None,
+            note,
+        )
+    theirs, modules = _cuobjdump_listing(
+        tool, path, evidence, prefix=prefix, dump_sass=dump_sass, size=size
+    )
+    cross = CrossCheck(
+        f"cuobjdump ({cuobjdump.version(tool)})", theirs, compare(report.listing, theirs)
+    )
+    return InspectedArtifact(
+        path.name,
+        path.resolve(),
+        digest,
+        size,
+        fmt,
+        deps,
+        report.listing,
+        "cuda-gate reader",
+        modules,
+        cross,
+    )
+
+
+def _our_list(listing: Listing) -> str:
+    """An ELF/PTX list in cuobjdump's style, from our reader (when cuobjdump is absent)."""
+    lines = []
+    for kind, label in ((Kind.SASS, "ELF"), (Kind.PTX, "PTX")):
+        for i, e in enumerate(listing.of_kind(kind), 1):
+            lines.append(f"{label} file {i:>4}: {e.name or 'entry'}.{e.target.as_sass()}")
+    return "\n".join(lines) + "\n"
+
+
+def _cuobjdump_listing(
+    tool: str, path: Path, evidence: EvidenceDir, *, prefix: str, dump_sass: str, size: int
+) -> tuple[Listing, tuple[cuobjdump.PtxText, ...]]:
     elf_list = cuobjdump.run_tool(tool, ["--list-elf"], path)
     evidence.write_text(f"{prefix}elf-list.txt", elf_list.output())
     ptx_list = cuobjdump.run_tool(tool, ["--list-ptx"], path)
@@ -58,17 +135,58 @@ def inspect_artifact(
     if dump_sass == "always" or (dump_sass == "auto" and size <= SASS_DUMP_LIMIT):
         sass = cuobjdump.run_tool(tool, ["--dump-sass"], path)
         evidence.write_text(f"{prefix}sass.txt", sass.stdout)
-    listing = cuobjdump.listing(symbols.stdout, ptx.stdout)
-    return InspectedArtifact(
-        name=path.name,
-        path=path.resolve(),
-        sha256=digest,
-        size=size,
-        host=fmt,
-        dependencies=deps,
-        listing=listing,
-        inspector=f"cuobjdump ({cuobjdump.version(tool)})",
-        ptx_modules=tuple(cuobjdump.parse_ptx_dump(ptx.stdout)),
+    return cuobjdump.listing(symbols.stdout, ptx.stdout), tuple(
+        cuobjdump.parse_ptx_dump(ptx.stdout)
+    )
+
+
+def _comparable(entry: DeviceEntry) -> tuple[str, str, str, tuple[str, ...]]:
+    # cuobjdump names an sm_100f cubin sm_100: compare without the family suffix.
+    target = entry.target
+    if target.variant is Variant.FAMILY:
+        target = Target(target.major, target.minor, Variant.NONE, virtual=target.virtual)
+    isa = str(entry.ptx_isa) if entry.ptx_isa else "-"
+    return entry.kind.value, str(target), isa, tuple(sorted(entry.kernels))
+
+
+def compare(ours: Listing, theirs: Listing) -> tuple[str, ...]:
+    """Where cuobjdump's listing and ours differ, in the sections cuobjdump reads."""
+    sections = {e.section for e in ours.entries}
+    primary = ".nv_fatbin" if ".nv_fatbin" in sections else "__nv_relfatbin"
+    out: list[str] = []
+    for kind in (Kind.SASS, Kind.PTX):
+        mine = [_comparable(e) for e in ours.of_kind(kind) if e.section == primary]
+        other = [_comparable(e) for e in theirs.of_kind(kind)]
+        if len(mine) != len(other):
+            out.append(f"{kind.value}: cuda-gate lists {len(mine)} entries, cuobjdump {len(other)}")
+        for i, (a, b) in enumerate(zip(mine, other, strict=False), 1):
+            if a[:2] != b[:2]:
+                out.append(f"{kind.value} entry {i}: cuda-gate {a[1]}, cuobjdump {b[1]}")
+            elif kind is Kind.PTX and a[2] != b[2] and b[2] != "-":
+                out.append(f"{kind.value} entry {i} ({a[1]}): ISA {a[2]} vs cuobjdump {b[2]}")
+            elif a[3] != b[3]:
+                only_ours = sorted(set(a[3]) - set(b[3]))[:3]
+                only_theirs = sorted(set(b[3]) - set(a[3]))[:3]
+                out.append(
+                    f"{kind.value} entry {i} ({a[1]}): kernels differ "
+                    f"(only cuda-gate: {only_ours}; only cuobjdump: {only_theirs})"
+                )
+    return tuple(out)
+
+
+def cross_check(artifact: InspectedArtifact) -> Check:
+    """The cuobjdump cross-check as a check (skipped, with the reason, when it did not run)."""
+    name = f"{artifact.name}: cuobjdump agrees with the cuda-gate reader"
+    if artifact.cross_check is None:
+        return Check(name, "gate.inspect", True, artifact.cross_check_note, skipped=True)
+    issues = artifact.cross_check.disagreements
+    return Check(
+        name,
+        "gate.inspect",
+        not issues,
+        f"{artifact.cross_check.tool}: same kinds, archs, order and kernel names"
+        if not issues
+        else "; ".join(issues[:5]) + (" ..." if len(issues) > 5 else ""),
     )
 
 

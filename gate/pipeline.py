@@ -45,6 +45,7 @@ class RunOptions:
     dump_sass: str = "auto"
     nvcc: str | None = None
     signer: Signer | None = None
+    use_cuobjdump: bool = True
 
 
 @dataclass
@@ -224,7 +225,14 @@ def stage_inspect(state: RunState, options: RunOptions) -> None:
     target = _target(state)
     ev = state.evidence
     for built in state.builds:
-        artifact = inspection.inspect_artifact(built.output, ev, dump_sass=options.dump_sass)
+        devices = (state.capability,) if state.capability else (target.capability,)
+        artifact = inspection.inspect_artifact(
+            built.output,
+            ev,
+            dump_sass=options.dump_sass,
+            devices=devices,
+            use_cuobjdump=options.use_cuobjdump,
+        )
         state.artifacts.append(artifact)
         ev.write_text("binary-format.txt", artifact.host.description + "\n")
         ev.write_text("sha256.txt", f"{artifact.sha256}  {artifact.path}\n")
@@ -236,6 +244,7 @@ def stage_inspect(state: RunState, options: RunOptions) -> None:
             ),
         )
         state.checks += inspection.content_checks(artifact, ev, state.host_arch)
+        state.checks.append(inspection.cross_check(artifact))
         state.checks += checks.listing_checks(
             artifact.name, artifact.listing, target, (SMOKE_KERNEL,)
         )

@@ -67,6 +67,13 @@ def artifact_json(artifact: InspectedArtifact) -> dict[str, Any]:
             for d in artifact.dependencies
         ],
         "listing": listing_json(artifact.listing, artifact.inspector),
+        "cross_check": None
+        if artifact.cross_check is None
+        else {
+            "tool": artifact.cross_check.tool,
+            "agrees": not artifact.cross_check.disagreements,
+            "disagreements": list(artifact.cross_check.disagreements),
+        },
     }
 
 

@@ -269,3 +269,17 @@ def test_an_unusable_key_fails_before_anything_runs(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1
     assert str(bad) in done.stderr
     assert not (tmp_path / "ev").exists()
+
+
+def test_without_cuobjdump_our_reader_alone_inspects(tmp_path: Path) -> None:
+    done = gate("--target", "sm_90", "--no-cuobjdump", "--evidence", "ev", cwd=tmp_path)
+    assert "Verdict: not accepted: execution not verified" in done.stdout
+    ev = tmp_path / "ev"
+    assert "sm_90" in (ev / "device-code.txt").read_text(encoding="utf-8")
+    assert "ELF file" in (ev / "elf-list.txt").read_text(encoding="utf-8")
+    result = result_of(ev)
+    checks = {c["name"]: c for c in result["checks"]}  # type: ignore[union-attr,index]
+    cross = checks["check: cuobjdump agrees with the cuda-gate reader"]
+    assert cross["skipped"] is True
+    assert "--no-cuobjdump" in cross["message"]
+    assert checks["check: kernel write_value in sm_90 SASS"]["passed"] is True

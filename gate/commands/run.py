@@ -78,6 +78,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="Ed25519 private key to sign the manifest (default: "
         "CUDA_GATE_SIGNING_KEY_FILE, then the PEM in CUDA_GATE_SIGNING_KEY)",
     )
+    parser.add_argument(
+        "--no-cuobjdump",
+        action="store_true",
+        help="skip the cuobjdump cross-check (our reader is the inspector)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=handle)
 
@@ -106,6 +111,7 @@ def handle(args: argparse.Namespace) -> int:
         stop_after=args.stop_after,
         dump_sass=args.dump_sass,
         nvcc=args.nvcc,
+        use_cuobjdump=not args.no_cuobjdump,
         # Loaded before anything runs: a configured key that cannot be used fails at once.
         signer=load_signer_from_env_or_file(args.signing_key),
     )
