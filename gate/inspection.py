@@ -77,38 +77,29 @@ def inspect_artifact(
         note = "cuobjdump cross-check not run: turned off with --no-cuobjdump"
     except ToolError as e:
         tool, note = None, f"cuobjdump cross-check not run: {e.one_line()}"
+    cross: CrossCheck | None = None
+    modules: tuple[cuobjdump.PtxText, ...] = ()
     if tool is None:
         evidence.write_text(f"{prefix}elf-list.txt", _our_list(report.listing))
-        return InspectedArtifact(
-            path.name,
-            path.resolve(),
-            digest,
-            size,
-            fmt,
-            deps,
-            report.listing,
-            "cuda-gate reader",
-            (),
-            None,
-            note,
+    else:
+        theirs, modules = _cuobjdump_listing(
+            tool, path, evidence, prefix=prefix, dump_sass=dump_sass, size=size
         )
-    theirs, modules = _cuobjdump_listing(
-        tool, path, evidence, prefix=prefix, dump_sass=dump_sass, size=size
-    )
-    cross = CrossCheck(
-        f"cuobjdump ({cuobjdump.version(tool)})", theirs, compare(report.listing, theirs)
-    )
+        tool_name = f"cuobjdump ({cuobjdump.version(tool)})"
+        cross = CrossCheck(tool_name, theirs, compare(report.listing, theirs))
+        note = ""
     return InspectedArtifact(
-        path.name,
-        path.resolve(),
-        digest,
-        size,
-        fmt,
-        deps,
-        report.listing,
-        "cuda-gate reader",
-        modules,
-        cross,
+        name=path.name,
+        path=path.resolve(),
+        sha256=digest,
+        size=size,
+        host=fmt,
+        dependencies=deps,
+        listing=report.listing,
+        inspector="cuda-gate reader",
+        ptx_modules=modules,
+        cross_check=cross,
+        cross_check_note=note,
     )
 
 

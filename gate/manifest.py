@@ -11,7 +11,6 @@ the same bytes signed in a DSSE envelope when a key is configured.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -25,6 +24,7 @@ from typing import Any
 import jsonschema
 
 from gate.errors import ArtifactChangedError, EvidenceError
+from gate.evidence import sha256_file
 from gate.redact import leaked_names, redact_json, secret_values
 from gate.signing import Signer, load_signer_from_env_or_file, sign_envelope
 
@@ -83,15 +83,6 @@ class ManifestResult:
         if self.envelope_path is None:
             return NOT_SIGNED
         return f"manifest signed with key {self.keyid}: {self.envelope_path}"
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def evidence_digests(evidence_dir: Path) -> tuple[EvidenceDigest, ...]:

@@ -40,6 +40,7 @@ from gate.errors import (
     StaleEnvironmentError,
     ToolError,
 )
+from gate.evidence import sha256_file
 from gate.manifest import (
     ENVELOPE_FILE,
     MANIFEST_FILE,
@@ -47,7 +48,6 @@ from gate.manifest import (
     RESULT_FILE,
     STATEMENT_TYPE,
     evidence_digests,
-    sha256_file,
     validate_predicate,
 )
 from gate.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
