@@ -14,6 +14,7 @@ import sys
 import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -51,7 +52,7 @@ def gate(
     )
 
 
-def result_of(evidence: Path) -> dict[str, object]:
+def result_of(evidence: Path) -> dict[str, Any]:
     data = json.loads((evidence / "result.json").read_text(encoding="utf-8"))
     schema = json.loads(
         resources.files("gate").joinpath("schemas/result.schema.json").read_text(encoding="utf-8")
@@ -124,7 +125,7 @@ def test_missing_nvcc_is_one_line_and_keeps_the_evidence(tmp_path: Path) -> None
     )
     ev = tmp_path / "ev"
     assert (ev / "host-arch.txt").is_file()
-    assert result_of(ev)["verdict"]["statement"].startswith("not accepted: nvcc not found")  # type: ignore[index]
+    assert result_of(ev)["verdict"]["statement"].startswith("not accepted: nvcc not found")
 
 
 def test_broken_nvidia_smi_is_recorded_with_its_own_words(tmp_path: Path) -> None:
@@ -199,7 +200,7 @@ def test_git_revision_and_dirty_flag_are_recorded(tmp_path: Path) -> None:
     assert source == {"revision": head, "dirty": False, "repository": "acme/kernels"}
     (repo / "a.txt").write_text("changed", encoding="utf-8")
     gate("--stop-after", "environment", "--evidence", str(tmp_path / "ev"), cwd=repo)
-    assert result_of(tmp_path / "ev")["source"]["dirty"] is True  # type: ignore[index]
+    assert result_of(tmp_path / "ev")["source"]["dirty"] is True
 
 
 def test_the_run_signs_its_manifest_and_keeps_secrets_out(tmp_path: Path) -> None:
@@ -278,7 +279,7 @@ def test_without_cuobjdump_our_reader_alone_inspects(tmp_path: Path) -> None:
     assert "sm_90" in (ev / "device-code.txt").read_text(encoding="utf-8")
     assert "ELF file" in (ev / "elf-list.txt").read_text(encoding="utf-8")
     result = result_of(ev)
-    checks = {c["name"]: c for c in result["checks"]}  # type: ignore[union-attr,index]
+    checks = {c["name"]: c for c in result["checks"]}
     cross = checks["check: cuobjdump agrees with the cuda-gate reader"]
     assert cross["skipped"] is True
     assert "--no-cuobjdump" in cross["message"]
