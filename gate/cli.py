@@ -24,6 +24,7 @@ COMMANDS = (
     "verify",
     "upload",
     "evidence",
+    "init",
 )
 
 

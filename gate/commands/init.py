@@ -1,0 +1,145 @@
+"""`cuda-gate init`: write a commented starting configuration that `cuda-gate run` accepts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+from pathlib import Path
+
+# Lines starting with "# " followed by TOML are examples; "## " lines are prose. The
+# file loads as written, and loads with every example uncommented (tests check both).
+HEADER = """\
+## cuda-gate configuration, written by `cuda-gate init`; `cuda-gate run` reads it.
+## Lines starting with a single "#" are examples: remove the "# " to use them.
+## Relative paths are relative to the folder holding this file.
+"""
+
+BODY = """\
+
+## Targets the artifacts must carry, besides the detected GPU's own (always required).
+# targets = ["sm_90", "sm_121"]
+## Capabilities to predict kernel routes for in the report (H200 9.0, DGX Spark 12.1).
+# devices = ["9.0", "12.1"]
+## Kernels every artifact must carry, for each required target, as SASS and as PTX.
+# kernels = ["scale_f32"]
+## Also build and run the built-in smoke program (it proves the toolchain and driver).
+smoke = true
+
+## Build commands, run in order before inspection. A command is a list of arguments or
+## one string split like a shell command. In commands and env values, placeholders
+## stand for the required targets:  {sm} sm_90   {compute} compute_90   {cc} 90
+## {capability} 9.0   {gencode} -gencode flags (SASS + PTX)   {cmake_archs} 90
+## {torch_arch_list} 9.0+PTX   ({{sm}} is a literal {sm}; ${VAR} is left alone).
+# [[build]]
+# name = "configure"
+# command = ["cmake", "-S", ".", "-B", "build", "-DCMAKE_CUDA_ARCHITECTURES={cmake_archs}"]
+# timeout = 1800
+#
+# [[build]]
+# name = "compile"
+# command = "cmake --build build --parallel"
+# env = { TORCH_CUDA_ARCH_LIST = "{torch_arch_list}" }
+
+## The final artifacts that ship: globs ("**" allowed) or wheels (*.whl). A glob that
+## matches nothing after the build is an error.
+# [[artifact]]
+# path = "build/*.so"
+# kernels = ["scale_f64"]
+
+## Real entry points: each runs natively (PTX JIT disabled) and through forced PTX JIT.
+## The shared libraries they load, dlopen included, are recorded and inspected.
+# [[entry_point]]
+# name = "app"
+# command = ["build/app", "--self-test"]
+# cwd = "."
+# env = { OMP_NUM_THREADS = "1" }
+# timeout = 300
+# expected_returncode = 0
+# expected_output = "PASS"
+
+## Sign the manifest with an Ed25519 key (see `cuda-gate keygen`).
+# [signing]
+# key_file = "keys/gate.pem"
+"""
+
+TEMPLATE = HEADER + BODY
+_TABLE = re.compile(r"^(#? ?)\[(\[?)([a-z_]+)(\]?)\]", re.MULTILINE)
+
+
+def template(fmt: str) -> str:
+    """The starting configuration: a cuda-gate.toml, or a pyproject.toml section."""
+    if fmt == "toml":
+        return TEMPLATE
+    # Top-level keys sit under [tool.cuda-gate], before any sub-table.
+    return HEADER + "[tool.cuda-gate]\n" + _TABLE.sub(r"\1[\2tool.cuda-gate.\3\4]", BODY)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `init` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "init",
+        help="write a commented starting configuration (cuda-gate.toml)",
+        description="Write a commented starting configuration: cuda-gate.toml, or a "
+        "[tool.cuda-gate] section appended to pyproject.toml.",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("toml", "pyproject"),
+        default="toml",
+        help="cuda-gate.toml (default), or a section appended to pyproject.toml",
+    )
+    parser.add_argument(
+        "--dir", type=Path, default=Path(), help="the project folder (default: here)"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing cuda-gate.toml (a pyproject.toml section is never rewritten)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Write the file, then load it back so what we wrote is known to be valid."""
+    from gate import config
+    from gate.errors import ConfigError
+
+    folder: Path = args.dir
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: no such folder")
+    if args.format == "toml":
+        target = folder / config.CONFIG_FILE
+        if target.exists() and not args.force:
+            raise ConfigError(f"{target}: already exists", hint="use --force to overwrite it")
+        text = template("toml")
+    else:
+        target = folder / config.PYPROJECT
+        existing = target.read_text(encoding="utf-8") if target.exists() else ""
+        if re.search(r"^\[+tool\.cuda-gate[.\]]", existing, re.MULTILINE):
+            # Never rewrite a person's pyproject.toml, --force or not.
+            raise ConfigError(f"{target}: already has a [tool.cuda-gate] section; edit that")
+        text = template("pyproject")
+        if existing.strip():
+            text = existing.rstrip("\n") + "\n\n" + text
+    # Checked before writing: a broken pyproject.toml stays untouched, and what we write loads.
+    config.parse_text(text, target)
+    _write(target, text)
+    print(f"wrote {target}; it runs the smoke program only so far")
+    print("next: add your [[build]], [[artifact]] and [[entry_point]] tables, then `cuda-gate run`")
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """Atomically: a temp file beside ``path``, then a rename; keeps an existing file's mode."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        Path(temp).chmod(mode)
+        Path(temp).replace(path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

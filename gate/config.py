@@ -1,0 +1,431 @@
+"""The project's gate configuration: ``cuda-gate.toml``, or ``[tool.cuda-gate]`` in pyproject.toml.
+
+Where it comes from: ``--config PATH`` when given (a file named ``pyproject.toml`` is
+read from its ``[tool.cuda-gate]`` table, any other file from its top level); else
+``cuda-gate.toml`` in the project folder; else ``[tool.cuda-gate]`` of its
+``pyproject.toml``; else the defaults, which run only the built-in smoke program.
+Relative paths in the file (``cwd``, artifact globs, ``key_file``) are relative to
+the folder holding the file. The shape (keys of a cuda-gate.toml; in pyproject.toml
+every table sits under ``tool.cuda-gate``)::
+
+    targets = ["sm_90"]        # required targets; the detected one is always required
+    devices = ["12.1", "9.0"]  # capabilities to predict routes for in the report
+    kernels = ["scale_f32"]    # kernels every artifact must carry (plain or mangled names)
+    smoke = true               # also build and run the built-in smoke program
+
+    [[build]]                  # run in order before inspection
+    name = "configure"         # optional: build-1, build-2, ...
+    command = ["cmake", "-S", ".", "-B", "build", "-DCMAKE_CUDA_ARCHITECTURES={cmake_archs}"]
+    cwd = "."                  # optional; a command may also be one string (split like a shell)
+    env = { TORCH_CUDA_ARCH_LIST = "{torch_arch_list}" }
+    timeout = 1800             # seconds; optional
+
+    [[artifact]]               # final artifacts: globs (``**`` allowed) or wheels (*.whl)
+    path = "build/libkernels.so"
+    kernels = ["scale_f64"]    # optional: kernels this artifact must carry too
+
+    [[entry_point]]            # each runs natively and through forced PTX JIT
+    name = "app-f32"           # optional: entry-1, ...; letters, digits, . _ -
+    command = ["build/app", "f32"]
+    cwd = "."; env = {}; timeout = 300
+    expected_returncode = 0
+    expected_output = "PASS"   # optional regular expression searched in stdout + stderr
+
+    [signing]
+    key_file = "keys/gate.pem" # optional Ed25519 private key for the manifest
+
+    [store]                    # read by gate.store.settings (see there)
+
+Build commands and their ``env`` values may use the target placeholders of
+:mod:`gate.placeholders`; entry points are taken literally. Every problem is one
+ConfigError line naming the file and the key, such as
+``cuda-gate.toml: entry_point[1].timeout: expected a number, got 'soon'``.
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from gate import placeholders
+from gate import tomlvalues as tv
+from gate.errors import ConfigError
+from gate.execute import EntryPoint
+from gate.placeholders import PLACEHOLDERS, substitute, substitute_argv
+from gate.targets import Capability, Target, parse_target_or_capability
+
+__all__ = [
+    "PLACEHOLDERS",
+    "ArtifactSpec",
+    "BuildCommand",
+    "BuildStep",
+    "Config",
+    "EntryPointSpec",
+    "ResolvedArtifact",
+    "find_config",
+    "load",
+    "parse",
+    "parse_text",
+    "resolve_artifact_specs",
+    "resolve_artifacts",
+    "substitute",
+]
+
+CONFIG_FILE = "cuda-gate.toml"
+PYPROJECT = "pyproject.toml"
+BUILD_TIMEOUT = 1800.0
+ENTRY_TIMEOUT = 300.0
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_TOP_KEYS = frozenset(
+    {"targets", "devices", "kernels", "smoke", "build", "artifact", "entry_point"}
+    | {"signing", "store"}
+)
+_BUILD_KEYS = frozenset({"name", "command", "cwd", "env", "timeout"})
+_ARTIFACT_KEYS = frozenset({"path", "kernels"})
+_ENTRY_KEYS = _BUILD_KEYS | {"expected_returncode", "expected_output"}
+_SIGNING_KEYS = frozenset({"key_file"})
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class BuildCommand:
+    """A build step with the targets filled in, ready for gate.proc.run."""
+
+    name: str
+    argv: tuple[str, ...]
+    cwd: Path
+    env: tuple[tuple[str, str], ...]
+    timeout: float
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    """One configured build command, placeholders still in place."""
+
+    key: str  # where it was configured, for messages: "cuda-gate.toml: build[0]"
+    name: str
+    command: tuple[str, ...]
+    cwd: Path
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float = BUILD_TIMEOUT
+
+    def render(self, targets: Sequence[Target]) -> BuildCommand:
+        """The command and environment for ``targets`` (the detected target first)."""
+        argv = substitute_argv(self.command, targets, where=f"{self.key}.command")
+        env = tuple(
+            (name, substitute(value, targets, where=f"{self.key}.env.{name}"))
+            for name, value in self.env
+        )
+        return BuildCommand(self.name, argv, self.cwd, env, self.timeout)
+
+
+@dataclass(frozen=True)
+class ArtifactSpec:
+    """A configured final artifact: a glob relative to the project folder."""
+
+    key: str
+    pattern: str
+    kernels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolvedArtifact:
+    """One file an artifact glob matched, with every kernel it must carry."""
+
+    path: Path
+    key: str
+    pattern: str
+    kernels: tuple[str, ...]
+
+    @property
+    def is_wheel(self) -> bool:
+        """A wheel: its shared libraries are the artifacts (gate.reader.read_wheel)."""
+        return self.path.suffix == ".whl"
+
+
+@dataclass(frozen=True)
+class EntryPointSpec:
+    """A configured entry point: a real command of the project, run under both paths."""
+
+    key: str
+    name: str
+    command: tuple[str, ...]
+    cwd: Path
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float = ENTRY_TIMEOUT
+    expected_returncode: int = 0
+    expected_output: str | None = None
+
+    def entry_point(self, extra_env: Mapping[str, str] | None = None) -> EntryPoint:
+        """The gate.execute record; ``extra_env`` (such as gate.loaded's) is added last."""
+        env = {**dict(self.env), **(extra_env or {})}
+        return EntryPoint(
+            name=self.name,
+            argv=self.command,
+            cwd=str(self.cwd),
+            env=tuple(env.items()),
+            timeout=self.timeout,
+            expected_returncode=self.expected_returncode,
+            expected_output=self.expected_output or "",
+        )
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated configuration; ``source`` is None when the defaults apply."""
+
+    project_dir: Path
+    source: Path | None = None
+    label: str = "defaults"  # how messages name the file
+    prefix: str = ""  # "tool.cuda-gate." in pyproject.toml
+    targets: tuple[Target, ...] = ()
+    devices: tuple[Capability, ...] = ()
+    kernels: tuple[str, ...] = ()
+    smoke: bool = True
+    builds: tuple[BuildStep, ...] = ()
+    artifacts: tuple[ArtifactSpec, ...] = ()
+    entry_points: tuple[EntryPointSpec, ...] = ()
+    signing_key: Path | None = None
+    store: tuple[tuple[str, Scalar], ...] = ()
+
+    def required_targets(self, detected: Target | None) -> tuple[Target, ...]:
+        """The detected target first, then the configured ones, each once, as SASS targets."""
+        found = ((detected,) if detected is not None else ()) + self.targets
+        return tuple(dict.fromkeys(t.as_sass() for t in found))
+
+
+def find_config(project_dir: Path, explicit: Path | None = None) -> Path | None:
+    """The file to read: ``explicit``, else cuda-gate.toml, else a pyproject.toml with the table."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"{explicit}: no such configuration file")
+        return explicit
+    own = project_dir / CONFIG_FILE
+    if own.is_file():
+        return own
+    pyproject = project_dir / PYPROJECT
+    if pyproject.is_file():
+        tool = _toml(_read(pyproject), pyproject).get("tool")
+        if isinstance(tool, dict) and "cuda-gate" in tool:
+            return pyproject
+    return None
+
+
+def load(project_dir: Path | None = None, config_path: Path | None = None) -> Config:
+    """Find, read and validate the configuration; the defaults when there is none."""
+    base = Path() if project_dir is None else project_dir
+    path = find_config(base, config_path)
+    if path is None:
+        return Config(project_dir=base.resolve())
+    return parse_text(_read(path), path)
+
+
+def parse_text(text: str, path: Path) -> Config:
+    """Validate the text of the file ``path`` (pyproject.toml: its [tool.cuda-gate] table)."""
+    doc = _toml(text, path)
+    if path.name == PYPROJECT:
+        tool = doc.get("tool", {})
+        table = tool.get("cuda-gate") if isinstance(tool, dict) else None
+        if table is None:
+            raise ConfigError(f"{path}: no [tool.cuda-gate] table")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: tool.cuda-gate: expected a table")
+        return parse(table, label=str(path), prefix="tool.cuda-gate.", source=path)
+    return parse(doc, label=str(path), prefix="", source=path)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text: {e}") from e
+
+
+def _toml(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from e
+
+
+def _name(table: Mapping[str, Any], at: tv.At, default: str, seen: set[str]) -> str:
+    name = tv.text(table["name"], at.child("name")) if "name" in table else default
+    if not _NAME_RE.match(name):
+        raise at.child("name").fail(f"{name!r}: use letters, digits, '.', '_' and '-' only")
+    if name in seen:
+        raise at.child("name").fail(f"{name!r} is used twice")
+    seen.add(name)
+    return name
+
+
+def _build(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> BuildStep:
+    tv.check_keys(table, _BUILD_KEYS, at)
+    command = tv.command(table, at)
+    for index, arg in enumerate(command):
+        placeholders.check(arg, str(at.child("command").child(index)))
+    env = tv.environment(table.get("env", {}), at.child("env"))
+    for name, value in env:
+        placeholders.check(value, str(at.child("env").child(name)))
+    return BuildStep(
+        key=str(at),
+        name=_name(table, at, f"build-{len(seen) + 1}", seen),
+        command=command,
+        cwd=base / tv.text(table.get("cwd", "."), at.child("cwd")),
+        env=env,
+        timeout=tv.seconds(table.get("timeout", BUILD_TIMEOUT), at.child("timeout")),
+    )
+
+
+def _artifact(table: dict[str, Any], at: tv.At) -> ArtifactSpec:
+    tv.check_keys(table, _ARTIFACT_KEYS, at)
+    if "path" not in table:
+        raise at.child("path").fail("missing: give a path or glob relative to the project")
+    return ArtifactSpec(
+        key=str(at),
+        pattern=tv.text(table["path"], at.child("path")),
+        kernels=tv.texts(table.get("kernels", []), at.child("kernels")),
+    )
+
+
+def _entry(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> EntryPointSpec:
+    tv.check_keys(table, _ENTRY_KEYS, at)
+    command = tv.command(table, at)
+    expected = table.get("expected_output")
+    if expected is not None:
+        expected = tv.text(expected, at.child("expected_output"))
+        try:
+            re.compile(expected)
+        except re.error as e:
+            raise at.child("expected_output").fail(f"not a regular expression: {e}") from e
+    return EntryPointSpec(
+        key=str(at),
+        name=_name(table, at, f"entry-{len(seen) + 1}", seen),
+        command=command,
+        cwd=base / tv.text(table.get("cwd", "."), at.child("cwd")),
+        env=tv.environment(table.get("env", {}), at.child("env")),
+        timeout=tv.seconds(table.get("timeout", ENTRY_TIMEOUT), at.child("timeout")),
+        expected_returncode=tv.integer(
+            table.get("expected_returncode", 0), at.child("expected_returncode")
+        ),
+        expected_output=expected,
+    )
+
+
+def _target(given: str, at: tv.At) -> Target:
+    try:
+        if given.strip().startswith(("sm_", "compute_")):
+            return Target.parse(given).as_sass()
+        return parse_target_or_capability(given).sm()
+    except ConfigError as e:
+        raise at.fail(e.message) from e
+
+
+def _capability(given: str, at: tv.At) -> Capability:
+    try:
+        return parse_target_or_capability(given)
+    except ConfigError as e:
+        raise at.fail(e.message) from e
+
+
+def _scalars(value: object, at: tv.At) -> tuple[tuple[str, Scalar], ...]:
+    out: list[tuple[str, Scalar]] = []
+    for name, item in tv.table(value, at).items():
+        if not isinstance(item, str | int | float | bool):
+            raise at.child(name).fail(f"expected a string, number or boolean, got {tv.show(item)}")
+        out.append((name, item))
+    return tuple(out)
+
+
+def parse(
+    doc: Mapping[str, Any], *, label: str, prefix: str = "", source: Path | None = None
+) -> Config:
+    """Validate one configuration table (a cuda-gate.toml document, or tool.cuda-gate)."""
+    base = (source.parent if source is not None else Path()).resolve()
+    root = tv.At(label, prefix.rstrip("."))
+    tv.check_keys(doc, _TOP_KEYS, root)
+
+    def at(key: str) -> tv.At:
+        return root.child(key)
+
+    targets = tv.texts(doc.get("targets", []), at("targets"))
+    devices = tv.texts(doc.get("devices", []), at("devices"))
+    built: set[str] = set()
+    entries: set[str] = set()
+    signing = tv.table(doc.get("signing", {}), at("signing"))
+    tv.check_keys(signing, _SIGNING_KEYS, at("signing"))
+    key_file = signing.get("key_file")
+    config = Config(
+        project_dir=base,
+        source=source,
+        label=label,
+        prefix=prefix,
+        targets=tuple(_target(t, at("targets").child(i)) for i, t in enumerate(targets)),
+        devices=tuple(_capability(d, at("devices").child(i)) for i, d in enumerate(devices)),
+        kernels=tv.texts(doc.get("kernels", []), at("kernels")),
+        smoke=tv.flag(doc.get("smoke", True), at("smoke")),
+        builds=tuple(
+            _build(t, at("build").child(i), base, built)
+            for i, t in enumerate(tv.tables(doc.get("build", []), at("build")))
+        ),
+        artifacts=tuple(
+            _artifact(t, at("artifact").child(i))
+            for i, t in enumerate(tv.tables(doc.get("artifact", []), at("artifact")))
+        ),
+        entry_points=tuple(
+            _entry(t, at("entry_point").child(i), base, entries)
+            for i, t in enumerate(tv.tables(doc.get("entry_point", []), at("entry_point")))
+        ),
+        signing_key=(
+            base / tv.text(key_file, at("signing").child("key_file"))
+            if key_file is not None
+            else None
+        ),
+        store=_scalars(doc.get("store", {}), at("store")),
+    )
+    if not config.smoke and not config.entry_points:
+        raise at("smoke").fail("false, but no entry_point is configured: nothing would run")
+    return config
+
+
+def resolve_artifact_specs(config: Config) -> tuple[ResolvedArtifact, ...]:
+    """Every file the artifact globs match, once, in configuration order (run after the build).
+
+    A glob that matches no file is a ConfigError naming the key and the glob.
+    """
+    found: dict[Path, ResolvedArtifact] = {}
+    for spec in config.artifacts:
+        # glob.glob, not Path.glob: it also takes absolute patterns, relative to nothing.
+        matches = sorted(glob.glob(spec.pattern, root_dir=config.project_dir, recursive=True))  # noqa: PTH207
+        files = [p for p in (config.project_dir / m for m in matches) if p.is_file()]
+        if not files:
+            what = "matches only folders" if matches else "matches no file"
+            raise ConfigError(f"{spec.key}.path: {spec.pattern!r} {what} in {config.project_dir}")
+        kernels = tuple(dict.fromkeys(config.kernels + spec.kernels))
+        for path in files:
+            resolved = path.resolve()
+            if resolved in found:
+                old = found[resolved]
+                kernels_all = tuple(dict.fromkeys(old.kernels + kernels))
+                found[resolved] = ResolvedArtifact(resolved, old.key, old.pattern, kernels_all)
+            else:
+                found[resolved] = ResolvedArtifact(resolved, spec.key, spec.pattern, kernels)
+    return tuple(found.values())
+
+
+def resolve_artifacts(config: Config, project_dir: Path | None = None) -> tuple[Path, ...]:
+    """The artifact paths (see :func:`resolve_artifact_specs`); ``project_dir`` overrides."""
+    if project_dir is not None:
+        config = _with_project(config, project_dir)
+    return tuple(a.path for a in resolve_artifact_specs(config))
+
+
+def _with_project(config: Config, project_dir: Path) -> Config:
+    return replace(config, project_dir=project_dir.resolve())

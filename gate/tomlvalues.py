@@ -1,0 +1,135 @@
+"""Readers for values of a TOML configuration: each checks one type and names the key on failure.
+
+A position is an :class:`At` (``cuda-gate.toml: entry_point[1].timeout``); every reader
+raises ConfigError with that position and what it expected, on one line.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from gate.errors import ConfigError
+
+
+class At:
+    """A position in the file, for messages: ``cuda-gate.toml: entry_point[1].timeout``."""
+
+    def __init__(self, label: str, key: str) -> None:
+        self.label = label
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.key}"
+
+    def child(self, name: str | int) -> At:
+        """The position of a member: ``key[1]`` for an index, ``key.name`` for a name."""
+        if isinstance(name, int):
+            return At(self.label, f"{self.key}[{name}]")
+        return At(self.label, f"{self.key}.{name}" if self.key else name)
+
+    def fail(self, message: str) -> ConfigError:
+        """The error to raise for a problem at this position."""
+        return ConfigError(f"{self}: {message}")
+
+
+def show(value: object) -> str:
+    """A value as the message quotes it, short."""
+    if isinstance(value, dict):
+        return "a table"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_keys(table: Mapping[str, Any], known: frozenset[str], at: At) -> None:
+    """Refuse any key of ``table`` not in ``known``."""
+    for name in table:
+        if name not in known:
+            raise at.child(name).fail(f"unknown key (known: {', '.join(sorted(known))})")
+
+
+def text(value: object, at: At) -> str:
+    """A non-empty string."""
+    if not isinstance(value, str):
+        raise at.fail(f"expected a string, got {show(value)}")
+    if not value.strip():
+        raise at.fail("expected a non-empty string")
+    return value
+
+
+def any_text(value: object, at: At) -> str:
+    """A string, possibly empty."""
+    if not isinstance(value, str):
+        raise at.fail(f"expected a string, got {show(value)}")
+    return value
+
+
+def texts(value: object, at: At) -> tuple[str, ...]:
+    """A list of non-empty strings."""
+    if not isinstance(value, list):
+        raise at.fail(f"expected a list of strings, got {show(value)}")
+    return tuple(text(item, at.child(i)) for i, item in enumerate(value))
+
+
+def seconds(value: object, at: At) -> float:
+    """A positive number (integer or float, never a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise at.fail(f"expected a number, got {show(value)}")
+    if value <= 0:
+        raise at.fail(f"expected a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def integer(value: object, at: At) -> int:
+    """An integer (never a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise at.fail(f"expected an integer, got {show(value)}")
+    return value
+
+
+def flag(value: object, at: At) -> bool:
+    """true or false."""
+    if not isinstance(value, bool):
+        raise at.fail(f"expected true or false, got {show(value)}")
+    return value
+
+
+def table(value: object, at: At) -> dict[str, Any]:
+    """A table."""
+    if not isinstance(value, dict):
+        raise at.fail(f"expected a table, got {show(value)}")
+    return value
+
+
+def tables(value: object, at: At) -> list[dict[str, Any]]:
+    """An array of tables (``[[name]]``)."""
+    if not isinstance(value, list):
+        name = at.key.rsplit(".", 1)[-1]
+        raise at.fail(f"expected an array of tables ([[{name}]]), got {show(value)}")
+    return [table(item, at.child(i)) for i, item in enumerate(value)]
+
+
+def command(owner: Mapping[str, Any], at: At) -> tuple[str, ...]:
+    """``owner["command"]``: a list of arguments, or one string split like a POSIX shell."""
+    where = at.child("command")
+    if "command" not in owner:
+        raise where.fail("missing: give a list of arguments or one string")
+    value = owner["command"]
+    if isinstance(value, str):
+        try:
+            argv = tuple(shlex.split(value))
+        except ValueError as e:
+            raise where.fail(f"cannot split the string like a shell: {e}") from e
+    elif isinstance(value, list):
+        argv = tuple(any_text(item, where.child(i)) for i, item in enumerate(value))
+    else:
+        raise where.fail(f"expected a list of arguments or a string, got {show(value)}")
+    if not argv or not argv[0].strip():
+        raise where.fail("empty command")
+    return argv
+
+
+def environment(value: object, at: At) -> tuple[tuple[str, str], ...]:
+    """A table of variable names to string values."""
+    return tuple((name, any_text(v, at.child(name))) for name, v in table(value, at).items())
