@@ -143,14 +143,17 @@ def _cstr(data: bytes, offset: int) -> str:
 
 
 def read_ptx(buf: Buffer, base: int, size: int) -> PtxInfo:
-    """ISA version, ``.target`` and ``.entry`` names of the PTX text at ``buf[base:]``."""
-    text = bytes(buf[base : base + size])
-    version = _PTX_VERSION.search(text)
-    target = _PTX_TARGET.search(text)
-    producer = _PTX_PRODUCER.search(text[:4096])
+    """ISA version, ``.target`` and ``.entry`` names of the PTX text at ``buf[base:]``.
+
+    The patterns run on the buffer in place (no copy of a PTX text that can be 20 MB).
+    """
+    end = base + size
+    version = _PTX_VERSION.search(buf, base, end)
+    target = _PTX_TARGET.search(buf, base, end)
+    producer = _PTX_PRODUCER.search(buf, base, min(end, base + 4096))
     return PtxInfo(
         (int(version.group(1)), int(version.group(2))) if version else None,
         target.group(1).decode("ascii", "replace") if target else None,
-        tuple(m.group(1).decode("utf-8", "replace") for m in _PTX_ENTRY.finditer(text)),
+        tuple(m.group(1).decode("utf-8", "replace") for m in _PTX_ENTRY.finditer(buf, base, end)),
         producer.group(1).decode("utf-8", "replace") if producer else None,
     )

@@ -48,6 +48,7 @@ _KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVV
 _PARALLEL_MIN = 16
 # Entries decoded between two releases of the pages they were read from.
 _BATCH = 256
+_BATCH_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -209,13 +210,27 @@ def _listing(
 
             # lz4 and zstd release the GIL while decompressing: threads use every core.
             with ThreadPoolExecutor(workers) as pool:
-                for lo in range(0, len(flat), _BATCH):
-                    batch = [e for _, e in flat[lo : lo + _BATCH]]
-                    decoded[lo : lo + _BATCH] = pool.map(lambda e: _decode(buf, e, display), batch)
+                for lo, hi in _batches([e for _, e in flat]):
+                    batch = [e for _, e in flat[lo:hi]]
+                    decoded[lo:hi] = pool.map(lambda e: _decode(buf, e, display), batch)
                     release(batch[0].offset, batch[-1].payload_offset + batch[-1].payload_size)
         else:
-            decoded = [_decode(buf, e, display) for _, e in flat]
+            for i, (_, e) in enumerate(flat):
+                decoded[i] = _decode(buf, e, display)
+                release(e.offset, e.payload_offset + e.payload_size)
     return Listing(tuple(_device_entry(s, e, d) for (s, e), d in zip(flat, decoded, strict=True)))
+
+
+def _batches(entries: list[fatbin.Entry]) -> Iterator[tuple[int, int]]:
+    """Index ranges of at most _BATCH entries and about _BATCH_BYTES stored bytes each."""
+    lo, stored = 0, 0
+    for i, e in enumerate(entries):
+        stored += e.header_size + e.payload_size
+        if i + 1 - lo >= _BATCH or stored >= _BATCH_BYTES:
+            yield lo, i + 1
+            lo, stored = i + 1, 0
+    if lo < len(entries):
+        yield lo, len(entries)
 
 
 def _keep(_lo: int, _hi: int) -> None:
