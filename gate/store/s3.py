@@ -252,7 +252,6 @@ class S3Store(EvidenceStore):
                 Bucket=self.bucket,
                 Key=self._key(key),
                 Body=body,
-                ContentLength=size,
                 ChecksumSHA256=_b64(sha256),
                 IfNoneMatch="*",
                 Metadata={"sha256": sha256},

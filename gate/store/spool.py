@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 from gate import __version__
-from gate.errors import BadInputError, EvidenceError, StorageError
+from gate.errors import BadInputError, EvidenceChangedError, EvidenceError, StorageError
 from gate.store.base import EvidenceStore, PutOutcome
 from gate.store.records import (
     INDEX_NAME,
@@ -138,6 +138,7 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
         store.check()
         for item in index.files:
             source = entry.joinpath(*item.path.split("/"))
+            _check_size(source, item.size)
             outcome = store.put_file(f"{run_key}/{item.path}", source, item.sha256, item.size)
             (uploaded if outcome is PutOutcome.STORED else present).append(item.path)
         # Last: the index makes the run complete.
@@ -156,6 +157,16 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
         uploaded=tuple(uploaded),
         already_present=tuple(present),
     )
+
+
+def _check_size(source: Path, size: int) -> None:
+    """A spooled file of the wrong size is damaged; the store checks the digest of the rest."""
+    found = source.stat().st_size
+    if found != size:
+        raise EvidenceChangedError(
+            f"{source}: the spooled file is {found} bytes, its index says {size}; "
+            "the spool is damaged, upload the original evidence folder again"
+        )
 
 
 def _drop(entry: Path) -> None:
