@@ -44,18 +44,22 @@ def _git(args: list[str], cwd: Path) -> str | None:
 
 
 def find_repository(env: Mapping[str, str], cwd: Path) -> str:
-    """GITHUB_REPOSITORY, else the ``origin`` remote of the git checkout at ``cwd``."""
+    """GITHUB_REPOSITORY, else the checkout's ``origin`` remote, else ``local/<its folder>``."""
     if env.get("GITHUB_REPOSITORY"):
         return env["GITHUB_REPOSITORY"]
     url = _git(["remote", "get-url", "origin"], cwd)
     repository = repository_from_remote(url) if url else None
-    if repository is None:
-        raise ConfigError(
-            "cannot tell the repository (owner/repo): GITHUB_REPOSITORY is unset and "
-            f"{cwd} has no git remote 'origin'",
-            hint="pass --repository owner/repo",
-        )
-    return repository
+    if repository is not None:
+        return repository
+    # A checkout without a remote (a local experiment) still gets a stable key.
+    toplevel = _git(["rev-parse", "--show-toplevel"], cwd)
+    if toplevel:
+        return f"local/{safe_segment(Path(toplevel).name)}"
+    raise ConfigError(
+        f"cannot tell the repository (owner/repo): GITHUB_REPOSITORY is unset and {cwd} "
+        "is not a git checkout",
+        hint="pass --repository owner/repo",
+    )
 
 
 def _section(doc: Mapping[str, Any], name: str) -> Mapping[str, Any]:
