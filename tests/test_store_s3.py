@@ -114,6 +114,9 @@ def test_round_trip_with_checksums(
     assert doc["revision"] == REVISION
 
     store = open_store(settings)
+    run_key = f"acme/kernels/{REVISION}/gpu-box-1/{meta().run_id}"
+    assert f"{run_key}/index.json" in set(store.list_keys(""))
+    assert sorted(store.list_keys(run_key)) == sorted(f"{run_key}/{n}" for n in result.uploaded)
     runs = list_runs(store, "acme/kernels", REVISION)
     assert [(r.runner, r.complete) for r in runs] == [("gpu-box-1", True)]
     fetch_run(

@@ -394,7 +394,7 @@ class S3Store(EvidenceStore):
 
     def list_keys(self, prefix: str) -> Iterator[str]:
         """Every key below ``prefix``, relative to the store prefix."""
-        full = self._key(prefix) + "/"
+        full = self._key(prefix) + "/" if prefix else self._key("")
         strip = len(self._key(""))
         paginator = self.client.get_paginator("list_objects_v2")
         try:
