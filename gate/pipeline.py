@@ -16,15 +16,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate import build, checks, environment, execute, inspection, manifest, probe, proc, result
-from gate.errors import GateError, NoDeviceError, ToolError
+from gate import (
+    build,
+    checks,
+    environment,
+    execute,
+    inspection,
+    manifest,
+    probe,
+    proc,
+    result,
+    store,
+)
+from gate.errors import ConfigError, GateError, NoDeviceError, ToolError
 from gate.evidence import EvidenceDir
 from gate.targets import Capability, Target
 
 if TYPE_CHECKING:
     from gate.signing import Signer
 
-STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest")
+STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
 SMOKE_KERNEL = "write_value"
 
 Progress = Callable[[str], None]
@@ -46,6 +57,7 @@ class RunOptions:
     nvcc: str | None = None
     signer: Signer | None = None
     use_cuobjdump: bool = True
+    store_settings: store.StoreSettings | None = None
 
 
 @dataclass
@@ -82,6 +94,8 @@ class Outcome:
     evidence: Path
     state: RunState
     manifest: str
+    stored: str
+    store_error: GateError | None = None
 
 
 @contextmanager
@@ -327,7 +341,25 @@ def run(options: RunOptions, progress: Progress) -> Outcome:
     with _stage("manifest", progress):
         written = manifest.write_manifest(evidence.root, options.signer)
     progress(written.message)
-    return Outcome(finished, evidence.root, state, written.message)
+    stored, store_error = "evidence not stored (--no-store)", None
+    if options.store_settings is not None:
+        with _stage("store", progress):
+            try:
+                stored = stage_store(evidence.root, options.store_settings, options.project_dir)
+            except GateError as e:
+                stored, store_error = f"evidence not stored: {e.one_line()}", e
+        progress(stored)
+    return Outcome(finished, evidence.root, state, written.message, stored, store_error)
+
+
+def stage_store(evidence: Path, settings: store.StoreSettings, project_dir: Path) -> str:
+    """Keep the evidence in the store under its revision; a folder outside git stays local."""
+    try:
+        meta = store.run_meta_from_evidence(evidence, cwd=project_dir)
+    except ConfigError as e:
+        return f"evidence not stored: {e.message}"
+    published = store.publish(evidence, meta, settings)
+    return f"evidence stored: {published.location}"
 
 
 def _block(state: RunState, stage: str, error: GateError, progress: Progress) -> None:

@@ -83,6 +83,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="skip the cuobjdump cross-check (our reader is the inspector)",
     )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        default=None,
+        help="s3://bucket/prefix or a folder (default: CUDA_GATE_STORE, the "
+        "config file, else the local evidence store)",
+    )
+    parser.add_argument(
+        "--no-store", action="store_true", help="leave the evidence only in the evidence folder"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=handle)
 
@@ -99,7 +109,11 @@ def handle(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
+    from gate.commands.upload import settings_from_args
+
     target = parse_target_or_capability(args.target).sm() if args.target else None
+    # Settings and key are read before anything runs: a bad one fails at once.
+    store = None if args.no_store else settings_from_args(args.store)
     options = RunOptions(
         evidence=args.evidence,
         build_dir=args.build_dir,
@@ -112,13 +126,19 @@ def handle(args: argparse.Namespace) -> int:
         dump_sass=args.dump_sass,
         nvcc=args.nvcc,
         use_cuobjdump=not args.no_cuobjdump,
+        store_settings=store,
         # Loaded before anything runs: a configured key that cannot be used fails at once.
         signer=load_signer_from_env_or_file(args.signing_key),
     )
     outcome = run(options, progress)
     done = outcome.report
     print(report.console(outcome.state.checks, done.verdict, done.diagnoses))
-    print(f"Evidence: {outcome.evidence}/ ({outcome.manifest})")
+    print(f"Evidence: {outcome.evidence}/ ({outcome.manifest}; {outcome.stored})")
     if done.headline and not done.verdict.accepted:
         print(f"cuda-gate: {done.headline}", file=sys.stderr)
+    if outcome.store_error is not None:
+        # Nothing is lost: the evidence folder and the spool hold it for `upload --resume`.
+        print(f"cuda-gate: error: {outcome.store_error.one_line()}", file=sys.stderr)
+        if done.verdict.accepted:
+            return int(outcome.store_error.exit_code)
     return int(done.exit_code)
