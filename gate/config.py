@@ -36,8 +36,9 @@ every table sits under ``tool.cuda-gate``)::
 
     [store]                    # read by gate.store.settings (see there)
 
-Build commands and their ``env`` values may use the target placeholders of
-:mod:`gate.placeholders`; entry points are taken literally. Every problem is one
+``gate/schemas/config.schema.json`` describes the same shape for editors (Taplo); this
+module stays the authority. Build commands and their ``env`` values may use the target
+placeholders of :mod:`gate.placeholders`; entry points are taken literally. Every problem is one
 ConfigError line naming the file and the key, such as
 ``cuda-gate.toml: entry_point[1].timeout: expected a number, got 'soon'``.
 """

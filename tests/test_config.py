@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
+import tomllib
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from gate import cli, config
@@ -130,69 +134,66 @@ def test_an_explicit_file_sets_the_project_folder(tmp_path: Path) -> None:
     assert config.resolve_artifacts(loaded) == ((tmp_path / "sub" / "a.so").resolve(),)
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("bogus = 1\n", "cuda-gate.toml: bogus: unknown key"),
-        ('[[entry_point]]\ncommand = ["a"]\ncolour = 1\n', "entry_point[0].colour: unknown key"),
-        ('[[build]]\ncommand = ["a"]\nenviron = {}\n', "build[0].environ: unknown key"),
-        ('[[artifact]]\npath = "a"\nglob = "b"\n', "artifact[0].glob: unknown key"),
-        ('[signing]\nkey = "k"\n', "signing.key: unknown key"),
-        (
-            (
-                '[[entry_point]]\ncommand = ["a"]\n'
-                '[[entry_point]]\ncommand = ["b"]\ntimeout = "soon"\n'
-            ),
-            "cuda-gate.toml: entry_point[1].timeout: expected a number, got 'soon'",
-        ),
-        ('[[build]]\ncommand = ["a"]\ntimeout = true\n', "build[0].timeout: expected a number"),
-        ('[[build]]\ncommand = ["a"]\ntimeout = -1\n', "build[0].timeout: expected a positive"),
-        ('smoke = "yes"\n', "smoke: expected true or false, got 'yes'"),
-        ('targets = "sm_90"\n', "targets: expected a list of strings, got 'sm_90'"),
-        ("devices = [9.0]\n", "devices[0]: expected a string, got 9.0"),
-        ('targets = ["sm_9x"]\n', "targets[0]: not a CUDA target"),
-        ('devices = ["fast"]\n', "devices[0]: not a compute capability"),
-        ("kernels = [1]\n", "kernels[0]: expected a string, got 1"),
-        (
-            '[build]\ncommand = ["a"]\n',
-            "build: expected an array of tables ([[build]]), got a table",
-        ),
-        ('[[entry_point]]\ncommand = ["a", 1]\n', "entry_point[0].command[1]: expected a string"),
-        ('[[entry_point]]\ncommand = ["a"]\nenv = { X = 1 }\n', "entry_point[0].env.X: expected"),
-        (
-            '[[entry_point]]\ncommand = ["a"]\nexpected_returncode = "0"\n',
-            "entry_point[0].expected_returncode: expected an integer, got '0'",
-        ),
-        (
-            '[[entry_point]]\ncommand = ["a"]\nexpected_output = "(unclosed"\n',
-            "entry_point[0].expected_output: not a regular expression",
-        ),
-        ('[[entry_point]]\nname = "x"\n', "entry_point[0].command: missing"),
-        ('[[build]]\nname = "x"\n', "build[0].command: missing"),
-        ("[[build]]\ncommand = []\n", "build[0].command: empty command"),
-        ('[[build]]\ncommand = "  "\n', "build[0].command: empty command"),
-        ("[[build]]\ncommand = 3\n", "build[0].command: expected a list of arguments or a string"),
-        ('[[build]]\ncommand = "echo \'open"\n', "build[0].command: cannot split"),
-        ('[[artifact]]\nkernels = ["k"]\n', "artifact[0].path: missing"),
-        ('[[artifact]]\npath = ""\n', "artifact[0].path: expected a non-empty string"),
-        (
-            '[[build]]\nname = "a"\ncommand = ["x"]\n[[build]]\nname = "a"\ncommand = ["y"]\n',
-            "build[1].name: 'a' is used twice",
-        ),
-        ('[[entry_point]]\nname = "a b"\ncommand = ["x"]\n', "entry_point[0].name: 'a b': use"),
-        (
-            '[[build]]\ncommand = ["nvcc", "-arch={arch}"]\n',
-            "build[0].command[1]: unknown placeholder",
-        ),
-        (
-            '[[build]]\ncommand = ["make"]\nenv = { FLAGS = "{gencodes}" }\n',
-            "build[0].env.FLAGS: unknown placeholder {gencodes}",
-        ),
-        ("smoke = false\n", "smoke: false, but no entry_point is configured"),
-        ("store = 1\n", "store: expected a table, got 1"),
-        ("targets = [\n", "cuda-gate.toml: not valid TOML"),
-    ],
-)
+BAD = [
+    ("bogus = 1\n", "cuda-gate.toml: bogus: unknown key"),
+    ('[[entry_point]]\ncommand = ["a"]\ncolour = 1\n', "entry_point[0].colour: unknown key"),
+    ('[[build]]\ncommand = ["a"]\nenviron = {}\n', "build[0].environ: unknown key"),
+    ('[[artifact]]\npath = "a"\nglob = "b"\n', "artifact[0].glob: unknown key"),
+    ('[signing]\nkey = "k"\n', "signing.key: unknown key"),
+    (
+        ('[[entry_point]]\ncommand = ["a"]\n[[entry_point]]\ncommand = ["b"]\ntimeout = "soon"\n'),
+        "cuda-gate.toml: entry_point[1].timeout: expected a number, got 'soon'",
+    ),
+    ('[[build]]\ncommand = ["a"]\ntimeout = true\n', "build[0].timeout: expected a number"),
+    ('[[build]]\ncommand = ["a"]\ntimeout = -1\n', "build[0].timeout: expected a positive"),
+    ('smoke = "yes"\n', "smoke: expected true or false, got 'yes'"),
+    ('targets = "sm_90"\n', "targets: expected a list of strings, got 'sm_90'"),
+    ("devices = [9.0]\n", "devices[0]: expected a string, got 9.0"),
+    ('targets = ["sm_9x"]\n', "targets[0]: not a CUDA target"),
+    ('devices = ["fast"]\n', "devices[0]: not a compute capability"),
+    ("kernels = [1]\n", "kernels[0]: expected a string, got 1"),
+    (
+        '[build]\ncommand = ["a"]\n',
+        "build: expected an array of tables ([[build]]), got a table",
+    ),
+    ('[[entry_point]]\ncommand = ["a", 1]\n', "entry_point[0].command[1]: expected a string"),
+    ('[[entry_point]]\ncommand = ["a"]\nenv = { X = 1 }\n', "entry_point[0].env.X: expected"),
+    (
+        '[[entry_point]]\ncommand = ["a"]\nexpected_returncode = "0"\n',
+        "entry_point[0].expected_returncode: expected an integer, got '0'",
+    ),
+    (
+        '[[entry_point]]\ncommand = ["a"]\nexpected_output = "(unclosed"\n',
+        "entry_point[0].expected_output: not a regular expression",
+    ),
+    ('[[entry_point]]\nname = "x"\n', "entry_point[0].command: missing"),
+    ('[[build]]\nname = "x"\n', "build[0].command: missing"),
+    ("[[build]]\ncommand = []\n", "build[0].command: empty command"),
+    ('[[build]]\ncommand = "  "\n', "build[0].command: empty command"),
+    ("[[build]]\ncommand = 3\n", "build[0].command: expected a list of arguments or a string"),
+    ('[[build]]\ncommand = "echo \'open"\n', "build[0].command: cannot split"),
+    ('[[artifact]]\nkernels = ["k"]\n', "artifact[0].path: missing"),
+    ('[[artifact]]\npath = ""\n', "artifact[0].path: expected a non-empty string"),
+    (
+        '[[build]]\nname = "a"\ncommand = ["x"]\n[[build]]\nname = "a"\ncommand = ["y"]\n',
+        "build[1].name: 'a' is used twice",
+    ),
+    ('[[entry_point]]\nname = "a b"\ncommand = ["x"]\n', "entry_point[0].name: 'a b': use"),
+    (
+        '[[build]]\ncommand = ["nvcc", "-arch={arch}"]\n',
+        "build[0].command[1]: unknown placeholder",
+    ),
+    (
+        '[[build]]\ncommand = ["make"]\nenv = { FLAGS = "{gencodes}" }\n',
+        "build[0].env.FLAGS: unknown placeholder {gencodes}",
+    ),
+    ("smoke = false\n", "smoke: false, but no entry_point is configured"),
+    ("store = 1\n", "store: expected a table, got 1"),
+    ("targets = [\n", "cuda-gate.toml: not valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD)
 def test_each_bad_configuration_is_one_line_naming_file_and_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, expected: str
 ) -> None:
@@ -384,3 +385,39 @@ def test_the_example_configurations_load(name: str) -> None:
     argv = loaded.builds[0].render([SM90]).argv
     assert "-DCMAKE_CUDA_ARCHITECTURES=90" in argv
     assert ("-DDROP_ARCH=ON" in argv) == (name == "cuda-gate-drop-arch.toml")
+
+
+# What only the loader can check: regular expressions, unique names, placeholders, shell
+# quoting, smoke-without-entry-points, and the TOML syntax itself.
+LOADER_ONLY = (
+    "not a regular expression",
+    "is used twice",
+    "unknown placeholder",
+    "no entry_point",
+    "not valid TOML",
+    "cannot split",
+)
+SCHEMA_BAD = [case for case in BAD if not any(marker in case[1] for marker in LOADER_ONLY)]
+
+
+def schema_validator() -> jsonschema.Draft202012Validator:
+    text = resources.files("gate").joinpath("schemas/config.schema.json").read_text("utf-8")
+    schema = json.loads(text)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_the_editor_schema_accepts_every_valid_configuration() -> None:
+    validator = schema_validator()
+    uncommented = re.sub(r"(?m)^# ?", "", template("toml"))
+    examples = [
+        (EXAMPLE / n).read_text("utf-8") for n in ("cuda-gate.toml", "cuda-gate-drop-arch.toml")
+    ]
+    for text in (GOOD, template("toml"), uncommented, *examples):
+        errors = [e.message for e in validator.iter_errors(tomllib.loads(text))]
+        assert errors == [], errors
+
+
+@pytest.mark.parametrize(("text", "expected"), SCHEMA_BAD)
+def test_the_editor_schema_rejects_what_it_can_express(text: str, expected: str) -> None:
+    assert not schema_validator().is_valid(tomllib.loads(text)), expected
