@@ -116,11 +116,11 @@ class BuildStep:
     env: tuple[tuple[str, str], ...] = ()
     timeout: float = BUILD_TIMEOUT
 
-    def render(self, targets: Sequence[Target]) -> BuildCommand:
-        """The command and environment for ``targets`` (the detected target first)."""
-        argv = substitute_argv(self.command, targets, where=f"{self.key}.command")
+    def render(self, targets: Sequence[Target], nvcc: str | None = None) -> BuildCommand:
+        """The command and environment for ``targets`` (the detected first) and ``nvcc``."""
+        argv = substitute_argv(self.command, targets, where=f"{self.key}.command", nvcc=nvcc)
         env = tuple(
-            (name, substitute(value, targets, where=f"{self.key}.env.{name}"))
+            (name, substitute(value, targets, where=f"{self.key}.env.{name}", nvcc=nvcc))
             for name, value in self.env
         )
         return BuildCommand(self.name, argv, self.cwd, env, self.timeout)

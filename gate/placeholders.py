@@ -5,17 +5,18 @@ configured build commands and their environment values name the target through
 these placeholders, filled in with the targets the gate requires (the detected one
 first). For ``sm_90`` / ``sm_121`` / ``sm_110``:
 
-==================  ==========================================  =============================
-placeholder         value                                        for
-==================  ==========================================  =============================
-``{sm}``            ``sm_90`` / ``sm_121`` / ``sm_110``          ``nvcc -arch``, ``--gpu-code``
-``{compute}``       ``compute_90`` / ``compute_121`` / ...       ``--gpu-architecture``
-``{cc}``            ``90`` / ``121`` / ``110``                   file names, ``-DSM=``
-``{capability}``    ``9.0`` / ``12.1`` / ``11.0``                tools that take X.Y
-``{gencode}``       SASS + PTX ``-gencode`` flags, every target  nvcc command lines
-``{cmake_archs}``   ``90`` / ``121`` / ``110``; ``;``-joined      ``CMAKE_CUDA_ARCHITECTURES``
-``{torch_arch_list}`` ``9.0+PTX`` / ``12.1+PTX``; ``;``-joined    ``TORCH_CUDA_ARCH_LIST``
-==================  ==========================================  =============================
+* ``{sm}``: ``sm_90`` / ``sm_121`` / ``sm_110`` (``nvcc -arch``, ``--gpu-code``)
+* ``{compute}``: ``compute_90`` / ``compute_121`` / ``compute_110``
+* ``{cc}``: ``90`` / ``121`` / ``110`` (file names, ``-DSM=``)
+* ``{capability}``: ``9.0`` / ``12.1`` / ``11.0`` (tools that take X.Y)
+* ``{gencode}``: ``-gencode`` flags for SASS + PTX of every target (nvcc command lines)
+* ``{cmake_archs}``: ``90`` / ``121`` / ``110``, ``;``-joined (``CMAKE_CUDA_ARCHITECTURES``)
+* ``{torch_arch_list}``: ``9.0+PTX`` / ``12.1+PTX``, ``;``-joined (``TORCH_CUDA_ARCH_LIST``)
+* ``{nvcc}``: the gate's own nvcc, such as ``/usr/local/cuda/bin/nvcc``
+  (``-DCMAKE_CUDA_COMPILER={nvcc}``)
+
+``{nvcc}`` makes the build use the toolkit the gate recorded in its evidence, not
+whichever nvcc CMake or a setup script finds first.
 
 * ``{sm}``, ``{compute}``, ``{cc}`` and ``{capability}`` name ONE target; with several
   required targets they are an error (use the list forms). ``a``/``f`` variants keep
@@ -42,7 +43,8 @@ from gate.targets import Target
 _TOKEN = re.compile(r"(\$\{)|\{\{(\w+)\}\}|\{(\w+)\}")
 SINGLE = ("sm", "compute", "cc", "capability")
 LISTS = ("gencode", "cmake_archs", "torch_arch_list")
-PLACEHOLDERS = SINGLE + LISTS
+TOOLS = ("nvcc",)
+PLACEHOLDERS = SINGLE + LISTS + TOOLS
 
 
 def _single(name: str, target: Target) -> str:
@@ -88,7 +90,9 @@ def check(text: str, where: str) -> None:
             raise ConfigError(f"{where}: unknown placeholder {{{name}}} (known: {known})")
 
 
-def substitute(text: str, targets: Sequence[Target], *, where: str = "value") -> str:
+def substitute(
+    text: str, targets: Sequence[Target], *, where: str = "value", nvcc: str | None = None
+) -> str:
     """``text`` with every placeholder filled in for ``targets`` (the detected one first)."""
 
     def replace(match: re.Match[str]) -> str:
@@ -99,6 +103,10 @@ def substitute(text: str, targets: Sequence[Target], *, where: str = "value") ->
         name = match.group(3)
         if name not in PLACEHOLDERS:
             check(text, where)
+        if name == "nvcc":
+            if nvcc is None:
+                raise ConfigError(f"{where}: {{nvcc}} used, but the gate knows no nvcc here")
+            return nvcc
         if not targets:
             raise ConfigError(f"{where}: {{{name}}} used, but no target is known")
         if name in LISTS:
@@ -115,7 +123,11 @@ def substitute(text: str, targets: Sequence[Target], *, where: str = "value") ->
 
 
 def substitute_argv(
-    argv: Sequence[str], targets: Sequence[Target], *, where: str = "command"
+    argv: Sequence[str],
+    targets: Sequence[Target],
+    *,
+    where: str = "command",
+    nvcc: str | None = None,
 ) -> tuple[str, ...]:
     """A command with placeholders filled in; ``{gencode}`` alone expands to several arguments."""
     out: list[str] = []
@@ -123,5 +135,5 @@ def substitute_argv(
         if arg == "{gencode}":
             out += gencode_args(targets)
         else:
-            out.append(substitute(arg, targets, where=f"{where}[{index}]"))
+            out.append(substitute(arg, targets, where=f"{where}[{index}]", nvcc=nvcc))
     return tuple(out)

@@ -321,7 +321,16 @@ def test_escapes_shell_variables_and_other_braces_are_left_alone() -> None:
         "gencode",
         "cmake_archs",
         "torch_arch_list",
+        "nvcc",
     }
+
+
+def test_nvcc_is_the_gates_own_and_required_when_used() -> None:
+    assert substitute("-DCMAKE_CUDA_COMPILER={nvcc}", [SM90], nvcc="/x/nvcc") == (
+        "-DCMAKE_CUDA_COMPILER=/x/nvcc"
+    )
+    with pytest.raises(ConfigError, match=r"^cmd\[0\]: \{nvcc\} used, but the gate knows no nvcc"):
+        substitute_argv(["{nvcc}", "-c"], [SM90], where="cmd")
 
 
 @pytest.mark.parametrize(
@@ -336,7 +345,11 @@ def test_the_init_template_loads_as_written_and_with_every_example(
     assert plain.builds == ()
     examples = config.parse_text(re.sub(r"(?m)^# ?", "", text), tmp_path / name)
     assert [b.name for b in examples.builds] == ["configure", "compile"]
-    assert examples.builds[0].render([SM121]).argv[-1] == "-DCMAKE_CUDA_ARCHITECTURES=121"
+    configure = examples.builds[0].render([SM121], "/opt/cuda/bin/nvcc").argv
+    assert configure[-2:] == (
+        "-DCMAKE_CUDA_ARCHITECTURES=121",
+        "-DCMAKE_CUDA_COMPILER=/opt/cuda/bin/nvcc",
+    )
     assert examples.artifacts[0].pattern == "build/*.so"
     assert examples.entry_points[0].expected_output == "PASS"
     assert examples.signing_key is not None
@@ -382,8 +395,9 @@ def test_the_example_configurations_load(name: str) -> None:
     loaded = config.load(EXAMPLE, EXAMPLE / name)
     assert {e.name for e in loaded.entry_points} == {"app-f32", "app-f64", "app-sum"}
     assert loaded.artifacts[0].kernels == ("scale_f32", "scale_f64", "sum_f32")
-    argv = loaded.builds[0].render([SM90]).argv
+    argv = loaded.builds[0].render([SM90], "/usr/local/cuda/bin/nvcc").argv
     assert "-DCMAKE_CUDA_ARCHITECTURES=90" in argv
+    assert "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc" in argv
     assert ("-DDROP_ARCH=ON" in argv) == (name == "cuda-gate-drop-arch.toml")
 
 

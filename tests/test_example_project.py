@@ -33,7 +33,7 @@ def build(tmp: Path, config_name: str, target: Target = SM90) -> config.Config:
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("build", "build-*"))
     loaded = config.load(project, project / config_name)
     for step in loaded.builds:
-        command = step.render(loaded.required_targets(target))
+        command = step.render(loaded.required_targets(target), environment.nvcc_path())
         result = proc.run(
             command.argv, env_set=dict(command.env), cwd=command.cwd, timeout=command.timeout
         )

@@ -31,10 +31,14 @@ smoke = true
 ## one string split like a shell command. In commands and env values, placeholders
 ## stand for the required targets:  {sm} sm_90   {compute} compute_90   {cc} 90
 ## {capability} 9.0   {gencode} -gencode flags (SASS + PTX)   {cmake_archs} 90
-## {torch_arch_list} 9.0+PTX   ({{sm}} is a literal {sm}; ${VAR} is left alone).
+## {torch_arch_list} 9.0+PTX   {nvcc} the gate's nvcc, so the build uses the toolkit
+## the evidence records   ({{sm}} is a literal {sm}; ${VAR} is left alone).
 # [[build]]
 # name = "configure"
-# command = ["cmake", "-S", ".", "-B", "build", "-DCMAKE_CUDA_ARCHITECTURES={cmake_archs}"]
+# command = [
+#   "cmake", "-S", ".", "-B", "build",
+#   "-DCMAKE_CUDA_ARCHITECTURES={cmake_archs}", "-DCMAKE_CUDA_COMPILER={nvcc}",
+# ]
 # timeout = 1800
 #
 # [[build]]
