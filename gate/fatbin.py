@@ -248,12 +248,13 @@ def payload(buf: Buffer, entry: Entry, name: str) -> tuple[Buffer, int, int]:
             f"{name}: {where} would decompress to {expected} bytes "
             f"(limit {MAX_UNCOMPRESSED}); refusing"
         )
-    stored = bytes(buf[start : start + entry.compressed_size])
-    out = (
-        _lz4(stored, expected, name, where)
-        if entry.compression == "lz4"
-        else _zstd(stored, expected, name, where)
-    )
+    # A view, not a copy: the decompressors read the mapped file directly.
+    with memoryview(buf) as whole, whole[start : start + entry.compressed_size] as stored:
+        out = (
+            _lz4(stored, expected, name, where)
+            if entry.compression == "lz4"
+            else _zstd(stored, expected, name, where)
+        )
     if len(out) != expected:
         raise BadInputError(
             f"{name}: {where} decompressed to {len(out)} bytes, header says {expected}"
@@ -261,7 +262,7 @@ def payload(buf: Buffer, entry: Entry, name: str) -> tuple[Buffer, int, int]:
     return out, 0, len(out)
 
 
-def _lz4(stored: bytes, expected: int, name: str, where: str) -> bytes:
+def _lz4(stored: memoryview, expected: int, name: str, where: str) -> bytes:
     import lz4.block  # noqa: PLC0415  (only when an entry is LZ4-compressed)
 
     if expected > len(stored) * _LZ4_MAX_RATIO + 64:
@@ -273,7 +274,7 @@ def _lz4(stored: bytes, expected: int, name: str, where: str) -> bytes:
     return out
 
 
-def _zstd(stored: bytes, expected: int, name: str, where: str) -> bytes:
+def _zstd(stored: memoryview, expected: int, name: str, where: str) -> bytes:
     import zstandard  # noqa: PLC0415  (only when an entry is zstd-compressed)
 
     decompressor = getattr(_local, "zstd", None)
