@@ -212,7 +212,11 @@ def _listing(
             with ThreadPoolExecutor(workers) as pool:
                 for lo, hi in _batches([e for _, e in flat]):
                     batch = [e for _, e in flat[lo:hi]]
-                    decoded[lo:hi] = pool.map(lambda e: _decode(buf, e, display), batch)
+                    # A few tasks per worker, not one per entry: each task costs GIL time.
+                    step = max(1, len(batch) // (workers * 4))
+                    tasks = [batch[i : i + step] for i in range(0, len(batch), step)]
+                    done = pool.map(lambda es: [_decode(buf, e, display) for e in es], tasks)
+                    decoded[lo:hi] = [d for chunk in done for d in chunk]
                     release(batch[0].offset, batch[-1].payload_offset + batch[-1].payload_size)
         else:
             for i, (_, e) in enumerate(flat):
