@@ -51,6 +51,18 @@ class InspectedArtifact:
     cross_check_note: str = ""
 
 
+@dataclass(frozen=True)
+class LoadedRecord:
+    """A shared library an entry point really loaded that carries device code."""
+
+    path: Path
+    sha256: str
+    entry_points: tuple[str, ...]
+    declared: bool
+    listing: Listing
+    evidence_prefix: str
+
+
 def host_facts(path: Path) -> tuple[str, int, HostFormat, tuple[Dependency, ...]]:
     """SHA-256, size, host ELF format and resolved dependencies of ``path``."""
     fmt = read_format(path)
@@ -182,9 +194,18 @@ def cross_check(artifact: InspectedArtifact) -> Check:
 
 
 def content_checks(
-    artifact: InspectedArtifact, evidence: EvidenceDir, host_arch: str, prefix: str = ""
+    artifact: InspectedArtifact,
+    evidence: EvidenceDir,
+    host_arch: str,
+    prefix: str = "",
+    *,
+    expect_device_code: bool = True,
 ) -> list[Check]:
-    """Checks on what the listings contain: host machine, non-empty listings, PTX headers."""
+    """Checks on what the listings contain: host machine, non-empty listings, PTX headers.
+
+    An artifact that carries no device code by design (a host program that dlopens a
+    kernel library) passes ``expect_device_code=False``: its listings are empty on purpose.
+    """
     cls = "gate.inspect"
     name = artifact.name
     checks = [
@@ -198,9 +219,13 @@ def content_checks(
         )
     ]
     for file_name, what in (
-        ("elf-list.txt", "ELF listing"),
-        ("ptx.txt", "PTX dump"),
-        ("sass.txt", "SASS dump"),
+        (
+            ("elf-list.txt", "ELF listing"),
+            ("ptx.txt", "PTX dump"),
+            ("sass.txt", "SASS dump"),
+        )
+        if expect_device_code
+        else ()
     ):
         path = evidence.path(prefix + file_name)
         if not path.exists():

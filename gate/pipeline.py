@@ -11,79 +11,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from gate import (
-    build,
-    checks,
-    environment,
-    execute,
-    inspection,
-    manifest,
-    probe,
-    proc,
-    result,
-    store,
-)
+from gate import checks, environment, manifest, probe, proc, project, result, store
 from gate.errors import ConfigError, GateError, NoDeviceError, ToolError
 from gate.evidence import EvidenceDir
-from gate.targets import Capability, Target
-
-if TYPE_CHECKING:
-    from gate.signing import Signer
+from gate.runstate import RunOptions, RunState, record_command, toolkit_of
 
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
-SMOKE_KERNEL = "write_value"
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What the user asked `cuda-gate run` to do."""
-
-    evidence: Path = Path("gate-evidence")
-    build_dir: Path | None = None
-    project_dir: Path = Path()
-    target: Target | None = None
-    sass: tuple[Target, ...] | None = None
-    ptx: tuple[Target, ...] | None = None
-    timeout: float = execute.DEFAULT_TIMEOUT
-    stop_after: str | None = None
-    dump_sass: str = "auto"
-    nvcc: str | None = None
-    signer: Signer | None = None
-    use_cuobjdump: bool = True
-    store_settings: store.StoreSettings | None = None
-
-
-@dataclass
-class RunState:
-    """What the stages found so far; the report is built from it whatever happened."""
-
-    started: datetime
-    evidence: EvidenceDir
-    project_dir: Path = Path()
-    checks: list[checks.Check] = field(default_factory=list)
-    commands: list[proc.Result] = field(default_factory=list)
-    host_arch: str = ""
-    os: str = ""
-    driver: environment.DriverInfo | None = None
-    toolkit: environment.ToolkitInfo | None = None
-    supported: tuple[Target, ...] = ()
-    source: environment.SourceInfo | None = None
-    capability: Capability | None = None
-    device_error: str | None = None
-    target: Target | None = None
-    target_source: str | None = None
-    builds: list[build.Build] = field(default_factory=list)
-    artifacts: list[inspection.InspectedArtifact] = field(default_factory=list)
-    executions: list[execute.Execution] = field(default_factory=list)
-    blocked: GateError | None = None
-    stopped_after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,14 +44,6 @@ def _stage(name: str, progress: Progress) -> Iterator[None]:
     start = time.monotonic()
     yield
     progress(f"[{index}/{len(STAGES)}] {name} done ({time.monotonic() - start:.1f} s)")
-
-
-def _record(state: RunState, done: proc.Result) -> proc.Result:
-    state.commands.append(done)
-    state.evidence.write_text(
-        "commands.txt", "".join(f"{r.command_line()}\n" for r in state.commands)
-    )
-    return done
 
 
 def stage_environment(state: RunState, options: RunOptions) -> None:
@@ -150,10 +81,12 @@ def stage_environment(state: RunState, options: RunOptions) -> None:
         state.checks.append(checks.Check("driver", "gate.environment", False, e.one_line()))
     state.source = environment.source_info(state.project_dir)
     nvcc = environment.nvcc_path(options.nvcc)
-    version = _record(state, proc.run_checked([nvcc, "--version"], what="nvcc --version"))
+    version = record_command(state, proc.run_checked([nvcc, "--version"], what="nvcc --version"))
     ev.write_text("toolkit.txt", version.stdout)
     state.toolkit = environment.parse_nvcc_version(version.stdout, nvcc)
-    codes = _record(state, proc.run_checked([nvcc, "--list-gpu-code"], what="nvcc --list-gpu-code"))
+    codes = record_command(
+        state, proc.run_checked([nvcc, "--list-gpu-code"], what="nvcc --list-gpu-code")
+    )
     ev.write_text("supported-targets.txt", codes.stdout)
     state.supported = environment.parse_gpu_code_list(codes.stdout)
     if not state.supported:
@@ -170,11 +103,11 @@ def stage_environment(state: RunState, options: RunOptions) -> None:
 
 def stage_probe(state: RunState, options: RunOptions, workdir: Path) -> None:
     """Read the device's capability; pick the target; stop if the toolkit lacks it."""
-    binary, built = probe.build_probe(_toolkit(state).nvcc, workdir)
-    _record(state, built)
+    binary, built = probe.build_probe(toolkit_of(state).nvcc, workdir)
+    record_command(state, built)
     try:
         state.capability, ran = probe.run_probe(binary)
-        _record(state, ran)
+        record_command(state, ran)
         state.evidence.write_text("compute-capability.txt", f"{state.capability.number}\n")
         state.evidence.write_text("probe.log", ran.output())
         state.checks.append(
@@ -214,101 +147,6 @@ def stage_probe(state: RunState, options: RunOptions, workdir: Path) -> None:
     )
 
 
-def stage_build(state: RunState, options: RunOptions, workdir: Path) -> None:
-    """Build the smoke program with native SASS and PTX for the target."""
-    target = _target(state)
-    sass = options.sass if options.sass is not None else (target.as_sass(),)
-    ptx = options.ptx if options.ptx is not None else (target.as_ptx(),)
-    built = build.build_smoke(_toolkit(state).nvcc, workdir, sass, ptx)
-    _record(state, built.result)
-    state.builds.append(built)
-    state.evidence.write_text("build.log", built.result.output())
-    state.checks.append(
-        checks.Check(
-            "build check",
-            "gate.build",
-            True,
-            built.result.command_line(),
-            duration=built.result.duration,
-        )
-    )
-
-
-def stage_inspect(state: RunState, options: RunOptions) -> None:
-    """Inspect the final artifact: format, hash, dependencies, SASS and PTX listings."""
-    target = _target(state)
-    ev = state.evidence
-    for built in state.builds:
-        devices = (state.capability,) if state.capability else (target.capability,)
-        artifact = inspection.inspect_artifact(
-            built.output,
-            ev,
-            dump_sass=options.dump_sass,
-            devices=devices,
-            use_cuobjdump=options.use_cuobjdump,
-        )
-        state.artifacts.append(artifact)
-        ev.write_text("binary-format.txt", artifact.host.description + "\n")
-        ev.write_text("sha256.txt", f"{artifact.sha256}  {artifact.path}\n")
-        ev.write_text(
-            "dependencies.txt",
-            "".join(
-                f"{d.needed_by}: {d.name} => {d.resolved or 'not found'}\n"
-                for d in artifact.dependencies
-            ),
-        )
-        state.checks += inspection.content_checks(artifact, ev, state.host_arch)
-        state.checks.append(inspection.cross_check(artifact))
-        state.checks += checks.listing_checks(
-            artifact.name, artifact.listing, target, (SMOKE_KERNEL,)
-        )
-
-
-def stage_execute(state: RunState, options: RunOptions) -> None:
-    """Run each artifact natively and through forced JIT, then compare with the prediction."""
-    if state.capability is None:
-        reason = f"not run: {state.device_error or 'no CUDA device'}"
-        for built in state.builds:
-            for path in execute.ExecPath:
-                state.checks.append(
-                    checks.Check(
-                        f"{built.name} [{path.value}]",
-                        f"gate.execute.{path.value}",
-                        False,
-                        reason,
-                        skipped=True,
-                    )
-                )
-        state.evidence.write_text(
-            "execution-status.txt", f"native=not run\nptx_jit=not run\nreason={reason}\n"
-        )
-        return
-    for built in state.builds:
-        entry = execute.EntryPoint(built.name, (str(built.output),), timeout=options.timeout)
-        runs = execute.run_both(entry)
-        state.executions += runs
-        for run_ in runs:
-            state.evidence.write_text(run_.log_name, execute.log_text(run_))
-            state.checks.append(checks.execution_check(run_))
-        status = "".join(
-            f"{'ptx_jit' if r.path is execute.ExecPath.JIT else 'native'}="
-            f"{'timeout' if r.result.timed_out else r.result.returncode}\n"
-            for r in runs
-        )
-        state.evidence.write_text("execution-status.txt", status)
-        artifact = next((a for a in state.artifacts if a.path == built.output.resolve()), None)
-        if artifact is not None:
-            state.checks.append(
-                checks.prediction_check(
-                    artifact.name,
-                    artifact.listing,
-                    state.capability,
-                    state.driver.cuda_version if state.driver else None,
-                    runs,
-                )
-            )
-
-
 def run(options: RunOptions, progress: Progress) -> Outcome:
     """Run every stage up to ``options.stop_after`` and write the report."""
     evidence = EvidenceDir.create(options.evidence)
@@ -319,9 +157,9 @@ def run(options: RunOptions, progress: Progress) -> Outcome:
     steps: list[tuple[str, Callable[[], None]]] = [
         ("environment", lambda: stage_environment(state, options)),
         ("probe", lambda: stage_probe(state, options, build_dir)),
-        ("build", lambda: stage_build(state, options, build_dir)),
-        ("inspect", lambda: stage_inspect(state, options)),
-        ("execute", lambda: stage_execute(state, options)),
+        ("build", lambda: project.stage_build(state, options, build_dir)),
+        ("inspect", lambda: project.stage_inspect(state, options, build_dir)),
+        ("execute", lambda: project.stage_execute(state, options)),
     ]
     try:
         for name, step in steps:
@@ -366,15 +204,3 @@ def _block(state: RunState, stage: str, error: GateError, progress: Progress) ->
     state.blocked = error
     state.checks.append(checks.Check(f"{stage} stage", f"gate.{stage}", False, error.one_line()))
     progress(f"[{STAGES.index(stage) + 1}/{len(STAGES)}] {stage} stopped: {error.one_line()}")
-
-
-def _toolkit(state: RunState) -> environment.ToolkitInfo:
-    if state.toolkit is None:
-        raise GateError("internal error: no toolkit recorded before a stage that needs one")
-    return state.toolkit
-
-
-def _target(state: RunState) -> Target:
-    if state.target is None:
-        raise GateError("internal error: no target chosen before a stage that needs one")
-    return state.target

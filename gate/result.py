@@ -21,7 +21,7 @@ from gate.listing import DeviceEntry, Listing
 
 if TYPE_CHECKING:
     from gate.inspection import InspectedArtifact
-    from gate.pipeline import RunState
+    from gate.runstate import RunState
 
 RESULT_VERSION = 1
 
@@ -139,6 +139,18 @@ def to_json(state: RunState, verdict: checks.Verdict, finished: datetime) -> dic
             for b in state.builds
         ],
         "artifacts": [artifact_json(a) for a in state.artifacts],
+        "required_targets": [str(t) for t in state.required],
+        "loaded_libraries": [
+            {
+                "path": str(lib.path),
+                "sha256": lib.sha256,
+                "declared": lib.declared,
+                "entry_points": list(lib.entry_points),
+                "evidence": lib.evidence_prefix,
+                "listing": listing_json(lib.listing, "cuda-gate reader"),
+            }
+            for lib in state.loaded
+        ],
         "executions": [
             {
                 "entry_point": e.entry_point.name,

@@ -18,6 +18,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(native SASS with JIT impossible, then forced PTX JIT), report.",
     )
     parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the project configuration (default: cuda-gate.toml, else [tool.cuda-gate] in "
+        "pyproject.toml, else only the smoke program)",
+    )
+    parser.add_argument(
         "--evidence",
         type=Path,
         default=Path("gate-evidence"),
@@ -27,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--build-dir",
         type=Path,
         default=None,
-        help="where to build the probe and smoke program (default: a temp folder)",
+        help="where to build the probe and smoke program (default: gate-build beside the "
+        "evidence folder)",
     )
     parser.add_argument(
         "--target",
@@ -101,7 +110,8 @@ def handle(args: argparse.Namespace) -> int:
     """Run the pipeline and print the table, the diagnosis and the verdict."""
     from gate import report
     from gate.execute import DEFAULT_TIMEOUT
-    from gate.pipeline import RunOptions, run
+    from gate.pipeline import run
+    from gate.runstate import RunOptions
     from gate.signing import load_signer_from_env_or_file
     from gate.targets import Target, parse_target_or_capability
 
@@ -109,11 +119,13 @@ def handle(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
+    from gate import config
     from gate.commands.upload import settings_from_args
 
     target = parse_target_or_capability(args.target).sm() if args.target else None
     # Settings and key are read before anything runs: a bad one fails at once.
     store = None if args.no_store else settings_from_args(args.store)
+    project = config.load(Path.cwd(), args.config)
     options = RunOptions(
         evidence=args.evidence,
         build_dir=args.build_dir,
@@ -128,7 +140,8 @@ def handle(args: argparse.Namespace) -> int:
         use_cuobjdump=not args.no_cuobjdump,
         store_settings=store,
         # Loaded before anything runs: a configured key that cannot be used fails at once.
-        signer=load_signer_from_env_or_file(args.signing_key),
+        signer=load_signer_from_env_or_file(args.signing_key or project.signing_key),
+        project_config=project,
     )
     outcome = run(options, progress)
     done = outcome.report
