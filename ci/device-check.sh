@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# Run `nox -s gate` and the gpu test tier on an offline GPU machine, from a wheelhouse in .whl/
-# (fill it with ../shared/tools/device-wheelhouse, or `pip download` on a networked machine).
-# Everything it produces lands in $OUT (default ./device-out): gate.log, gpu-tier.log,
-# gate-evidence.tgz. Exit status: non-zero when the gate or the gpu tier failed.
+# Run the gate (the smoke program, then the example project) and the gpu test tier on an
+# offline GPU machine, from a wheelhouse in .whl/ (fill it with ../shared/tools/device-wheelhouse,
+# or `pip download` on a networked machine; the example project also needs cmake on PATH). Everything it produces lands
+# in $OUT (default ./device-out): machine.txt, gate.log, example.log, gpu-tier.log and the two
+# evidence folders as .tgz. Exit status: non-zero when a gate run or the tests failed.
 set -uo pipefail
 out=${OUT:-$PWD/device-out}
 mkdir -p "$out"
 root=$(pwd)
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=$root/.whl PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
-{ nvidia-smi -L; uname -m; nvcc --version | tail -2; command -v cuobjdump; } > "$out/machine.txt" 2>&1
+{ nvidia-smi -L; uname -m; nvcc --version | tail -2; command -v cuobjdump cmake; } > "$out/machine.txt" 2>&1
 
 python3 -m venv /tmp/cg-nox && /tmp/cg-nox/bin/pip install -q nox || exit 3
-/tmp/cg-nox/bin/nox -s gate 2>&1 | tee "$out/gate.log"
+export PATH="/tmp/cg-nox/bin:$PATH"
+nox -s gate 2>&1 | tee "$out/gate.log"
 gate_rc=${PIPESTATUS[0]}
 echo "nox -s gate exit status: $gate_rc" | tee -a "$out/gate.log"
 tar czf "$out/gate-evidence.tgz" gate-evidence 2>/dev/null
+nox -s gate -- --config examples/dlopen-kernels/cuda-gate.toml --evidence example-evidence \
+  2>&1 | tee "$out/example.log"
+example_rc=${PIPESTATUS[0]}
+echo "example exit status: $example_rc" | tee -a "$out/example.log"
+tar czf "$out/example-evidence.tgz" example-evidence 2>/dev/null
 
-python3 -m venv /tmp/cg-test && /tmp/cg-test/bin/pip install -q ".[test]" 2>/dev/null \
-  || /tmp/cg-test/bin/pip install -q . pytest hypothesis || exit 3
-/tmp/cg-test/bin/python -m pytest -p no:cacheprovider -v -rs "${@:-tests/test_gpu.py}" \
-  2>&1 | tee "$out/gpu-tier.log"
+python3 -m venv /tmp/cg-test && /tmp/cg-test/bin/pip install -q . pytest hypothesis || exit 3
+/tmp/cg-test/bin/python -m pytest -p no:cacheprovider -v -rs "$@" 2>&1 | tee "$out/gpu-tier.log"
 test_rc=${PIPESTATUS[0]}
-echo "gate=$gate_rc tests=$test_rc" | tee -a "$out/gpu-tier.log"
-[ "$gate_rc" -eq 0 ] && [ "$test_rc" -eq 0 ]
+echo "gate=$gate_rc example=$example_rc tests=$test_rc" | tee -a "$out/gpu-tier.log"
+[ "$gate_rc" -eq 0 ] && [ "$example_rc" -eq 0 ] && [ "$test_rc" -eq 0 ]
