@@ -196,6 +196,9 @@ def console(art: dict[str, Any]) -> str:
             f"{r['route']}" + (f": {r['kernels']} kernels" if r["kernels"] is not None else "")
             for r in dev["routes"]
         ]
+        if not parts:
+            lines.append(f"  device {dev['capability']}: {dev['verdict']}")
+            continue
         scope = "" if dev["per_kernel"] else " (per target; --names for per-kernel routes)"
         lines.append(f"  device {dev['capability']}: {dev['verdict']}{scope}: {'; '.join(parts)}")
     return "\n".join(lines) + "\n"
