@@ -189,7 +189,8 @@ def console(art: dict[str, Any]) -> str:
                 f"{_mb(row['stored_size']):>10} {_mb(row['size']):>10}  {','.join(row['sections'])}"
             )
     for target, missing in (art["missing_kernels"] or {}).items():
-        sample = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        shown = [k if len(k) <= 60 else k[:57] + "..." for k in missing[:3]]
+        sample = ", ".join(shown) + (", ..." if len(missing) > 3 else "")
         lines.append(f"  {target} lacks {len(missing)} kernel(s): {sample}")
     for dev in art["devices"]:
         parts = [
