@@ -197,3 +197,19 @@ def test_scan_finds_containers_outside_nv_fatbin_and_skips_lookalikes() -> None:
     found = list(fatbin.scan_containers(blob, 0, len(blob), "blob", chunk=16))
     assert [c.offset for c in found] == [len(blob) - len(real)]
     assert len(found[0].entries) == 2
+
+
+def test_impossible_lz4_ratio_is_refused_before_allocating() -> None:
+    buf = bytearray((GOLDEN / "libkernels.so").read_bytes())
+    elf_end = len(buf)
+    report = read_buffer(bytes(buf), 0, elf_end, "libkernels.so", names=False)
+    assert [e.compression for e in report.listing.entries].count("lz4") == 1
+    pos = buf.find(fatbin.CONTAINER_PREFIX)
+    container = fatbin.parse_container(bytes(buf), pos, elf_end, "libkernels.so")
+    while not any(e.compression == "lz4" for e in container.entries):
+        pos = buf.find(fatbin.CONTAINER_PREFIX, pos + 16)
+        container = fatbin.parse_container(bytes(buf), pos, elf_end, "libkernels.so")
+    lz4_entry = next(e for e in container.entries if e.compression == "lz4")
+    struct.pack_into("<Q", buf, lz4_entry.offset + 0x38, fatbin.MAX_UNCOMPRESSED)
+    with pytest.raises(BadInputError, match="impossible LZ4 ratio"):
+        read_buffer(bytes(buf), 0, elf_end, "libkernels.so")
