@@ -63,8 +63,11 @@ the process (`madvise(MADV_DONTNEED)`) as the reader moves on.
   long-lived process could.
 - Kernel names: every entry must be decompressed (libcublasLt: 1.7 GB of zstd, about
   1.4 s of one core) and its ELF symbol table or PTX text parsed (about 0.9 s of Python).
-  Decompression runs on every core (lz4 and zstd release the GIL); with only two cores,
-  shared with other jobs during the run, the gain over cuobjdump shrinks toward 1x.
+  Decompression runs on every core (lz4 and zstd release the GIL), but this VM's second
+  core was not really available: two threads hashing with sha256 (which releases the
+  GIL) ran no faster than one, and names mode used as much CPU time as wall time. Run
+  single-core, the gain over cuobjdump shrinks to 1.2-1.4x; on a runner with free cores
+  the decompression divides by the core count.
 - Memory: both modes stay far below cuobjdump's (which holds every decompressed entry).
 """
 
