@@ -136,8 +136,12 @@ def _cuobjdump_listing(
     ptx = cuobjdump.run_tool(tool, ["--dump-ptx"], path)
     evidence.write_text(f"{prefix}ptx.txt", ptx.stdout)
     if dump_sass == "always" or (dump_sass == "auto" and size <= SASS_DUMP_LIMIT):
-        sass = cuobjdump.run_tool(tool, ["--dump-sass"], path)
-        evidence.write_text(f"{prefix}sass.txt", sass.stdout)
+        try:
+            sass = cuobjdump.run_tool(tool, ["--dump-sass"], path)
+            evidence.write_text(f"{prefix}sass.txt", sass.stdout)
+        except ToolError as e:
+            # The listings above do not need nvdisasm; a full dump does. Say why it is absent.
+            evidence.write_text(f"{prefix}sass-not-dumped.txt", e.one_line() + "\n")
     return cuobjdump.listing(symbols.stdout, ptx.stdout), tuple(
         cuobjdump.parse_ptx_dump(ptx.stdout)
     )

@@ -16,7 +16,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path as FilePath
 from typing import Any
 
 from gate.errors import ConfigError
@@ -169,7 +169,9 @@ def parse_target_or_capability(text: str) -> Capability:
 
 @cache
 def _rules() -> dict[str, Any]:
-    text = resources.files("gate").joinpath("data/compat.json").read_text(encoding="utf-8")
+    # Beside this module rather than through importlib.resources: every command pays for
+    # this import at start-up, and `cuda-gate inspect` is timed against cuobjdump.
+    text = (FilePath(__file__).parent / "data" / "compat.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

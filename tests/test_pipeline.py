@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -284,3 +285,26 @@ def test_without_cuobjdump_our_reader_alone_inspects(tmp_path: Path) -> None:
     assert cross["skipped"] is True
     assert "--no-cuobjdump" in cross["message"]
     assert checks["check: kernel write_value in sm_90 SASS"]["passed"] is True
+
+
+def test_a_cuobjdump_without_nvdisasm_still_lists_and_says_why_sass_is_absent(
+    tmp_path: Path,
+) -> None:
+    from gate import cuobjdump
+
+    alone = tmp_path / "bin"
+    alone.mkdir()
+    shutil.copy2(cuobjdump.find(), alone / "cuobjdump")  # a copy: no nvdisasm beside it
+    done = gate(
+        "--target",
+        "sm_90",
+        "--evidence",
+        "ev",
+        cwd=tmp_path,
+        env={"PATH": f"{alone}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert "Verdict: not accepted: execution not verified" in done.stdout, done.stdout
+    ev = tmp_path / "ev"
+    assert "nvdisasm" in (ev / "sass-not-dumped.txt").read_text(encoding="utf-8")
+    assert not (ev / "sass.txt").exists()
+    assert "check.1.sm_90.cubin" in (ev / "elf-list.txt").read_text(encoding="utf-8")
