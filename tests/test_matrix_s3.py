@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,16 +32,6 @@ pytestmark = [
 ]
 
 CLASSES = ("dgx-spark", "h200", "gb200", "gh200", "b200")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeedServer]:
-    weed = WeedServer(tmp_path_factory.mktemp("weed"))
-    try:
-        weed.start()
-        yield weed
-    finally:
-        weed.cleanup()
 
 
 @pytest.fixture

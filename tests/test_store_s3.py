@@ -6,7 +6,7 @@ import base64
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,16 +38,6 @@ pytestmark = [
 ]
 
 BIG = MIN_PART_SIZE * 2 + 123_457  # three parts
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeedServer]:
-    weed = WeedServer(tmp_path_factory.mktemp("weed"))
-    try:
-        weed.start()
-        yield weed
-    finally:
-        weed.cleanup()
 
 
 def _environment(monkeypatch: pytest.MonkeyPatch, weed: WeedServer, tmp_path: Path) -> None:
