@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.environment import parse_remote
 from gate.errors import BadInputError, ConfigError, EvidenceChangedError, StorageError
 from gate.store import (
     LocalStore,
@@ -27,7 +28,6 @@ from gate.store import (
     run_meta_from_evidence,
 )
 from gate.store.base import PutOutcome
-from gate.store.meta import repository_from_remote
 from gate.store.progress import StderrProgress
 from gate.store.records import check_file_name
 from gate.store.settings import STORE_VARIABLES, StoreSettings
@@ -181,10 +181,10 @@ def test_file_names_that_cannot_be_keys_are_refused(name: str) -> None:
 
 
 def test_remote_urls_give_owner_and_repo() -> None:
-    assert repository_from_remote("git@github.com:acme/kernels.git") == "acme/kernels"
-    assert repository_from_remote("https://github.com/acme/kernels") == "acme/kernels"
-    assert repository_from_remote("ssh://git@host:22/acme/kernels.git/") == "acme/kernels"
-    assert repository_from_remote("nonsense") is None
+    assert parse_remote("git@github.com:acme/kernels.git") == "acme/kernels"
+    assert parse_remote("https://github.com/acme/kernels") == "acme/kernels"
+    assert parse_remote("ssh://git@host:22/acme/kernels.git/") == "acme/kernels"
+    assert parse_remote("nonsense") is None
 
 
 def test_run_meta_from_result_json_and_environment(tmp_path: Path) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gate import proc
+from gate.environment import parse_remote
 from gate.errors import ConfigError, GateError
 from gate.store.records import (
     RunMeta,
@@ -24,15 +24,6 @@ from gate.store.records import (
     split_repository,
 )
 from gate.store.spool import evidence_files
-
-# git@github.com:owner/repo.git, https://host/owner/repo(.git), ssh://git@host/owner/repo.git
-_REMOTE = re.compile(r"[:/]([^/:]+)/([^/]+?)(?:\.git)?/?$")
-
-
-def repository_from_remote(url: str) -> str | None:
-    """``owner/repo`` from a git remote URL, or None when it has no such shape."""
-    match = _REMOTE.search(url.strip())
-    return f"{match.group(1)}/{match.group(2)}" if match else None
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
@@ -48,7 +39,7 @@ def find_repository(env: Mapping[str, str], cwd: Path) -> str:
     if env.get("GITHUB_REPOSITORY"):
         return env["GITHUB_REPOSITORY"]
     url = _git(["remote", "get-url", "origin"], cwd)
-    repository = repository_from_remote(url) if url else None
+    repository = parse_remote(url) if url else None
     if repository is not None:
         return repository
     # A checkout without a remote (a local experiment) still gets a stable key.
