@@ -28,8 +28,8 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, one subparser per command module."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser, one subparser per command module (or only the ``only`` one)."""
     parser = argparse.ArgumentParser(
         prog="cuda-gate",
         description="Release gate for CUDA build artifacts: targets, SASS, PTX, "
@@ -37,16 +37,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"cuda-gate {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in (only,) if only in COMMANDS else COMMANDS:
         module = importlib.import_module(f"gate.commands.{name}")
         module.register(subparsers)
     return parser
 
 
+def _named_command(argv: Sequence[str] | None) -> str | None:
+    """The command ``argv`` starts with, so only its module is imported; else None.
+
+    Top-level options (``--help``, ``--version``) and unknown or absent commands get
+    None: the full parser, whose help and errors list every command.
+    """
+    words = sys.argv[1:] if argv is None else argv
+    first = words[0] if words else None
+    if first in COMMANDS and not any(w in ("-h", "--help") for w in words):
+        return first
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one command, and map its outcome to an exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser(_named_command(argv)).parse_args(argv)
     try:
         return int(args.handler(args))
     except GateError as e:

@@ -22,6 +22,9 @@ SHT_NV_COMPAT = 0x70000086
 _COMPAT_ARCH_SPECIFIC = 0x09
 _TKINFO_TYPE = 2000
 _SYM64 = struct.Struct("<IBBHQQ")
+_WANTED = frozenset((SHT_SYMTAB, SHT_NV_COMPAT, SHT_NOTE))
+# Maps a symbol's st_other byte to 1 when it carries STO_CUDA_ENTRY, else to 0.
+_ENTRY_FLAGGED = bytes(1 if b & STO_CUDA_ENTRY else 0 for b in range(256))
 
 _PTX_VERSION = re.compile(rb"^\s*\.version\s+(\d+)\.(\d+)", re.MULTILINE)
 _PTX_TARGET = re.compile(rb"^\s*\.target\s+(\w+)", re.MULTILINE)
@@ -65,7 +68,9 @@ def read_cubin(buf: Buffer, base: int, size: int, name: str) -> CubinInfo:
     kernels: list[str] = []
     producer = None
     headers = elf.headers()
-    for index, header in enumerate(headers):
+    # Only three section types matter; a cubin has dozens to hundreds of sections.
+    for index in [i for i, h in enumerate(headers) if h[1] in _WANTED]:
+        header = headers[index]
         kind = header[1]
         if kind == SHT_SYMTAB:
             kernels += _entry_names(elf, header, headers)
@@ -92,15 +97,27 @@ def _entry_names(
     if entsize != _SYM64.size or not 0 < link < len(headers):
         raise BadInputError(f"{elf.name}: corrupted symbol table")
     start, _ = elf.span_of(offset, size, "symbol table")
-    table = elf.buf[start : start + size - size % _SYM64.size]
-    strings: bytes | None = None
+    buf, width = elf.buf, _SYM64.size
+    table = buf[start : start + size - size % width]
+    # Kernels are a few of a table's symbols: pick the candidates (st_other has
+    # STO_CUDA_ENTRY) in C with a strided slice and translate, then unpack only those.
+    candidates = table[5::width].translate(_ENTRY_FLAGGED)
+    strings: tuple[int, int] | None = None
     names = []
-    for name, info, other, shndx, _, _ in _SYM64.iter_unpack(table):
-        if info & 0xF == STT_FUNC and shndx != 0 and other & STO_CUDA_ENTRY:
+    i = candidates.find(1)
+    while i >= 0:
+        name, info, _, shndx, _, _ = _SYM64.unpack_from(table, i * width)
+        if info & 0xF == STT_FUNC and shndx != 0:
             if strings is None:
-                lo, hi = elf.span_of(headers[link][4], headers[link][5], "string table")
-                strings = bytes(elf.buf[lo:hi])
-            names.append(_cstr(strings, name))
+                strings = elf.span_of(headers[link][4], headers[link][5], "string table")
+            lo, hi = strings
+            at = lo + name
+            if at >= hi:
+                names.append("")
+            else:
+                end = buf.find(b"\0", at, hi)
+                names.append(buf[at : end if end >= 0 else hi].decode("utf-8", "replace"))
+        i = candidates.find(1, i + 1)
     return names
 
 

@@ -47,6 +47,9 @@ _local = threading.local()
 _CONTAINER = struct.Struct("<IHHQ")
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
 _OPTIONS = struct.Struct("<II")
+_OPTIONS_SIZE = _OPTIONS.size
+_KNOWN_KINDS = frozenset((KIND_PTX, KIND_ELF, KIND_NVVM))
+_COMPRESSED = FLAG_LZ4 | FLAG_ZSTD
 
 
 class Entry(NamedTuple):
@@ -182,7 +185,31 @@ def parse_container(buf: Buffer, pos: int, end: int, name: str) -> Container:
         )
     entries = []
     cursor, stop = body, body + fat_size
+    unpack, entry_size, kinds = _ENTRY.unpack_from, _ENTRY.size, _KNOWN_KINDS
     while cursor < stop:
+        # The common case inline (thousands of entries per library); anything unusual
+        # goes through _parse_entry, which names the problem.
+        if cursor + entry_size <= stop:
+            (kind, _, hsize, psize, csize, opts, minor, major, arch, ioff, ilen, flags, _,
+             usize) = unpack(buf, cursor)  # fmt: skip
+            after = cursor + hsize + psize
+            if (
+                kind in kinds
+                and entry_size <= hsize <= _MAX_ENTRY_HEADER
+                and after <= stop
+                and (not flags & _COMPRESSED or 0 < csize <= psize)
+                and (not ilen or (ioff and ioff + ilen <= hsize))
+                and (not opts or opts + _OPTIONS_SIZE <= hsize)
+            ):
+                ident = ""
+                if ilen:
+                    at = cursor + ioff
+                    ident = buf[at : at + ilen].rstrip(b"\0").decode("utf-8", "replace")
+                entry = Entry(kind, cursor, hsize, psize, csize, minor, major, arch, flags,
+                              usize, ident, opts)  # fmt: skip
+                entries.append(entry)
+                cursor = after
+                continue
         entry = _parse_entry(buf, cursor, stop, name)
         entries.append(entry)
         cursor = entry.payload_offset + entry.payload_size

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gate import __version__
-from gate.listing import DevicePrediction, KernelPrediction, Kind, Listing
+from gate.listing import DeviceEntry, DevicePrediction, KernelPrediction, Kind, Listing
 from gate.reader import ArtifactReport
 from gate.targets import Capability, Route, Target, route
 
@@ -51,21 +51,39 @@ def _route_json(r: Route) -> dict[str, Any]:
     }
 
 
-def _rows(listing: Listing, names: bool) -> list[dict[str, Any]]:
-    """One row per (kind, target): entry count, kernels, compression, sizes, sections."""
-    groups: dict[tuple[Kind, Target], list[Any]] = {}
+def _groups(listing: Listing) -> dict[tuple[Kind, Target], list[DeviceEntry]]:
+    """Entries per (kind, target), in first-seen order, in one pass.
+
+    Entries are first grouped by the identity of their kind and target (the reader
+    shares one Target object per signature, so this is a cheap int lookup) and only
+    then merged by equality, hashing each distinct Target once rather than per entry.
+    """
+    by_id: dict[tuple[int, int], tuple[Kind, Target, list[DeviceEntry]]] = {}
     for e in listing.entries:
-        groups.setdefault((e.kind, e.target), []).append(e)
+        group = by_id.get((id(e.kind), id(e.target)))
+        if group is None:
+            group = by_id[id(e.kind), id(e.target)] = (e.kind, e.target, [])
+        group[2].append(e)
+    groups: dict[tuple[Kind, Target], list[DeviceEntry]] = {}
+    for kind, target, entries in by_id.values():
+        groups.setdefault((kind, target), []).extend(entries)
+    return groups
+
+
+def _rows(
+    groups: dict[tuple[Kind, Target], list[DeviceEntry]], names: bool
+) -> list[dict[str, Any]]:
+    """One row per (kind, target): entry count, kernels, compression, sizes, sections."""
     rows = []
     for (kind, target), entries in groups.items():
-        kernels = {k for e in entries for k in e.kernels}
+        kernels = {k for e in entries for k in e.kernels} if names else ()
         rows.append(
             {
                 "kind": kind.value,
                 "target": target_text(kind, target),
                 "entries": len(entries),
                 "kernels": len(kernels) if names and kind is not Kind.LTOIR else None,
-                "ptx_isa": sorted({str(e.ptx_isa) for e in entries if e.ptx_isa}),
+                "ptx_isa": sorted({str(v) for v in {e.ptx_isa for e in entries} if v}),
                 "compression": sorted({e.compression for e in entries}),
                 "stored_size": sum(e.stored_size for e in entries),
                 "size": sum(e.size for e in entries),
@@ -75,11 +93,32 @@ def _rows(listing: Listing, names: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def _missing(
+    groups: dict[tuple[Kind, Target], list[DeviceEntry]], everything: set[str]
+) -> dict[str, list[str]]:
+    """Listing.missing_kernels from the groups: per SASS, then PTX target, kernels it lacks."""
+    out: dict[str, list[str]] = {}
+    for kind in (Kind.SASS, Kind.PTX):
+        for (k, target), entries in groups.items():
+            if k is kind:
+                absent = everything.difference(*(e.kernels for e in entries))
+                if absent:
+                    out[str(target)] = sorted(absent)
+    return out
+
+
 def artifact_json(
     report: ArtifactReport, caps: Sequence[Capability], *, with_entries: bool = True
 ) -> dict[str, Any]:
     """One artifact of the JSON document (``entries`` left empty when not ``with_entries``)."""
     listing, names = report.listing, report.names
+    groups = _groups(listing)
+    # Distinct targets per kind in first-seen order: what Listing.targets gives, from
+    # the groups already built instead of three more passes over every entry.
+    targets: dict[Kind, list[Target]] = {kind: [] for kind in Kind}
+    for kind, target in groups:
+        targets[kind].append(target)
+    everything = {k for e in listing.entries for k in e.kernels} if names else set()
     devices = []
     for cap in caps if report.error is None else ():
         prediction = predict(report, cap)
@@ -129,15 +168,13 @@ def artifact_json(
             for e in (listing.entries if with_entries else ())
         ],
         "targets": {
-            "sass": [str(t) for t in listing.targets(Kind.SASS)],
-            "ptx": [str(t) for t in listing.targets(Kind.PTX)],
-            "lto": [target_text(Kind.LTOIR, t) for t in listing.targets(Kind.LTOIR)],
+            "sass": [str(t) for t in targets[Kind.SASS]],
+            "ptx": [str(t) for t in targets[Kind.PTX]],
+            "lto": [target_text(Kind.LTOIR, t) for t in targets[Kind.LTOIR]],
         },
-        "by_target": _rows(listing, names),
-        "kernels": len(listing.kernels()) if names else None,
-        "missing_kernels": {t: list(ks) for t, ks in listing.missing_kernels().items()}
-        if names
-        else None,
+        "by_target": _rows(groups, names),
+        "kernels": len(everything) if names else None,
+        "missing_kernels": _missing(groups, everything) if names else None,
         "devices": devices,
     }
 

@@ -222,7 +222,33 @@ def _listing(
             for i, (_, e) in enumerate(flat):
                 decoded[i] = _decode(buf, e, display)
                 release(e.offset, e.payload_offset + e.payload_size)
-    return Listing(tuple(_device_entry(s, e, d) for (s, e), d in zip(flat, decoded, strict=True)))
+    # Entries sharing a header signature share kind, target, ISA and compression: work
+    # those out once per signature, not once per entry (libcublasLt: 5,666 entries, ~60
+    # signatures; enum and Target hashing made the per-entry cost add up).
+    memo: dict[tuple[int, int, int, int, int, int], _Shared] = {}
+    entries = []
+    for (section, e), d in zip(flat, decoded, strict=True):
+        key = (e.kind, e.flags, e.arch, e.major, e.minor, _VARIANT_KEYS[d.variant] if d else -1)
+        shared = memo.get(key)
+        if shared is None:
+            shared = memo[key] = _shared(e, d.variant if d else Variant.NONE)
+        kind, target, isa, compression, raw, debug = shared
+        entries.append(
+            DeviceEntry(
+                kind,
+                target,
+                d.kernels if d else (),
+                isa,
+                section,
+                compression,
+                e.payload_size if raw else e.compressed_size,
+                e.payload_size if raw else e.uncompressed_size,
+                d.producer if d else None,
+                debug,
+                e.ident or None,
+            )
+        )
+    return Listing(tuple(entries))
 
 
 def _batches(entries: list[fatbin.Entry]) -> Iterator[tuple[int, int]]:
@@ -272,28 +298,27 @@ def _decode(buf: Buffer, entry: fatbin.Entry, display: str) -> _Decoded | None:
     )
 
 
-def _device_entry(section: str, e: fatbin.Entry, d: _Decoded | None) -> DeviceEntry:
+_Shared = tuple[Kind, Target, Version | None, str, bool, bool]
+_VARIANT_KEYS = {Variant.NONE: 0, Variant.ARCH: 1, Variant.FAMILY: 2}
+
+
+def _shared(e: fatbin.Entry, decoded_variant: Variant) -> _Shared:
+    """Kind, target, PTX ISA, compression, stored raw?, debug: what the header decides."""
     kind = _KINDS[e.kind]
     if e.flags & fatbin.FLAG_FAMILY_SPECIFIC:
         variant = Variant.FAMILY
     elif e.flags & fatbin.FLAG_ARCH_SPECIFIC:
         variant = Variant.ARCH
     else:
-        variant = d.variant if d else Variant.NONE
+        variant = decoded_variant
     compression = e.compression
-    raw = compression == "none"
-    return DeviceEntry(
-        kind=kind,
-        target=_target(e.arch, variant, kind is Kind.PTX),
-        kernels=d.kernels if d else (),
-        ptx_isa=_version(e.major, e.minor) if kind is Kind.PTX else None,
-        section=section,
-        compression=compression,
-        stored_size=e.payload_size if raw else e.compressed_size,
-        size=e.payload_size if raw else e.uncompressed_size,
-        producer=d.producer if d else None,
-        debug=bool(e.flags & fatbin.FLAG_DEBUG),
-        name=e.ident or None,
+    return (
+        kind,
+        _target(e.arch, variant, kind is Kind.PTX),
+        _version(e.major, e.minor) if kind is Kind.PTX else None,
+        compression,
+        compression == "none",
+        bool(e.flags & fatbin.FLAG_DEBUG),
     )
 
 

@@ -9,7 +9,6 @@ target, and the route each kernel takes per device.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,6 +81,8 @@ def handle(args: argparse.Namespace) -> int:
         else None
     )
     if doc is not None:
+        import json  # only for --json / --output: keeps start-up short
+
         text = json.dumps(doc, indent=1) + "\n"
         if args.json:
             sys.stdout.write(text)
