@@ -108,6 +108,7 @@ class ElfFile:
         self.shentsize, self.shnum, self.shstrndx = fields[10:13]
         self._sections: tuple[Section, ...] | None = None
         self._headers: list[tuple[int, ...]] | None = None
+        self._names: bytes | None = None
 
     @property
     def machine_name(self) -> str:
@@ -167,8 +168,10 @@ class ElfFile:
         strndx = self.shstrndx if self.shstrndx != 0xFFFF else raw[0][6]
         if not 0 < strndx < len(raw) or not 0 <= index < len(raw):
             return ""
-        s = raw[strndx]
-        return _cstr(self._bytes(s[4], s[5], "section names"), raw[index][0])
+        if self._names is None:  # kept: a cubin's .shstrtab can be hundreds of kB
+            s = raw[strndx]
+            self._names = self._bytes(s[4], s[5], "section names")
+        return _cstr(self._names, raw[index][0])
 
     def _bytes(self, offset: int, size: int, what: str) -> bytes:
         if offset < 0 or size < 0 or offset + size > self.size:

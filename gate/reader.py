@@ -46,9 +46,9 @@ _SHT_PROGBITS = 1
 _KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVVM: Kind.LTOIR}
 # Fewer entries than this to decompress are not worth a thread pool.
 _PARALLEL_MIN = 16
-# Entries decoded between two releases of the pages they were read from.
-_BATCH = 256
-_BATCH_BYTES = 16 << 20
+# Entries decoded by one task, and between two releases of the pages they were read from.
+_BATCH = 16
+_BATCH_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -209,15 +209,25 @@ def _listing(
             from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
 
             # lz4 and zstd release the GIL while decompressing: threads use every core.
+            # Chunks of a few entries (each task costs GIL time), handed out with no
+            # barrier between them: a worker never waits for another's large entry.
+            # Results come back in order; each chunk's pages are dropped once decoded.
             with ThreadPoolExecutor(workers) as pool:
-                for lo, hi in _batches([e for _, e in flat]):
-                    batch = [e for _, e in flat[lo:hi]]
-                    # A few tasks per worker, not one per entry: each task costs GIL time.
-                    step = max(1, len(batch) // (workers * 4))
-                    tasks = [batch[i : i + step] for i in range(0, len(batch), step)]
-                    done = pool.map(lambda es: [_decode(buf, e, display) for e in es], tasks)
-                    decoded[lo:hi] = [d for chunk in done for d in chunk]
-                    release(batch[0].offset, batch[-1].payload_offset + batch[-1].payload_size)
+                headers = [e for _, e in flat]
+                chunks = list(_batches(headers))
+                done = pool.map(
+                    lambda r: [_decode(buf, e, display) for e in headers[r[0] : r[1]]], chunks
+                )
+                try:
+                    for (lo, hi), chunk in zip(chunks, done, strict=True):
+                        decoded[lo:hi] = chunk
+                        release(
+                            headers[lo].offset,
+                            headers[hi - 1].payload_offset + headers[hi - 1].payload_size,
+                        )
+                except BaseException:
+                    pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
+                    raise
         else:
             for i, (_, e) in enumerate(flat):
                 decoded[i] = _decode(buf, e, display)
