@@ -35,7 +35,6 @@ from functools import cache
 from pathlib import Path
 
 from gate import artifacts, fatbin
-from gate.cubin import read_cubin, read_ptx
 from gate.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile
 from gate.errors import BadInputError
 from gate.listing import DeviceEntry, Kind, Listing
@@ -181,6 +180,8 @@ def read_buffer(
 
 
 def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
+    from gate.cubin import read_cubin  # noqa: PLC0415  (headers-only runs never need it)
+
     info = read_cubin(elf.buf, elf.base, elf.size, display)
     variant = Variant.ARCH if info.arch_specific else Variant.NONE
     entry = DeviceEntry(
@@ -295,6 +296,8 @@ def _releaser(buf: Buffer) -> Callable[[int, int], None]:
 def _decode(buf: Buffer, entry: fatbin.Entry, display: str) -> _Decoded | None:
     if entry.kind == fatbin.KIND_NVVM:
         return None  # LTO IR payloads are opaque: listed, never decoded
+    from gate.cubin import read_cubin, read_ptx  # noqa: PLC0415  (names only: start-up)
+
     where = f"{display}: fatbin entry at {entry.offset:#x}"
     data, start, size = fatbin.payload(buf, entry, display)
     if entry.kind == fatbin.KIND_PTX:
