@@ -56,19 +56,29 @@ the process (`madvise(MADV_DONTNEED)`) as the reader moves on.
 
 ## Where the time goes (and why a target can be missed)
 
-- Listing: a Python process needs about 40 ms to start on this machine, importing the
-  reader about 30 ms more, and building 5,666 entry records about 50 ms: roughly 0.12 to
-  0.2 s whatever the file. 30x against a 2.5 s `--list-elf` means under 0.09 s, which a
-  fresh CPython process on two shared cores cannot reach; a compiled reader or a
-  long-lived process could.
-- Kernel names: every entry must be decompressed (libcublasLt: 1.7 GB of zstd, about
-  1.4 s of one core) and its ELF symbol table or PTX text parsed (about 0.9 s of Python).
-  Decompression runs on every core (lz4 and zstd release the GIL), but this VM's second
-  core was not really available: two threads hashing with sha256 (which releases the
-  GIL) ran no faster than one, and names mode used as much CPU time as wall time. Run
-  single-core, the gain over cuobjdump shrinks to 1.2-1.4x; on a runner with free cores
-  the decompression divides by the core count.
-- Memory: both modes stay far below cuobjdump's (which holds every decompressed entry).
+Measured on the 2-core VM above with nothing else running; even so, the same work
+varies by 20-40% from run to run (a loop that only decompresses libcublasLt's
+entries took 1.23 to 2.02 s), so compare medians, and rows of the same run.
+
+- Listing is start-up bound. `python -c pass` takes about 15 ms here; importing
+  argparse, pathlib, dataclasses (which imports inspect and ast), json and the reader
+  about 40-60 ms more; reading libcublasLt's 5,666 entry headers and building their
+  records about 30 ms, the table about 4 ms. libcusparse, with a third of the
+  entries, takes as long: what is left is the interpreter and its imports. 30x against
+  a 3.4 s `--list-elf` means under 0.11 s, which this is at the edge of; against
+  libcusparse's 2.2 s (under 0.07 s) a fresh CPython process cannot get there. Only
+  the command that runs is imported (`cuda-gate inspect` no longer imports every
+  other command), the cubin parser and json only when needed.
+- Kernel names are decompression bound. Every entry must be decompressed
+  (libcublasLt: 1.7 GB of zstd, 1.2 to 2.0 s of one core here) and its symbol table or
+  PTX text read (PTX: a scan of 304 MB for `.entry`, about 0.25 s; cubins: about
+  0.3 s, the kernel symbols picked out in C). Serially that is 2.6-2.8 s of CPU; two
+  threads (zstd and lz4 release the GIL) bring the wall time to about 1.6-2.0 s, so
+  2x against `-symbols` (about 3.2 s) is not reached on two cores; with more cores the
+  decompression divides further. cubins keep their section headers at the end, so
+  none can be read without decompressing all of it.
+- Memory: both modes stay far below cuobjdump's (which holds every decompressed
+  entry); with `--json` the 42 MB document itself is held before it is printed.
 """
 
 
