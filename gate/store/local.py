@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gate.errors import StorageError
 from gate.store.base import EvidenceStore, ObjectExistsError, PutOutcome
-from gate.store.records import sha256_file
+from gate.store.records import copy_with_digest, sha256_file
 
 _TMP_MARK = ".tmp-"
 
@@ -53,19 +53,11 @@ class LocalStore(EvidenceStore):
         tmp = dest.with_name(f"{_TMP_MARK}{uuid.uuid4().hex}")
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
-            digest = hashlib.sha256()
-            written = 0
-            with path.open("rb") as src, tmp.open("xb") as out:
-                while block := src.read(1 << 20):
-                    digest.update(block)
-                    written += len(block)
-                    out.write(block)
-                out.flush()
-                os.fsync(out.fileno())
-            if (digest.hexdigest(), written) != (sha256, size):
+            read, written = copy_with_digest(path, tmp)
+            if (read, written) != (sha256, size):
                 raise StorageError(
                     f"{path} changed while it was stored: expected sha256 {sha256} "
-                    f"({size} bytes), read {digest.hexdigest()} ({written} bytes)"
+                    f"({size} bytes), read {read} ({written} bytes)"
                 )
             return self._link(tmp, dest, key, sha256, size)
         except OSError as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -198,6 +199,20 @@ def sha256_file(path: Path) -> tuple[str, int]:
         while block := f.read(1 << 20):
             digest.update(block)
             size += len(block)
+    return digest.hexdigest(), size
+
+
+def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
+    """Copy ``source`` to a new file ``dest`` (never overwriting), synced; its sha256 and size."""
+    digest = hashlib.sha256()
+    size = 0
+    with source.open("rb") as src, dest.open("xb") as out:
+        while block := src.read(1 << 20):
+            digest.update(block)
+            size += len(block)
+            out.write(block)
+        out.flush()
+        os.fsync(out.fileno())
     return digest.hexdigest(), size
 
 

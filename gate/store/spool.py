@@ -10,7 +10,6 @@ stored identically are skipped, so nothing is duplicated or overwritten.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import uuid
@@ -26,6 +25,7 @@ from gate.store.records import (
     RunIndex,
     RunMeta,
     check_file_name,
+    copy_with_digest,
     read_verdict,
 )
 
@@ -74,16 +74,8 @@ def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path,
 
 def _copy(source: Path, dest: Path, name: str) -> FileEntry:
     dest.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    size = 0
-    with source.open("rb") as src, dest.open("xb") as out:
-        while block := src.read(1 << 20):
-            digest.update(block)
-            size += len(block)
-            out.write(block)
-        out.flush()
-        os.fsync(out.fileno())
-    return FileEntry(name, digest.hexdigest(), size)
+    sha256, size = copy_with_digest(source, dest)
+    return FileEntry(name, sha256, size)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
