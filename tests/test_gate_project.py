@@ -133,3 +133,49 @@ def test_the_project_passes_on_the_device_and_records_the_dlopened_library(proje
     loaded = (project / "ev" / "loaded-libraries.txt").read_text(encoding="utf-8")
     assert "libkernels.so  [device code]  loaded by app-f32" in loaded
     print(f"\nsummary table (example project):\n{done.stdout}")
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a CUDA device is visible here")
+def test_a_wheel_artifact_is_inspected_library_by_library(tmp_path: Path) -> None:
+    import zipfile
+
+    from gate import environment
+    from gate.probe import cuda_source
+
+    source = tmp_path / "k.cu"
+    source.write_text(
+        cuda_source("check.cu").replace("int main()", "int unused_main()"), encoding="utf-8"
+    )
+    lib = tmp_path / "libk.so"
+    subprocess.run(
+        [
+            environment.nvcc_path(),
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "-gencode",
+            "arch=compute_80,code=[sm_80,compute_80]",
+            str(source),
+            "-o",
+            str(lib),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    wheel = tmp_path / "dist" / "pkg-1.0-py3-none-linux_x86_64.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.write(lib, "pkg/libk.so")
+        archive.writestr("pkg/__init__.py", "")
+    (tmp_path / "cuda-gate.toml").write_text(
+        "smoke = false\n[[artifact]]\npath = 'dist/*.whl'\nkernels = ['write_value']\n"
+        "[[entry_point]]\ncommand = ['true']\n",
+        encoding="utf-8",
+    )
+    done, result = gate(tmp_path, "--target", "sm_90")
+    assert done.returncode != 0
+    assert [a["name"] for a in result["artifacts"]] == ["libk.so"]
+    problems = failed(result)
+    assert problems["libk.so: SASS for sm_90"] == "no SASS for sm_90; SASS targets: sm_80"
+    assert (tmp_path / "ev" / "artifacts" / "libk.so" / "device-code.txt").is_file()
