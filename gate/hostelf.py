@@ -7,31 +7,35 @@ is no RUNPATH), LD_LIBRARY_PATH, RUNPATH, the ld.so cache, then the default fold
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
+import struct
 from collections import deque
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-
 from gate import proc
+from gate.elffile import ElfFile
 from gate.errors import BadInputError, ToolError
 
-# uname -m -> the ELF e_machine names pyelftools reports, and how `file` prints them.
+# uname -m -> the ELF e_machine that runs there, and how `file` prints it.
 HOST_MACHINES = {
-    "x86_64": ("EM_X86_64", "x86-64"),
-    "aarch64": ("EM_AARCH64", "ARM aarch64"),
-    "arm64": ("EM_AARCH64", "ARM aarch64"),
-    "ppc64le": ("EM_PPC64", "64-bit PowerPC or cisco 7500"),
+    "x86_64": (62, "x86-64"),
+    "aarch64": (183, "ARM aarch64"),
+    "arm64": (183, "ARM aarch64"),
+    "ppc64le": (21, "64-bit PowerPC or cisco 7500"),
 }
 _MACHINE_TEXT = dict(HOST_MACHINES.values())
 _DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64")
 _LDCONFIG_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$", re.MULTILINE)
-_CACHE_ABI = {"EM_X86_64": "x86-64", "EM_AARCH64": "AArch64", "EM_PPC64": "64bit"}
+# e_machine -> the ABI word `ldconfig -p` prints for it.
+_CACHE_ABI = {62: "x86-64", 183: "AArch64", 21: "64bit"}
+_ELF_TYPES = {1: "relocatable", 2: "executable", 3: "shared object"}
+_SHT_DYNAMIC = 6
+_DT_NEEDED, _DT_RPATH, _DT_RUNPATH, _DT_FLAGS_1 = 1, 15, 29, 0x6FFFFFFB
+_DF_1_PIE = 0x08000000
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class HostFormat:
 
     description: str
     elf_class: int
-    machine: str
+    machine: int
     machine_text: str
     elf_type: str
     interpreter: str | None
@@ -67,59 +71,72 @@ def read_format(path: Path) -> HostFormat:
     """Parse the host ELF header and dynamic section; BadInputError for non-ELF files."""
     try:
         with path.open("rb") as handle:
-            elf = ELFFile(handle)
-            return _format(elf, path)
+            if os.fstat(handle.fileno()).st_size == 0:
+                raise BadInputError(f"{path}: empty file, not an ELF file")
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                return _format(ElfFile(buf, str(path)), path)
     except OSError as e:
-        raise BadInputError(f"{path}: cannot read: {e.strerror}") from e
-    except (ELFError, ValueError, KeyError, IndexError) as e:
-        raise BadInputError(f"{path}: not a readable ELF file: {e}") from e
+        raise BadInputError(f"{path}: cannot read: {e.strerror or e}") from e
 
 
-def _format(elf: ELFFile, path: Path) -> HostFormat:
-    machine = str(elf["e_machine"])
-    elf_type = str(elf["e_type"])
-    interp = None
-    needed: list[str] = []
-    rpath: list[str] = []
-    runpath: list[str] = []
-    for segment in elf.iter_segments():
-        if segment["p_type"] == "PT_INTERP":
-            interp = str(getattr(segment, "get_interp_name", lambda: "")())
-    for section in elf.iter_sections():
-        if isinstance(section, DynamicSection):
-            for tag in section.iter_tags():
-                # pyelftools sets these attributes per tag type at run time.
-                if tag.entry.d_tag == "DT_NEEDED":
-                    needed.append(str(getattr(tag, "needed", "")))
-                elif tag.entry.d_tag == "DT_RPATH":
-                    rpath += str(getattr(tag, "rpath", "")).split(":")
-                elif tag.entry.d_tag == "DT_RUNPATH":
-                    runpath += str(getattr(tag, "runpath", "")).split(":")
-    kind = {
-        "ET_EXEC": "executable",
-        "ET_DYN": "pie executable" if interp else "shared object",
-        "ET_REL": "relocatable",
-    }.get(elf_type, elf_type)
-    machine_text = _MACHINE_TEXT.get(machine, machine.removeprefix("EM_"))
+def _format(elf: ElfFile, path: Path) -> HostFormat:
+    interp_section = elf.section(".interp")
+    interp = elf.data(interp_section).rstrip(b"\0").decode() if interp_section else None
+    needed, rpath, runpath, flags_1 = _dynamic(elf)
+    kind = _ELF_TYPES.get(elf.type, f"type {elf.type}")
+    if elf.type == 3 and flags_1 & _DF_1_PIE:  # as `file` decides: libc has an interpreter too
+        kind = "pie executable"
+    machine_text = _MACHINE_TEXT.get(elf.machine, elf.machine_name)
     parts = [
-        f"ELF {elf.elfclass}-bit {'LSB' if elf.little_endian else 'MSB'} {kind}",
+        f"ELF {elf.elf_class}-bit {'LSB' if elf.little_endian else 'MSB'} {kind}",
         machine_text,
         "dynamically linked" if (needed or interp) else "statically linked",
     ]
     if interp:
         parts.append(f"interpreter {interp}")
-    parts.append("not stripped" if elf.get_section_by_name(".symtab") else "stripped")
+    parts.append("not stripped" if elf.section(".symtab") else "stripped")
     return HostFormat(
         description=f"{path.name}: " + ", ".join(parts),
-        elf_class=elf.elfclass,
-        machine=machine,
+        elf_class=elf.elf_class,
+        machine=elf.machine,
         machine_text=machine_text,
-        elf_type=elf_type,
+        elf_type=kind,
         interpreter=interp,
         needed=tuple(needed),
         rpath=tuple(p for p in rpath if p),
         runpath=tuple(p for p in runpath if p),
     )
+
+
+def _dynamic(elf: ElfFile) -> tuple[list[str], list[str], list[str], int]:
+    """DT_NEEDED, DT_RPATH, DT_RUNPATH strings and DT_FLAGS_1 from the SHT_DYNAMIC section."""
+    needed: list[str] = []
+    rpath: list[str] = []
+    runpath: list[str] = []
+    flags_1 = 0
+    section = next((s for s in elf.sections if s.type == _SHT_DYNAMIC), None)
+    if section is None:
+        return needed, rpath, runpath, flags_1
+    if not 0 < section.link < len(elf.sections):
+        raise BadInputError(f"{elf.name}: corrupted dynamic section (no string table)")
+    strings = elf.data(elf.sections[section.link])
+    endian = "<" if elf.little_endian else ">"
+    layout = struct.Struct(f"{endian}qQ" if elf.elf_class == 64 else f"{endian}iI")
+    for tag, value in layout.iter_unpack(
+        elf.data(section)[: section.size // layout.size * layout.size]
+    ):
+        if tag == 0:  # DT_NULL ends the table
+            break
+        if tag == _DT_FLAGS_1:
+            flags_1 = value
+        if tag in (_DT_NEEDED, _DT_RPATH, _DT_RUNPATH):
+            end = strings.find(b"\0", value)
+            text = strings[value : end if end >= 0 else len(strings)].decode("utf-8", "replace")
+            if tag == _DT_NEEDED:
+                needed.append(text)
+            else:
+                (rpath if tag == _DT_RPATH else runpath).extend(text.split(":"))
+    return needed, rpath, runpath, flags_1
 
 
 @cache
@@ -136,7 +153,7 @@ def _ld_cache() -> dict[tuple[str, str], str]:
     return out
 
 
-def _from_cache(name: str, machine: str) -> str | None:
+def _from_cache(name: str, machine: int) -> str | None:
     abi = _CACHE_ABI.get(machine, "")
     for (soname, flags), target in _ld_cache().items():
         if soname == name and abi in flags:
