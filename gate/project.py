@@ -17,7 +17,6 @@ from pathlib import Path
 
 from gate import build, checks, config, execute, inspection, loaded, proc, reader
 from gate.errors import BadInputError, ToolError
-from gate.evidence import sha256_file
 from gate.listing import Kind, Listing
 from gate.runstate import RunOptions, RunState, record_command, target_of, toolkit_of
 from gate.targets import Capability
@@ -283,10 +282,10 @@ def stage_execute(state: RunState, options: RunOptions) -> None:
                 )
             )
     state.evidence.write_text("execution-status.txt", "".join(status))
-    _inspect_loaded(state, options, loaded_by)
+    _inspect_loaded(state, loaded_by)
 
 
-def _inspect_loaded(state: RunState, options: RunOptions, loaded_by: dict[Path, list[str]]) -> None:
+def _inspect_loaded(state: RunState, loaded_by: dict[Path, list[str]]) -> None:
     """Inspect every loaded library that carries device code; report the undeclared ones."""
     declared = {a.path for a in state.artifacts}
     lines = []
@@ -307,10 +306,12 @@ def _inspect_loaded(state: RunState, options: RunOptions, loaded_by: dict[Path, 
             prefix=prefix,
             dump_sass="never",
             devices=(state.capability,) if state.capability else (),
-            use_cuobjdump=options.use_cuobjdump,
+            # The cross-check is for what the project builds; on a loaded vendor library
+            # (libtorch_cuda: 5 GB and seconds per cuobjdump call) it would only cost.
+            use_cuobjdump=False,
         )
         record = inspection.LoadedRecord(
-            path, sha256_file(path), tuple(users), path in declared, report.listing, prefix
+            path, report.sha256, tuple(users), path in declared, report.listing, prefix
         )
         state.loaded.append(record)
         state.checks.append(_loaded_check(record, state))
