@@ -79,7 +79,7 @@ def listing_checks(
                 f"no SASS for {sass}; SASS targets: {_names(sass_targets)}",
             )
         )
-        in_sass = listing.kernels_for(Kind.SASS, sass) | _same_number(listing, Kind.SASS, sass)
+        in_sass = _same_number(listing, Kind.SASS, sass)  # sm_90 and sm_90a/f alike
         for kernel in kernels:
             checks.append(
                 _check(

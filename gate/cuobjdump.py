@@ -22,7 +22,6 @@ TIMEOUT = 600.0
 _LIST_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S+)\s*$", re.MULTILINE)
 _BLOCK_RE = re.compile(r"^Fatbin (elf|ptx) code:\n=+\n", re.MULTILINE)
 _ARCH_RE = re.compile(r"^arch = (\S+)", re.MULTILINE)
-_CODE_VERSION_RE = re.compile(r"^code version = \[(\d+),(\d+)\]", re.MULTILINE)
 # cuobjdump 13.5 prints "FUNC GLOBAL DEFAULT ENTRY name";
 # 13.0 prints "STT_FUNC STB_GLOBAL STO_ENTRY name".
 _ENTRY_SYMBOL_RE = re.compile(
@@ -31,7 +30,6 @@ _ENTRY_SYMBOL_RE = re.compile(
 _PTX_ENTRY_RE = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", re.MULTILINE)
 _PTX_VERSION_RE = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
 _PTX_TARGET_RE = re.compile(r"^\s*\.target\s+(\S+?)(?:,|\s|$)", re.MULTILINE)
-_SASS_FUNCTION_RE = re.compile(r"^\s*Function : (\S+)\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -138,18 +136,6 @@ def parse_ptx_dump(text: str) -> list[PtxText]:
                 entries=tuple(_PTX_ENTRY_RE.findall(body)),
             )
         )
-    return out
-
-
-def parse_sass_functions(text: str) -> dict[str, set[str]]:
-    """Function names per ``code for sm_XY`` section of ``--dump-sass`` output."""
-    out: dict[str, set[str]] = {}
-    for kind, body in _blocks(text):
-        if kind != "elf":
-            continue
-        arch = _ARCH_RE.search(body)
-        if arch:
-            out.setdefault(arch.group(1), set()).update(_SASS_FUNCTION_RE.findall(body))
     return out
 
 

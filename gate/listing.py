@@ -7,7 +7,6 @@ so the checks, the reports and the manifest never depend on which one ran.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gate.targets import Capability, Path, Route, Target, Version, route
@@ -138,8 +137,3 @@ class Listing:
             )
             predictions.append(KernelPrediction(kernel, route(sass, ptx, cap)))
         return DevicePrediction(cap, tuple(predictions), driver)
-
-
-def merge(listings: Iterable[Listing]) -> Listing:
-    """One listing holding the entries of several, in order."""
-    return Listing(tuple(e for listing in listings for e in listing.entries))

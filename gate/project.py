@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 from gate import build, checks, config, execute, inspection, loaded, proc, reader
@@ -42,7 +43,6 @@ def stage_build(state: RunState, options: RunOptions, workdir: Path) -> None:
         built = build.build_smoke(toolkit_of(state).nvcc, workdir, sass, ptx)
         record_command(state, built.result)
         state.builds.append(built)
-        state.kernels[str(built.output.resolve())] = (SMOKE_KERNEL,)
         state.evidence.write_text("build.log", built.result.output())
         state.checks.append(
             checks.Check(
@@ -139,7 +139,6 @@ def stage_inspect(state: RunState, options: RunOptions, workdir: Path) -> None:
             use_cuobjdump=options.use_cuobjdump,
         )
         state.artifacts.append(artifact)
-        state.kernels[str(artifact.path)] = kernels
         ev.write_text(f"{prefix}binary-format.txt", artifact.host.description + "\n")
         _write_sha256(state)
         ev.write_text(
@@ -244,15 +243,7 @@ def stage_execute(state: RunState, options: RunOptions) -> None:
         for path in execute.ExecPath:
             log_name = path.log_name if smoke else f"entry-{_safe(entry.name)}.{path.log_name}"
             with tempfile.TemporaryDirectory(prefix="cuda-gate-ld-") as folder:
-                logged = execute.EntryPoint(
-                    entry.name,
-                    entry.argv,
-                    entry.cwd,
-                    (*entry.env, *loaded.loader_env(Path(folder)).items()),
-                    entry.timeout,
-                    entry.expected_returncode,
-                    entry.expected_output,
-                )
+                logged = replace(entry, env=(*entry.env, *loaded.loader_env(Path(folder)).items()))
                 run = execute.run_entry_point(logged, path, log_name)
                 libraries = loaded.parse_loaded(Path(folder), cwd=Path(entry.cwd or "."))
             for lib in libraries:

@@ -63,7 +63,6 @@ class RunState:
     artifacts: list[inspection.InspectedArtifact] = field(default_factory=list)
     executions: list[execute.Execution] = field(default_factory=list)
     required: tuple[Target, ...] = ()
-    kernels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     loaded: list[inspection.LoadedRecord] = field(default_factory=list)
     blocked: GateError | None = None
     stopped_after: str | None = None

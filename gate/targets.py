@@ -199,12 +199,6 @@ def min_driver_for_ptx(isa: Version) -> Version | None:
     return None
 
 
-def known_devices() -> dict[str, Capability]:
-    """Named devices from the rules table, for help texts and reports."""
-    devices: dict[str, str] = _rules()["devices"]
-    return {name: Capability.parse(cap) for name, cap in devices.items()}
-
-
 class Path(enum.Enum):
     """How a kernel will get code on a device, best first."""
 

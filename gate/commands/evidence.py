@@ -42,11 +42,10 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
     import os
 
-    from gate.commands.upload import settings_from_args
-    from gate.store import find_repository, open_store
+    from gate.store import find_repository, load_settings, open_store
 
     repository = args.repository or find_repository(os.environ, Path.cwd())
-    return open_store(settings_from_args(args.store)), repository
+    return open_store(load_settings(url=args.store)), repository
 
 
 def list_command(args: argparse.Namespace) -> int:

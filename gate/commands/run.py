@@ -120,11 +120,11 @@ def handle(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr, flush=True)
 
     from gate import config
-    from gate.commands.upload import settings_from_args
+    from gate.store import load_settings
 
     target = parse_target_or_capability(args.target).sm() if args.target else None
     # Settings and key are read before anything runs: a bad one fails at once.
-    store = None if args.no_store else settings_from_args(args.store)
+    store = None if args.no_store else load_settings(url=args.store)
     project = config.load(Path.cwd(), args.config)
     options = RunOptions(
         evidence=args.evidence,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from gate.errors import ExitCode
 
 if TYPE_CHECKING:
-    from gate.store import PublishResult, StoreSettings
+    from gate.store import PublishResult
 
 DEFAULT_EVIDENCE = "gate-evidence"
 
@@ -46,24 +46,12 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     parser.set_defaults(handler=run)
 
 
-def settings_from_args(store: str | None) -> StoreSettings:
-    """Store settings from the environment and config, with ``--store`` taking precedence."""
-    import os
-
-    from gate.store import load_settings
-
-    env = dict(os.environ)
-    if store:
-        env["CUDA_GATE_STORE"] = store
-    return load_settings(env=env)
-
-
 def run(args: argparse.Namespace) -> int:
     """Upload one evidence folder, or resume every spooled run."""
-    from gate.store import publish, resume, run_meta_from_evidence
+    from gate.store import load_settings, publish, resume, run_meta_from_evidence
     from gate.store.progress import StderrProgress
 
-    settings = settings_from_args(args.store)
+    settings = load_settings(url=args.store)
     progress = None if args.quiet else StderrProgress()
     if args.resume:
         if args.evidence_dir is not None:

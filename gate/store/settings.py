@@ -80,10 +80,18 @@ def local_settings(directory: Path, spool_dir: Path | None = None) -> StoreSetti
 
 
 def load_settings(
-    project_dir: Path | None = None, env: Mapping[str, str] | None = None
+    project_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    url: str | None = None,
 ) -> StoreSettings:
-    """Read the settings from ``env`` (default os.environ) over the project's config file."""
+    """Read the settings from ``env`` (default os.environ) over the project's config file.
+
+    ``url`` (a command's ``--store``) takes precedence over CUDA_GATE_STORE and the file.
+    """
     env = os.environ if env is None else env
+    if url:
+        env = {**env, "CUDA_GATE_STORE": url}
     project_dir = Path.cwd() if project_dir is None else project_dir
     table, origin = _file_table(project_dir)
     values: dict[str, tuple[Any, str]] = {}
