@@ -15,8 +15,8 @@ from pathlib import Path
 
 from gate import proc
 from gate.errors import ToolError
-from gate.listing import DeviceEntry, Kind, Listing
-from gate.targets import Target, Version
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.targets import Target, Version
 
 TIMEOUT = 600.0
 _LIST_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S+)\s*$", re.MULTILINE)

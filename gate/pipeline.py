@@ -15,10 +15,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gate import checks, environment, manifest, probe, proc, project, result, store
+from gate import machine as environment
+from gate import proc, store
+from gate.attest import manifest
 from gate.errors import ConfigError, GateError, NoDeviceError, ToolError
 from gate.evidence import EvidenceDir
-from gate.runstate import RunOptions, RunState, record_command, toolkit_of
+from gate.stages import checks, probe, project
+from gate.stages import report as result
+from gate.stages.state import RunOptions, RunState, record_command, toolkit_of
 
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate.attest.verify import MachineFacts
 from gate.redact import redact
-from gate.verify import MachineFacts
 
 DRIVER_VERSION = "580.159.04"
 DRIVER_CUDA = "13.0"

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from gate import build, checks, environment, inspection
+from gate import machine as environment
 from gate.evidence import EvidenceDir
-from gate.listing import Kind
-from gate.targets import Capability, Target
-from gate.targets import Path as Route
+from gate.reader.listing import Kind
+from gate.reader.targets import Capability, Target
+from gate.reader.targets import Path as Route
+from gate.stages import build, checks
+from gate.stages import inspect as inspection
 
 pytestmark = pytest.mark.integration
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gate import checks
-from gate.execute import EntryPoint, ExecPath, Execution, RuntimeFailure, classify
-from gate.listing import DeviceEntry, Kind, Listing
 from gate.proc import Result
-from gate.targets import Capability, Target, Version
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.targets import Capability, Target, Version
+from gate.stages import checks
+from gate.stages.execute import EntryPoint, ExecPath, Execution, RuntimeFailure, classify
 
 pytestmark = pytest.mark.unit
 

@@ -13,9 +13,9 @@ import pytest
 
 from gate import cli, config
 from gate.commands.init import template
+from gate.config.placeholders import PLACEHOLDERS, substitute, substitute_argv
 from gate.errors import ConfigError, ExitCode
-from gate.placeholders import PLACEHOLDERS, substitute, substitute_argv
-from gate.targets import Target
+from gate.reader.targets import Target
 
 pytestmark = pytest.mark.unit
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gate.inspection import compare
-from gate.listing import DeviceEntry, Kind, Listing
-from gate.targets import Target, Version
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.targets import Target, Version
+from gate.stages.inspect import compare
 
 pytestmark = pytest.mark.unit
 

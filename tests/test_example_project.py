@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from gate import checks, config, environment, execute, inspection, probe, proc
+from gate import config, proc
+from gate import machine as environment
 from gate.evidence import EvidenceDir
-from gate.listing import Kind
-from gate.loaded import loader_env, parse_loaded
-from gate.targets import Target
+from gate.reader.listing import Kind
+from gate.reader.targets import Target
+from gate.stages import checks, execute, probe
+from gate.stages import inspect as inspection
+from gate.stages.loaded import loader_env, parse_loaded
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dlopen-kernels"
 SM90 = Target.parse("sm_90")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gate import proc
-from gate.execute import EntryPoint, ExecPath, RuntimeFailure, run_both, run_entry_point
+from gate.stages.execute import EntryPoint, ExecPath, RuntimeFailure, run_both, run_entry_point
 
 pytestmark = pytest.mark.integration
 

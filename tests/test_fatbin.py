@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gate import fatbin
 from gate.errors import BadInputError
-from gate.listing import Kind
-from gate.reader import read_archive, read_artifact, read_buffer, read_paths, read_wheel
+from gate.reader import fatbin
+from gate.reader.listing import Kind
+from gate.reader.read import read_archive, read_artifact, read_buffer, read_paths, read_wheel
 
 GOLDEN = Path(__file__).parent / "golden"
 KERNELS = ("_Z11write_valuePi", "_Z5twicePi", "_Z7add_onePi")

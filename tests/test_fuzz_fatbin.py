@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gate import fatbin
 from gate.errors import BadInputError
-from gate.reader import read_buffer
+from gate.reader import fatbin
+from gate.reader.read import read_buffer
 
 GOLDEN = Path(__file__).parent / "golden"
 SEEDS = {

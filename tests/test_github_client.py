@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from gate.errors import ConfigError, GitHubError
-from gate.github import CommitStatus, GitHubClient, State
+from gate.github.client import CommitStatus, GitHubClient, State
 from tests.githubserver import fake_github
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 
 from gate.commands import github as command
 from gate.errors import BadInputError, ConfigError
-from gate.runners import github_matrix, load_runner_classes, schema, select
+from gate.github.runners import github_matrix, load_runner_classes, schema, select
 from tests.githubserver import fake_github
 
 TOKEN = "ghs_AnotherSecretTokenForCommands0000"

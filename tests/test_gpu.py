@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gate.execute import EntryPoint, ExecPath, run_entry_point
+from gate.stages.execute import EntryPoint, ExecPath, run_entry_point
 
 pytestmark = pytest.mark.gpu
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from gate.errors import BadInputError
-from gate.hostelf import dependencies, read_format
+from gate.machine import ld_cache
+from gate.reader.hostelf import dependencies, read_format
 
 pytestmark = [
     pytest.mark.integration,
@@ -79,7 +80,7 @@ def test_needed_libraries_resolve_through_runpath_origin(built: Path) -> None:
     app = read_format(built / "app")
     assert "libhelper.so" in app.needed
     assert app.runpath == ("$ORIGIN/lib",)
-    deps = {d.name: d for d in dependencies(built / "app", app)}
+    deps = {d.name: d for d in dependencies(built / "app", app, ld_cache())}
     assert deps["libhelper.so"].resolved == str((built / "lib" / "libhelper.so").resolve())
     assert deps["libc.so.6"].resolved is not None
     assert deps["libc.so.6"].needed_by == "app"
@@ -88,7 +89,7 @@ def test_needed_libraries_resolve_through_runpath_origin(built: Path) -> None:
 def test_a_missing_library_is_reported_not_found(built: Path, tmp_path: Path) -> None:
     lonely = tmp_path / "app"
     shutil.copy2(built / "app", lonely)  # its $ORIGIN/lib is not beside the copy
-    deps = {d.name: d for d in dependencies(lonely, read_format(lonely))}
+    deps = {d.name: d for d in dependencies(lonely, read_format(lonely), ld_cache())}
     assert deps["libhelper.so"].resolved is None
 
 
@@ -97,7 +98,7 @@ def test_statically_linked_program_has_no_dependencies(built: Path) -> None:
         pytest.skip("no static libc here")
     fmt = read_format(built / "static-app")
     assert "statically linked" in fmt.description
-    assert dependencies(built / "static-app", fmt) == ()
+    assert dependencies(built / "static-app", fmt, ld_cache()) == ()
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,9 @@ import pytest
 
 from gate import cuobjdump, proc
 from gate.errors import ToolError
-from gate.listing import DeviceEntry, Kind
-from gate.reader import ArtifactReport, read_archive, read_artifact
-from gate.targets import Target, Variant
+from gate.reader.listing import DeviceEntry, Kind
+from gate.reader.read import ArtifactReport, read_archive, read_artifact
+from gate.reader.targets import Target, Variant
 
 pytestmark = pytest.mark.integration
 

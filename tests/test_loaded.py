@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gate import proc
-from gate.loaded import LoadedLibrary, loader_env, parse_loaded
+from gate.stages.loaded import LoadedLibrary, loader_env, parse_loaded
 
 # Loads the library named by argv[1] with dlopen, calls answer(), prints it; then runs
 # argv[2] (if given) as a child process through execv after fork.

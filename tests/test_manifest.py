@@ -12,8 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gate.errors import ArtifactChangedError, EvidenceError
-from gate.manifest import (
+from gate.attest.manifest import (
     ENVELOPE_FILE,
     MANIFEST_FILE,
     NOT_SIGNED,
@@ -22,7 +21,8 @@ from gate.manifest import (
     build_statement,
     write_manifest,
 )
-from gate.signing import generate_key_pair, parse_envelope, signer_from_pem, verify_envelope
+from gate.attest.signing import generate_key_pair, parse_envelope, signer_from_pem, verify_envelope
+from gate.errors import ArtifactChangedError, EvidenceError
 from tests.manifest_evidence import CAPABILITY, DRIVER_VERSION, KERNEL, make_evidence, sha256
 
 pytestmark = pytest.mark.unit

@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from gate.attest.manifest import write_manifest
+from gate.attest.signing import KEY_PEM_ENV, generate_key_pair, load_signer_from_env_or_file
 from gate.errors import EvidenceError
-from gate.manifest import write_manifest
-from gate.redact import (
-    REDACTED,
-    is_secret_name,
-    leaked_names,
-    redact,
-    redact_json,
-    secret_values,
-)
-from gate.signing import KEY_PEM_ENV, generate_key_pair, load_signer_from_env_or_file
+from gate.redact import REDACTED, is_secret_name, leaked_names, redact, redact_json, secret_values
 from tests.manifest_evidence import make_evidence
 
 pytestmark = pytest.mark.unit

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from gate.attest.signing import load_public_key
 from gate.errors import ConfigError, SignatureError
-from gate.matrix import ACCEPTED_STATEMENT, ClassResult, Status, evaluate
-from gate.signing import load_public_key
+from gate.github.matrix import ACCEPTED_STATEMENT, ClassResult, Status, evaluate
 from gate.store import LocalStore, StoreSettings, local_settings
 from tests.matrix_helpers import (
     OLD_REVISION,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gate import cuobjdump, environment
+from gate import cuobjdump
+from gate import machine as environment
 from gate.errors import ToolError
-from gate.listing import Kind
-from gate.targets import Target, Version
+from gate.reader.listing import Kind
+from gate.reader.targets import Target, Version
 
 pytestmark = pytest.mark.unit
 

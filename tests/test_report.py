@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gate import junit, report
-from gate.checks import Check, Verdict, verdict
+from gate.render import junit
+from gate.render import text as report
+from gate.stages.checks import Check, Verdict, verdict
 
 pytestmark = pytest.mark.unit
 

@@ -16,8 +16,7 @@ from securesystemslib.dsse import Envelope as SslibEnvelope
 # securesystemslib re-exports these without __all__; mypy's strict re-export check objects.
 from securesystemslib.signer import CryptoSigner, SSlibKey  # type: ignore[attr-defined]
 
-from gate.errors import BadInputError, ConfigError, SignatureError
-from gate.signing import (
+from gate.attest.signing import (
     KEY_FILE_ENV,
     KEY_PEM_ENV,
     PAYLOAD_TYPE,
@@ -34,6 +33,7 @@ from gate.signing import (
     signer_from_pem,
     verify_envelope,
 )
+from gate.errors import BadInputError, ConfigError, SignatureError
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.environment import parse_remote
 from gate.errors import BadInputError, ConfigError, EvidenceChangedError, StorageError
+from gate.machine import parse_remote
 from gate.store import (
     LocalStore,
     ObjectExistsError,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gate.errors import ConfigError
-from gate.targets import (
+from gate.reader.targets import (
     Capability,
     Path,
     Target,

@@ -11,6 +11,16 @@ from pathlib import Path
 import pytest
 
 from gate import cli
+from gate.attest.manifest import ENVELOPE_FILE, MANIFEST_FILE, write_manifest
+from gate.attest.signing import (
+    PUBLIC_KEY_FILE_ENV,
+    KeyPair,
+    generate_key_pair,
+    load_public_key,
+    parse_envelope,
+    signer_from_pem,
+)
+from gate.attest.verify import MachineFacts, Outcome, StepResult, Verification, verify
 from gate.errors import (
     ArtifactChangedError,
     BadInputError,
@@ -21,16 +31,6 @@ from gate.errors import (
     SignatureError,
     StaleEnvironmentError,
 )
-from gate.manifest import ENVELOPE_FILE, MANIFEST_FILE, write_manifest
-from gate.signing import (
-    PUBLIC_KEY_FILE_ENV,
-    KeyPair,
-    generate_key_pair,
-    load_public_key,
-    parse_envelope,
-    signer_from_pem,
-)
-from gate.verify import MachineFacts, Outcome, StepResult, Verification, verify
 from tests.manifest_evidence import Evidence, make_evidence, matching_machine
 
 pytestmark = pytest.mark.unit
@@ -286,7 +286,7 @@ def test_a_wrong_key_or_a_foreign_payload_type(
 
 
 def test_a_signed_but_foreign_statement_is_bad_input(tmp_path: Path, pair: KeyPair) -> None:
-    from gate.signing import sign_envelope
+    from gate.attest.signing import sign_envelope
 
     signer = signer_from_pem(pair.private_pem, "test")
     pub = tmp_path / "k.pub"

@@ -6,8 +6,8 @@ import platform
 
 import pytest
 
-from gate.targets import Capability, Version
-from gate.verify import gather_machine_facts
+from gate.attest.verify import gather_machine_facts
+from gate.reader.targets import Capability, Version
 
 pytestmark = pytest.mark.gpu
 

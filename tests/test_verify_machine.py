@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from gate import cli
+from gate.attest.manifest import ENVELOPE_FILE, write_manifest
+from gate.attest.signing import generate_key_pair, signer_from_pem
+from gate.attest.verify import MachineFacts, gather_machine_facts
 from gate.errors import ExitCode
-from gate.manifest import ENVELOPE_FILE, write_manifest
-from gate.signing import generate_key_pair, signer_from_pem
-from gate.verify import MachineFacts, gather_machine_facts
 from tests.manifest_evidence import (
     CAPABILITY,
     DRIVER_CUDA,

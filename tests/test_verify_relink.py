@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from gate import proc
+from gate.attest.manifest import ENVELOPE_FILE, write_manifest
+from gate.attest.signing import generate_key_pair, signer_from_pem
+from gate.attest.verify import verify
 from gate.errors import ArtifactChangedError
-from gate.manifest import ENVELOPE_FILE, write_manifest
-from gate.probe import cuda_source
-from gate.signing import generate_key_pair, signer_from_pem
-from gate.verify import verify
+from gate.stages.probe import cuda_source
 from tests.manifest_evidence import make_evidence, matching_machine, sha256
 
 pytestmark = pytest.mark.integration

@@ -56,8 +56,8 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _status(args: argparse.Namespace) -> int:
-    from gate.github import CommitStatus, GitHubClient, State, check_revision
-    from gate.runrecord import load_record
+    from gate.github.client import CommitStatus, GitHubClient, State, check_revision
+    from gate.github.runrecord import load_record
 
     env = os.environ
     repository = args.repository or env.get("GITHUB_REPOSITORY")
@@ -92,8 +92,8 @@ def _run_url(env: os._Environ[str]) -> str | None:
 
 
 def _annotate(args: argparse.Namespace) -> int:
-    from gate.github import workflow_command
-    from gate.runrecord import JUNIT, junit_failures, load_record
+    from gate.github.client import workflow_command
+    from gate.github.runrecord import JUNIT, junit_failures, load_record
 
     lines: list[str] = []
     try:
@@ -141,7 +141,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _runner_matrix(args: argparse.Namespace) -> int:
-    from gate.runners import github_matrix, load_runner_classes, select
+    from gate.github.runners import github_matrix, load_runner_classes, select
 
     only = args.only.replace(",", " ").split()
     chosen = select(load_runner_classes(args.file), only, required_only=args.required_only)

@@ -58,10 +58,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
-    from gate import inspect_view
     from gate.errors import BadInputError
-    from gate.reader import read_paths
-    from gate.targets import parse_target_or_capability
+    from gate.reader import summary as inspect_view
+    from gate.reader.read import read_paths
+    from gate.reader.targets import parse_target_or_capability
 
     caps = [parse_target_or_capability(d) for d in args.device or ()]
     if args.device is None and not args.no_detect:
@@ -99,7 +99,7 @@ def detect_devices() -> list[Any]:
     """Capabilities of the local GPUs from nvidia-smi; none when it is absent or fails."""
     from gate import proc
     from gate.errors import ConfigError, ToolError
-    from gate.targets import Capability
+    from gate.reader.targets import Capability
 
     try:
         smi = proc.which("nvidia-smi")

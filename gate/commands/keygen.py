@@ -33,9 +33,9 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _keygen(args: argparse.Namespace) -> int:
+    from gate.attest.manifest import write_file_atomic
+    from gate.attest.signing import KEY_FILE_ENV, KEY_PEM_ENV, generate_key_pair
     from gate.errors import ConfigError
-    from gate.manifest import write_file_atomic
-    from gate.signing import KEY_FILE_ENV, KEY_PEM_ENV, generate_key_pair
 
     private, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
     existing = [str(p) for p in (private, public) if p.exists()]

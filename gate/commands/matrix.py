@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from gate.errors import ConfigError, EvidenceError, ExitCode
 
 if TYPE_CHECKING:
-    from gate.matrix import MatrixReport
+    from gate.github.matrix import MatrixReport
 
 DEFAULT_PUBLIC_KEY = "cuda-gate.pub"
 DEFAULT_CLASSES = "ci/runner-classes.json"
@@ -60,10 +60,10 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from gate.github import check_revision
-    from gate.matrix import evaluate
-    from gate.runners import load_runner_classes
-    from gate.signing import PUBLIC_KEY_FILE_ENV, load_public_key
+    from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
+    from gate.github.client import check_revision
+    from gate.github.matrix import evaluate
+    from gate.github.runners import load_runner_classes
     from gate.store import find_repository, load_settings, open_store
 
     env = dict(os.environ)

@@ -108,12 +108,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def handle(args: argparse.Namespace) -> int:
     """Run the pipeline and print the table, the diagnosis and the verdict."""
-    from gate import report
-    from gate.execute import DEFAULT_TIMEOUT
+    from gate.attest.signing import load_signer_from_env_or_file
     from gate.pipeline import run
-    from gate.runstate import RunOptions
-    from gate.signing import load_signer_from_env_or_file
-    from gate.targets import Target, parse_target_or_capability
+    from gate.reader.targets import Target, parse_target_or_capability
+    from gate.render import text as report
+    from gate.stages.execute import DEFAULT_TIMEOUT
+    from gate.stages.state import RunOptions
 
     def progress(line: str) -> None:
         if not args.quiet:

@@ -55,8 +55,8 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _public_key_path(given: Path | None) -> Path:
+    from gate.attest.signing import PUBLIC_KEY_FILE_ENV
     from gate.errors import ConfigError
-    from gate.signing import PUBLIC_KEY_FILE_ENV
 
     if given is not None:
         return given
@@ -71,9 +71,9 @@ def _public_key_path(given: Path | None) -> Path:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from gate.attest.signing import load_public_key
+    from gate.attest.verify import StepResult, verify
     from gate.errors import ConfigError
-    from gate.signing import load_public_key
-    from gate.verify import StepResult, verify
 
     if args.artifacts is not None and not args.artifacts.is_dir():
         raise ConfigError(f"{args.artifacts}: --artifacts is not a folder")

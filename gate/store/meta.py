@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from gate import proc
-from gate.environment import parse_remote
 from gate.errors import ConfigError, GateError
+from gate.machine import parse_remote
 from gate.store.records import (
     RunMeta,
     load_json_object,

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from gate import __version__
-from gate.listing import DeviceEntry, DevicePrediction, KernelPrediction, Kind, Listing
-from gate.reader import ArtifactReport
-from gate.targets import Capability, Route, Target, route
+from gate.reader.listing import DeviceEntry, DevicePrediction, KernelPrediction, Kind, Listing
+from gate.reader.read import ArtifactReport
+from gate.reader.targets import Capability, Route, Target, route
 
 SCHEMA_VERSION = 1
 ALL_KERNELS = "(every kernel)"

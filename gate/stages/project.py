@@ -16,11 +16,14 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
-from gate import build, checks, config, execute, inspection, loaded, proc, reader
+from gate import config, proc
 from gate.errors import BadInputError, ToolError
-from gate.listing import Kind, Listing
-from gate.runstate import RunOptions, RunState, record_command, target_of, toolkit_of
-from gate.targets import Capability
+from gate.reader import read as reader
+from gate.reader.listing import Kind, Listing
+from gate.reader.targets import Capability
+from gate.stages import build, checks, execute, loaded
+from gate.stages import inspect as inspection
+from gate.stages.state import RunOptions, RunState, record_command, target_of, toolkit_of
 
 SMOKE_KERNEL = "write_value"
 # Driver and JIT components: their device code is CUDA's own, not the application's.

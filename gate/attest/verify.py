@@ -28,7 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate import environment, proc
+from gate import machine as environment
+from gate import proc
+from gate.attest.manifest import (
+    ENVELOPE_FILE,
+    MANIFEST_FILE,
+    PREDICATE_TYPE,
+    RESULT_FILE,
+    STATEMENT_TYPE,
+    evidence_digests,
+    validate_predicate,
+)
+from gate.attest.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
 from gate.errors import (
     ArtifactChangedError,
     BadInputError,
@@ -41,17 +52,7 @@ from gate.errors import (
     ToolError,
 )
 from gate.evidence import sha256_file
-from gate.manifest import (
-    ENVELOPE_FILE,
-    MANIFEST_FILE,
-    PREDICATE_TYPE,
-    RESULT_FILE,
-    STATEMENT_TYPE,
-    evidence_digests,
-    validate_predicate,
-)
-from gate.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
-from gate.targets import Capability
+from gate.reader.targets import Capability
 
 _SMI_TIMEOUT = 60.0
 

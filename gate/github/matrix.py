@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate.attest.manifest import ENVELOPE_FILE
+from gate.attest.signing import PublicKey, parse_envelope
+from gate.attest.verify import Outcome, verify
 from gate.errors import BadInputError, EvidenceChangedError, SignatureError
-from gate.manifest import ENVELOPE_FILE
-from gate.signing import PublicKey, parse_envelope
 from gate.store import EvidenceStore, RunIndex, fetch_run, list_runs, read_index
 from gate.store.records import INDEX_NAME
-from gate.verify import Outcome, verify
 
 ACCEPTED_STATEMENT = (
     "Passed on every required runner class with the current driver, current artifacts, "

@@ -11,13 +11,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate import build, checks, config, environment, execute, inspection, proc, store
+from gate import config, proc, store
+from gate import machine as environment
 from gate.errors import GateError
 from gate.evidence import EvidenceDir
-from gate.targets import Capability, Target
+from gate.reader.targets import Capability, Target
+from gate.stages import build, checks, execute
+from gate.stages import inspect as inspection
 
 if TYPE_CHECKING:
-    from gate.signing import Signer
+    from gate.attest.signing import Signer
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ import re
 import struct
 from dataclasses import dataclass
 
-from gate.elffile import EM_CUDA, SHT_NOTE, SHT_SYMTAB, STT_FUNC, Buffer, ElfFile
 from gate.errors import BadInputError
+from gate.reader.elffile import EM_CUDA, SHT_NOTE, SHT_SYMTAB, STT_FUNC, Buffer, ElfFile
 
 STO_CUDA_ENTRY = 0x10
 SHT_NV_COMPAT = 0x70000086

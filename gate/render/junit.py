@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from gate.checks import Check
+from gate.stages.checks import Check
 
 
 def to_xml(checks: Sequence[Check], *, suite: str = "cuda-gate", hostname: str = "") -> str:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate.elffile import ELF_MAGIC, Buffer
 from gate.errors import BadInputError
-from gate.fatbin import CONTAINER_PREFIX
+from gate.reader.elffile import ELF_MAGIC, Buffer
+from gate.reader.fatbin import CONTAINER_PREFIX
 
 if TYPE_CHECKING:  # zipfile is imported only when a wheel is read
     import zipfile

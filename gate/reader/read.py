@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from gate import artifacts, fatbin
-from gate.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile
 from gate.errors import BadInputError
-from gate.listing import DeviceEntry, Kind, Listing
-from gate.targets import Target, Variant, Version
+from gate.reader import artifacts, fatbin
+from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.targets import Target, Variant, Version
 
 PRIMARY_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 _SHT_PROGBITS = 1
@@ -180,7 +180,7 @@ def read_buffer(
 
 
 def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
-    from gate.cubin import read_cubin  # noqa: PLC0415  (headers-only runs never need it)
+    from gate.reader.cubin import read_cubin  # noqa: PLC0415  (headers-only runs never need it)
 
     info = read_cubin(elf.buf, elf.base, elf.size, display)
     variant = Variant.ARCH if info.arch_specific else Variant.NONE
@@ -296,7 +296,7 @@ def _releaser(buf: Buffer) -> Callable[[int, int], None]:
 def _decode(buf: Buffer, entry: fatbin.Entry, display: str) -> _Decoded | None:
     if entry.kind == fatbin.KIND_NVVM:
         return None  # LTO IR payloads are opaque: listed, never decoded
-    from gate.cubin import read_cubin, read_ptx  # noqa: PLC0415  (names only: start-up)
+    from gate.reader.cubin import read_cubin, read_ptx  # noqa: PLC0415  (names only: start-up)
 
     where = f"{display}: fatbin entry at {entry.offset:#x}"
     data, start, size = fatbin.payload(buf, entry, display)

@@ -171,7 +171,7 @@ def parse_target_or_capability(text: str) -> Capability:
 def _rules() -> dict[str, Any]:
     # Beside this module rather than through importlib.resources: every command pays for
     # this import at start-up, and `cuda-gate inspect` is timed against cuobjdump.
-    text = (FilePath(__file__).parent / "data" / "compat.json").read_text(encoding="utf-8")
+    text = (FilePath(__file__).parent.parent / "data" / "compat.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

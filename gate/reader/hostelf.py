@@ -12,13 +12,12 @@ import os
 import re
 import struct
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
-from gate import proc
-from gate.elffile import ElfFile
-from gate.errors import BadInputError, ToolError
+from gate.errors import BadInputError
+from gate.reader.elffile import ElfFile
 
 # uname -m -> the ELF e_machine that runs there, and how `file` prints it.
 HOST_MACHINES = {
@@ -30,6 +29,8 @@ HOST_MACHINES = {
 _MACHINE_TEXT = dict(HOST_MACHINES.values())
 _DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64")
 _LDCONFIG_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$", re.MULTILINE)
+# (soname, flags) -> path, as `ldconfig -p` lists the loader's cache (gate.machine.ld_cache).
+LdCache = Mapping[tuple[str, str], str]
 # e_machine -> the ABI word `ldconfig -p` prints for it.
 _CACHE_ABI = {62: "x86-64", 183: "AArch64", 21: "64bit"}
 _ELF_TYPES = {1: "relocatable", 2: "executable", 3: "shared object"}
@@ -139,23 +140,17 @@ def _dynamic(elf: ElfFile) -> tuple[list[str], list[str], list[str], int]:
     return needed, rpath, runpath, flags_1
 
 
-@cache
-def _ld_cache() -> dict[tuple[str, str], str]:
-    """(soname, abi) -> path from `ldconfig -p`; empty when ldconfig is unavailable."""
-    try:
-        tool = proc.which("ldconfig", extra_dirs=["/sbin", "/usr/sbin"])
-    except ToolError:
-        return {}
-    result = proc.run([tool, "-p"], timeout=60)
+def parse_ld_cache(text: str) -> dict[tuple[str, str], str]:
+    """``(soname, flags) -> path`` from the output of `ldconfig -p`."""
     out: dict[tuple[str, str], str] = {}
-    for name, flags, target in _LDCONFIG_RE.findall(result.stdout):
+    for name, flags, target in _LDCONFIG_RE.findall(text):
         out.setdefault((name, flags), target)
     return out
 
 
-def _from_cache(name: str, machine: int) -> str | None:
+def _from_cache(name: str, machine: int, ld_cache: LdCache) -> str | None:
     abi = _CACHE_ABI.get(machine, "")
-    for (soname, flags), target in _ld_cache().items():
+    for (soname, flags), target in ld_cache.items():
         if soname == name and abi in flags:
             return target
     return None
@@ -165,7 +160,7 @@ def _expand(entry: str, origin: Path) -> Path:
     return Path(entry.replace("$ORIGIN", str(origin)).replace("${ORIGIN}", str(origin)))
 
 
-def resolve(name: str, fmt: HostFormat, origin: Path) -> str | None:
+def resolve(name: str, fmt: HostFormat, origin: Path, ld_cache: LdCache) -> str | None:
     """Where ld.so would find ``name`` for an object with ``fmt`` living in ``origin``."""
     if "/" in name:
         return name if Path(name).exists() else None
@@ -177,7 +172,7 @@ def resolve(name: str, fmt: HostFormat, origin: Path) -> str | None:
     for folder in search:
         if (folder / name).is_file():
             return str((folder / name).resolve())
-    cached = _from_cache(name, fmt.machine)
+    cached = _from_cache(name, fmt.machine, ld_cache)
     if cached:
         return cached
     for default in _DEFAULT_DIRS:
@@ -186,7 +181,7 @@ def resolve(name: str, fmt: HostFormat, origin: Path) -> str | None:
     return None
 
 
-def dependencies(path: Path, fmt: HostFormat) -> tuple[Dependency, ...]:
+def dependencies(path: Path, fmt: HostFormat, ld_cache: LdCache) -> tuple[Dependency, ...]:
     """Every DT_NEEDED, transitively, each with where it resolves (breadth first)."""
     out: list[Dependency] = []
     seen: set[str] = set()
@@ -197,7 +192,7 @@ def dependencies(path: Path, fmt: HostFormat) -> tuple[Dependency, ...]:
             if name in seen:
                 continue
             seen.add(name)
-            found = resolve(name, current_fmt, current.parent)
+            found = resolve(name, current_fmt, current.parent, ld_cache)
             out.append(Dependency(name, current.name, found))
             if found:
                 try:

@@ -13,15 +13,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gate import __version__, checks, junit, report
-from gate.environment import container_info
+from gate import __version__
 from gate.errors import ExitCode
 from gate.evidence import sha256_file
-from gate.listing import DeviceEntry, Listing
+from gate.machine import container_info
+from gate.reader.listing import DeviceEntry, Listing
+from gate.render import junit
+from gate.render import text as report
+from gate.stages import checks
 
 if TYPE_CHECKING:
-    from gate.inspection import InspectedArtifact
-    from gate.runstate import RunState
+    from gate.stages.inspect import InspectedArtifact
+    from gate.stages.state import RunState
 
 RESULT_VERSION = 1
 

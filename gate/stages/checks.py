@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gate.execute import ExecPath, Execution, RuntimeFailure
-from gate.listing import Kind, Listing
-from gate.targets import Capability, Target, Version, min_driver_for_ptx
+from gate.reader.listing import Kind, Listing
+from gate.reader.targets import Capability, Target, Version, min_driver_for_ptx
+from gate.stages.execute import ExecPath, Execution, RuntimeFailure
 
 ACCEPTED_STATEMENT = "Passed with the current driver, current artifacts, and tested entry points."
 

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.checks import Check, Verdict
+from gate.stages.checks import Check, Verdict
 
 
 def _status(check: Check) -> str:

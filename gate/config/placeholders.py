@@ -36,9 +36,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from gate.build import gencode
 from gate.errors import ConfigError
-from gate.targets import Target
+from gate.reader.targets import Target
+from gate.stages.build import gencode
 
 _TOKEN = re.compile(r"(\$\{)|\{\{(\w+)\}\}|\{(\w+)\}")
 SINGLE = ("sm", "compute", "cc", "capability")

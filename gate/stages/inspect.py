@@ -13,13 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import cuobjdump, inspect_view, reader
-from gate.checks import Check
+from gate import cuobjdump
 from gate.errors import ToolError
 from gate.evidence import EvidenceDir, sha256_file
-from gate.hostelf import Dependency, HostFormat, dependencies, read_format
-from gate.listing import DeviceEntry, Kind, Listing
-from gate.targets import Capability, Target, Variant
+from gate.machine import ld_cache
+from gate.reader import read as reader
+from gate.reader import summary as inspect_view
+from gate.reader.hostelf import Dependency, HostFormat, dependencies, read_format
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.targets import Capability, Target, Variant
+from gate.stages.checks import Check
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
 SASS_DUMP_LIMIT = 16 * 1024 * 1024
@@ -66,7 +69,7 @@ class LoadedRecord:
 def host_facts(path: Path) -> tuple[str, int, HostFormat, tuple[Dependency, ...]]:
     """SHA-256, size, host ELF format and resolved dependencies of ``path``."""
     fmt = read_format(path)
-    return sha256_file(path), path.stat().st_size, fmt, dependencies(path, fmt)
+    return sha256_file(path), path.stat().st_size, fmt, dependencies(path, fmt, ld_cache())
 
 
 def inspect_artifact(

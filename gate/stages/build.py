@@ -12,8 +12,8 @@ from pathlib import Path
 
 from gate import proc
 from gate.errors import ToolError
-from gate.probe import BUILD_TIMEOUT, cuda_source
-from gate.targets import Target
+from gate.reader.targets import Target
+from gate.stages.probe import BUILD_TIMEOUT, cuda_source
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The environment stage: host, driver, toolkit, supported targets, source revision.
+"""Facts of this machine: host, driver, toolkit, supported targets, loader cache, source revision.
 
 Each fact is parsed at the edge into a frozen record; the raw tool output goes to
 the evidence folder next to it (the seed's host-arch.txt, driver.txt, toolkit.txt,
@@ -11,11 +11,13 @@ import os
 import platform
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from gate import proc
 from gate.errors import ConfigError, ToolError
-from gate.targets import Target, Version
+from gate.reader.hostelf import parse_ld_cache
+from gate.reader.targets import Target, Version
 
 _SMI_TIMEOUT = 60.0
 _NVCC_RELEASE_RE = re.compile(r"release (\d+\.\d+), (V[\w.]+)")
@@ -179,3 +181,13 @@ def container_info() -> ContainerInfo | None:
     if not image:
         return None
     return ContainerInfo(image, os.environ.get("CUDA_GATE_IMAGE_DIGEST") or None)
+
+
+@cache
+def ld_cache() -> dict[tuple[str, str], str]:
+    """The loader's cache as `ldconfig -p` lists it; empty when ldconfig is unavailable."""
+    try:
+        tool = proc.which("ldconfig", extra_dirs=["/sbin", "/usr/sbin"])
+    except ToolError:
+        return {}
+    return parse_ld_cache(proc.run([tool, "-p"], timeout=60).stdout)

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from gate.elffile import Buffer
 from gate.errors import BadInputError
+from gate.reader.elffile import Buffer
 
 CONTAINER_MAGIC = 0xBA55ED50
 # Magic, version 1 and header size 16, as they sit in memory: what a scan looks for.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from gate.targets import Capability, Path, Route, Target, Version, route
+from gate.reader.targets import Capability, Path, Route, Target, Version, route
 
 
 class Kind(enum.Enum):

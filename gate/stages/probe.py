@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gate import proc
 from gate.errors import NoDeviceError, ToolError, UnsupportedTargetError
-from gate.targets import Capability, Target
+from gate.reader.targets import Capability, Target
 
 PROBE_TIMEOUT = 120.0
 BUILD_TIMEOUT = 600.0

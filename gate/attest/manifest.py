@@ -23,10 +23,10 @@ from typing import Any
 
 import jsonschema
 
+from gate.attest.signing import Signer, load_signer_from_env_or_file, sign_envelope
 from gate.errors import ArtifactChangedError, EvidenceError
 from gate.evidence import sha256_file
 from gate.redact import leaked_names, redact_json, secret_values
-from gate.signing import Signer, load_signer_from_env_or_file, sign_envelope
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"

@@ -53,12 +53,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gate import placeholders
-from gate import tomlvalues as tv
+from gate.config import placeholders
+from gate.config import values as tv
+from gate.config.placeholders import PLACEHOLDERS, substitute, substitute_argv
 from gate.errors import ConfigError
-from gate.execute import EntryPoint
-from gate.placeholders import PLACEHOLDERS, substitute, substitute_argv
-from gate.targets import Capability, Target, parse_target_or_capability
+from gate.reader.targets import Capability, Target, parse_target_or_capability
+from gate.stages.execute import EntryPoint
 
 __all__ = [
     "PLACEHOLDERS",

@@ -1,0 +1,1 @@
+"""Attestation: the in-toto manifest, DSSE signing, verification."""

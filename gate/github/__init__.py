@@ -1,0 +1,1 @@
+"""GitHub: the REST client, runner classes, and the release matrix."""

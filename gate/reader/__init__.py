@@ -1,0 +1,1 @@
+"""Pure binary reading: ELF, fatbin, cubin, archives, wheels, targets. No subprocesses."""

@@ -1,0 +1,1 @@
+"""Human- and CI-readable renderings of a run: console table, Markdown, JUnit."""

@@ -1,0 +1,1 @@
+"""The pipeline stages, one module each; each returns a frozen outcome."""
