@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.attest.verify import MachineFacts
+from gate.evidence import mark
 from gate.redact import redact
 
 DRIVER_VERSION = "580.159.04"
@@ -81,7 +82,7 @@ def make_evidence(
     def write(name: str, text: str) -> None:
         (folder / name).write_text(redact(text, environ) if redacted else text, encoding="utf-8")
 
-    (folder / ".cuda-gate").write_text("cuda-gate evidence folder\n", encoding="utf-8")
+    mark(folder)
     command = (
         f"nvcc {build_flags} -gencode arch=compute_90,code=[sm_90,compute_90] "
         f"-o {artifacts / 'check'} check.cu"
@@ -110,6 +111,7 @@ def make_evidence(
 
 
 def _result(artifacts: Path, folder: Path, command: str, *, accepted: bool) -> dict[str, Any]:
+    jit_status = 0 if accepted else 1
     listing = {
         "inspector": "cuobjdump",
         "entries": [
@@ -119,7 +121,7 @@ def _result(artifacts: Path, folder: Path, command: str, *, accepted: bool) -> d
     }
     deps = [{"name": "libc.so.6", "resolved": "/lib/x86_64-linux-gnu/libc.so.6"}]
     return {
-        "version": 1,
+        "version": 2,
         "tool": {"name": "cuda-gate", "version": "0.1.0"},
         "started": "2026-11-29T18:00:00Z",
         "finished": "2026-11-29T18:01:00Z",
@@ -167,16 +169,19 @@ def _result(artifacts: Path, folder: Path, command: str, *, accepted: bool) -> d
                 "entry_point": "check",
                 "path": path,
                 "command": f"env {env} ./check",
-                "returncode": 0,
+                "returncode": returncode,
+                "expected_returncode": 0,
                 "timed_out": False,
                 "duration": 0.3,
                 "log": log,
                 "log_sha256": sha256(folder / log),
-                "output_ok": True,
+                "output_ok": returncode == 0,
+                "cache_clean": True,
+                "passed": returncode == 0,
             }
-            for path, env, log in (
-                ("native", "-u CUDA_FORCE_PTX_JIT CUDA_DISABLE_PTX_JIT=1", "native.log"),
-                ("jit", "CUDA_FORCE_PTX_JIT=1 CUDA_CACHE_DISABLE=1", "ptx-jit.log"),
+            for path, env, log, returncode in (
+                ("native", "-u CUDA_FORCE_PTX_JIT CUDA_DISABLE_PTX_JIT=1", "native.log", 0),
+                ("jit", "CUDA_FORCE_PTX_JIT=1 CUDA_CACHE_DISABLE=1", "ptx-jit.log", jit_status),
             )
         ],
         "checks": [
@@ -188,10 +193,27 @@ def _result(artifacts: Path, folder: Path, command: str, *, accepted: bool) -> d
                 "message": "sm_90",
                 "duration": 0.01,
             },
+            *(
+                []
+                if accepted
+                else [
+                    {
+                        "name": "check [jit]",
+                        "classname": "gate.execute.jit",
+                        "passed": False,
+                        "skipped": False,
+                        "message": "forced PTX JIT: exit status 1",
+                        "duration": 0.3,
+                        "cause": "exit-status",
+                    }
+                ]
+            ),
         ],
         "verdict": {
             "accepted": accepted,
-            "statement": STATEMENT if accepted else "Not accepted: the JIT path failed.",
-            "reasons": [] if accepted else ["ptx-jit: exit status 1"],
+            "statement": STATEMENT
+            if accepted
+            else "not accepted: check [jit]: forced PTX JIT: exit status 1",
+            "reasons": [] if accepted else ["check [jit]: forced PTX JIT: exit status 1"],
         },
     }

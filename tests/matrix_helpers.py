@@ -10,6 +10,7 @@ from pathlib import Path
 from gate.attest.manifest import ENVELOPE_FILE, write_manifest
 from gate.attest.signing import KeyPair, generate_key_pair, signer_from_pem
 from gate.commands import matrix as command
+from gate.redact import Redactor
 from gate.store import RunMeta, StoreSettings, publish
 from tests.manifest_evidence import make_evidence
 
@@ -63,7 +64,7 @@ def publish_run(
     result["source"].update(revision=recorded_revision or revision, dirty=dirty)
     result_path.write_text(json.dumps(result, indent=2), encoding="utf-8")
     signer = signer_from_pem(pair.private_pem, "test key") if pair else None
-    write_manifest(folder, signer, environ={})
+    write_manifest(folder, signer, redactor=Redactor())
     meta = RunMeta(
         owner="acme",
         repo="kernels",

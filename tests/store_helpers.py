@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from gate import cli
+from gate.git import SourceInfo
+from gate.record import RunInfo
 from gate.store import RunMeta
+from tests.records import WHEN, verdict_record, write_record
 
 SCHEMA = Path(__file__).parents[1] / "gate" / "schemas" / "evidence-index.schema.json"
 STATEMENT = "Passed with the current driver, current artifacts, and tested entry points."
@@ -23,6 +27,7 @@ def make_evidence(
     runner: str = "gpu-box-1",
     accepted: bool = True,
     big: int = 0,
+    finished: datetime = WHEN,
 ) -> Path:
     """An evidence folder like `cuda-gate run` leaves; ``big`` adds a file of that many bytes."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -30,17 +35,13 @@ def make_evidence(
     (folder / "sass.txt").write_text("Function : _Z11write_valuePi\n" * 50)
     (folder / "logs").mkdir(exist_ok=True)
     (folder / "logs" / "native.log").write_text("value=42\n")
-    result = {
-        "version": 1,
-        "run": {"run_id": run_id, "runner": runner, "runner_class": "h200"},
-        "source": {"revision": REVISION, "dirty": False, "repository": "acme/kernels"},
-        "verdict": {
-            "accepted": accepted,
-            "statement": STATEMENT if accepted else "native path failed",
-            "reasons": [],
-        },
-    }
-    (folder / "result.json").write_text(json.dumps(result))
+    record = verdict_record(
+        accepted,
+        run=RunInfo(run_id, runner, "h200"),
+        source=SourceInfo(REVISION, False, "acme/kernels"),
+        finished=finished,
+    )
+    write_record(folder, record)
     if big:
         # Not all one byte value, so a part swapped or dropped would change the digest.
         block = bytes(range(256)) * 4096

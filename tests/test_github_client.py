@@ -163,8 +163,8 @@ def test_connection_refused_is_retried_then_reported(
     [
         ("acme", SHA, "owner/name"),
         ("acme/kernels/x", SHA, "owner/name"),
-        ("acme/kernels", "HEAD", "full commit SHA"),
-        ("acme/kernels", SHA[:12], "full commit SHA"),
+        ("acme/kernels", "HEAD", "full commit id"),
+        ("acme/kernels", SHA[:12], "full commit id"),
     ],
 )
 def test_bad_repository_or_revision_is_refused_before_any_request(

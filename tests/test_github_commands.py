@@ -13,8 +13,11 @@ import pytest
 
 from gate.commands import github as command
 from gate.errors import BadInputError, ConfigError
+from gate.git import SourceInfo
 from gate.github.runners import github_matrix, load_runner_classes, schema, select
+from gate.record import Cause, Check, ExecPath, RunInfo
 from tests.githubserver import fake_github
+from tests.records import both, execution, make_record, write_record
 
 TOKEN = "ghs_AnotherSecretTokenForCommands0000"
 SHA = "fedcba9876543210fedcba9876543210fedcba98"
@@ -29,34 +32,31 @@ def _run(argv: list[str]) -> int:
     return int(args.handler(args))
 
 
-def _record(folder: Path, *, accepted: bool, checks: list[dict[str, Any]]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    statement = (
-        "Passed with the current driver, current artifacts, and tested entry points."
-        if accepted
-        else "Not accepted: native execution of check failed."
+def _record(folder: Path, *, accepted: bool, checks: list[Check]) -> Path:
+    if accepted:
+        executions = both("check")
+    else:
+        executions = (
+            execution("check", ExecPath.NATIVE, passed=False),
+            execution("check", ExecPath.JIT),
+        )
+    record = make_record(
+        checks,
+        executions=executions,
+        run=RunInfo("r1", "spark-01", "dgx-spark"),
+        source=SourceInfo(SHA, False, "acme/kernels"),
     )
-    data = {
-        "version": 1,
-        "run": {"run_id": "r1", "runner": "spark-01", "runner_class": "dgx-spark"},
-        "source": {"revision": SHA, "dirty": False, "repository": "acme/kernels"},
-        "checks": checks,
-        "executions": [],
-        "verdict": {"accepted": accepted, "statement": statement, "reasons": []},
-        "extra": "tolerated",
-    }
-    (folder / "result.json").write_text(json.dumps(data), encoding="utf-8")
-    return folder
+    return write_record(folder, record)
 
 
-FAILED = {
-    "name": "native-check",
-    "classname": "gate.execute.native",
-    "passed": False,
-    "skipped": False,
-    "message": "exit 1\n::add-mask::gotcha, 100% bad",
-}
-PASSED = {"name": "sass-present", "classname": "gate.inspect", "passed": True, "message": ""}
+FAILED = Check(
+    "native-check",
+    "gate.execute.native",
+    False,
+    "exit 1\n::add-mask::gotcha, 100% bad",
+    cause=Cause.EXIT_STATUS,
+)
+PASSED = Check("sass-present", "gate.inspect", True, "")
 
 
 @pytest.mark.integration
@@ -77,12 +77,10 @@ def test_status_posts_the_verdict_of_the_evidence(
         assert _run(["status", "--evidence", str(evidence), "--context", "cuda-gate/x"]) == 0
     [req] = gh.requests
     assert req.path == f"/repos/acme/kernels/statuses/{SHA}"
-    assert req.body == {
-        "state": "failure",
-        "context": "cuda-gate/x",
-        "description": "Not accepted: native execution of check failed.",
-        "target_url": "https://github.example/acme/kernels/actions/runs/42",
-    }
+    assert req.body["state"] == "failure"
+    assert req.body["context"] == "cuda-gate/x"
+    assert req.body["description"].startswith("not accepted: native-check: exit 1")
+    assert req.body["target_url"] == "https://github.example/acme/kernels/actions/runs/42"
     out, err = capsys.readouterr()
     assert "cuda-gate/x: failure on fedcba987654" in out
     assert TOKEN not in out + err + caplog.text
@@ -123,7 +121,7 @@ def test_annotate_escapes_untrusted_text_into_one_line_per_failure(
     verdict = "::error title=cuda-gate/dgx-spark%3A verdict::"
     failure = "::error title=cuda-gate/dgx-spark%3A gate.execute.native.native-check::"
     assert lines == [
-        verdict + "Not accepted: native execution of check failed.",
+        verdict + "not accepted: native-check: exit 1%0A::add-mask::gotcha, 100%25 bad",
         failure + "exit 1%0A::add-mask::gotcha, 100%25 bad",
     ]
 
@@ -168,7 +166,9 @@ def test_annotate_reports_a_broken_run_record_as_an_annotation(
     assert _run(["annotate", "--evidence", str(tmp_path)]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert line.startswith("::error title=cuda-gate%3A no run record::")
-    assert line.endswith("result.json: not a cuda-gate run record: missing or bad 'run'")
+    assert line.endswith(
+        "result.json: not a cuda-gate run record: 'tool' is missing or not an object"
+    )
 
 
 @pytest.mark.unit

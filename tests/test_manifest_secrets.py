@@ -10,7 +10,7 @@ import pytest
 from gate.attest.manifest import write_manifest
 from gate.attest.signing import KEY_PEM_ENV, generate_key_pair, load_signer_from_env_or_file
 from gate.errors import EvidenceError
-from gate.redact import REDACTED, is_secret_name, leaked_names, redact, redact_json, secret_values
+from gate.redact import REDACTED, Redactor, is_secret_name, redact, secret_values
 from tests.manifest_evidence import make_evidence
 
 pytestmark = pytest.mark.unit
@@ -58,12 +58,12 @@ def test_redact_replaces_every_occurrence_and_each_line_of_a_pem() -> None:
 
 def test_redact_json_catches_values_json_would_escape() -> None:
     tricky = 'pa"ss\\word\nline-two-of-the-secret'
-    secrets = secret_values({"DB_PASSWORD": tricky})
+    redactor = Redactor.from_environment({"DB_PASSWORD": tricky})
     data = {"cmd": f"login {tricky}", "list": [tricky, 3, None], tricky: True}
-    cleaned = json.dumps(redact_json(data, secrets))
+    cleaned = json.dumps(redactor.json(data))
     assert 'pa\\"ss' not in cleaned
     assert "line-two-of-the-secret" not in cleaned
-    assert leaked_names(cleaned.encode(), {"DB_PASSWORD": tricky}) == ()
+    assert redactor.leaked_names(cleaned.encode()) == ()
 
 
 def test_planted_secret_reaches_neither_manifest_nor_evidence(

@@ -77,7 +77,7 @@ def test_each_class_is_reported_for_what_it_is(
     lines = dict(line.split(": ", 1) for line in out.splitlines() if line.startswith(heads))
     assert lines["dgx-spark"].startswith("PASSED [dgx-spark-01 / 20261129T180000Z-000001]")
     assert lines["h200"].startswith("FAILED [h200-01 / ")
-    assert "Not accepted: the JIT path failed." in lines["h200"]
+    assert "not accepted: check [jit]: forced PTX JIT: exit status 1" in lines["h200"]
     assert lines["gb200"] == "MISSING: no evidence stored for this revision"
     assert lines["gh200"].startswith("STALE")
     assert f"the newest is for revision {OLD_REVISION[:12]}" in lines["gh200"]

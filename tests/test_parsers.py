@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate import cuobjdump
+from gate import cuobjdump, git
 from gate import machine as environment
 from gate.errors import ToolError
 from gate.reader.listing import Kind
@@ -104,7 +104,7 @@ def test_nvcc_without_release_line_is_a_tool_error() -> None:
     ],
 )
 def test_remote_owner_repo(url: str, expected: str | None) -> None:
-    assert environment.parse_remote(url) == expected
+    assert git.parse_remote(url) == expected
 
 
 def test_cuobjdump_list_counts_both_cubins() -> None:

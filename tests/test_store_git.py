@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from gate import git
 from gate.errors import ConfigError
 from gate.store import find_repository, run_meta_from_evidence
+from tests.matrix_helpers import run_matrix
 
 pytestmark = pytest.mark.integration
 
@@ -42,11 +44,28 @@ def test_revision_and_dirty_flag_come_from_git_without_result_json(checkout: Pat
     env = {"RUNNER_NAME": "box"}
     meta = run_meta_from_evidence(evidence, env=env, cwd=checkout)
     assert meta.revision == _git(checkout, "rev-parse", "HEAD")
-    # The evidence folder itself is untracked, so the tree is dirty.
-    assert meta.dirty
+    # The gate's own evidence folder is untracked: that does not make the tree dirty.
+    assert not meta.dirty
     assert meta.repository == "local/my-kernels"
     assert meta.run_id.startswith("local-")
     assert run_meta_from_evidence(evidence, env=env, cwd=checkout).run_id == meta.run_id
+    (checkout / "k.cu").write_text("__global__ void k2() {}\n")
+    assert run_meta_from_evidence(evidence, env=env, cwd=checkout).dirty
+
+
+def test_revisions_resolve_through_git_in_the_checkout(checkout: Path, tmp_path: Path) -> None:
+    head = _git(checkout, "rev-parse", "HEAD")
+    _git(checkout, "tag", "v1.0")
+    assert git.resolve("HEAD", checkout) == head
+    assert git.resolve(head[:8], checkout) == head
+    assert git.resolve("v1.0", checkout) == head
+    assert git.resolve(head.upper(), tmp_path) == head  # a full id needs no checkout
+    with pytest.raises(ConfigError, match="git cannot resolve it"):
+        git.resolve("no-such-ref", checkout)
+    with pytest.raises(ConfigError, match="git cannot resolve it"):
+        git.resolve("HEAD", tmp_path)
+    with pytest.raises(ConfigError, match="not a commit id or a ref"):
+        git.resolve("--upload-pack=evil", checkout)
 
 
 def test_repository_comes_from_the_origin_remote(checkout: Path) -> None:
@@ -58,3 +77,8 @@ def test_repository_comes_from_the_origin_remote(checkout: Path) -> None:
 def test_outside_a_checkout_the_repository_must_be_given(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is not a git checkout"):
         find_repository({}, tmp_path)
+
+
+def test_the_matrix_refuses_a_revision_git_cannot_resolve(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="git cannot resolve it"):
+        run_matrix(["--revision", "0bad1dea", "--require", "x", "--store", str(tmp_path)])

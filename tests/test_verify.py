@@ -31,6 +31,7 @@ from gate.errors import (
     SignatureError,
     StaleEnvironmentError,
 )
+from gate.redact import Redactor
 from tests.manifest_evidence import Evidence, make_evidence, matching_machine
 
 pytestmark = pytest.mark.unit
@@ -45,7 +46,7 @@ def pair() -> KeyPair:
 def signed(tmp_path: Path, pair: KeyPair) -> tuple[Evidence, Path, Path]:
     """A signed evidence folder, its envelope, and the public key file."""
     ev = make_evidence(tmp_path, environ={})
-    write_manifest(ev.folder, signer_from_pem(pair.private_pem, "test"), environ={})
+    write_manifest(ev.folder, signer_from_pem(pair.private_pem, "test"), redactor=Redactor())
     pub = tmp_path / "cuda-gate.pub"
     pub.write_bytes(pair.public_pem)
     return ev, ev.folder / ENVELOPE_FILE, pub
@@ -217,7 +218,7 @@ def test_an_envelope_away_from_its_evidence_skips_step_3(
 
 def test_a_rejected_run_does_not_verify(tmp_path: Path, pair: KeyPair) -> None:
     ev = make_evidence(tmp_path, accepted=False, environ={})
-    write_manifest(ev.folder, signer_from_pem(pair.private_pem, "test"), environ={})
+    write_manifest(ev.folder, signer_from_pem(pair.private_pem, "test"), redactor=Redactor())
     pub = tmp_path / "k.pub"
     pub.write_bytes(pair.public_pem)
     result = _verify(ev.folder / ENVELOPE_FILE, pub)
@@ -225,7 +226,8 @@ def test_a_rejected_run_does_not_verify(tmp_path: Path, pair: KeyPair) -> None:
     assert type(error) is GateError
     assert error.exit_code == ExitCode.NOT_ACCEPTED
     assert _step(result, 5).line() == (
-        "  5. verdict: FAILED - recorded verdict: Not accepted: the JIT path failed."
+        "  5. verdict: FAILED - recorded verdict: "
+        "not accepted: check [jit]: forced PTX JIT: exit status 1"
     )
     assert error.one_line().startswith("5. verdict: the run was not accepted (recorded verdict: ")
 
@@ -308,7 +310,7 @@ def test_a_signed_but_foreign_statement_is_bad_input(tmp_path: Path, pair: KeyPa
 
 def test_an_unsigned_run_is_named_as_such(tmp_path: Path, pair: KeyPair) -> None:
     ev = make_evidence(tmp_path, environ={})
-    write_manifest(ev.folder, None, environ={})
+    write_manifest(ev.folder, None, redactor=Redactor())
     pub = tmp_path / "k.pub"
     pub.write_bytes(pair.public_pem)
     with pytest.raises(SignatureError, match=r"the run wrote an unsigned manifest\.json only"):
@@ -383,7 +385,7 @@ def test_keygen_then_verify_with_the_defaults(
     assert (tmp_path / "cuda-gate.key").read_bytes() == private
     ev = make_evidence(tmp_path / "run", environ={})
     signer = signer_from_pem(private, "cuda-gate.key")
-    write_manifest(ev.folder, signer, environ={})
+    write_manifest(ev.folder, signer, redactor=Redactor())
     shutil.copytree(ev.folder, tmp_path / "gate-evidence")
     assert _cli(["verify", "--offline"], monkeypatch) == 0
     assert _cli(["keygen", "--force"], monkeypatch) == 0

@@ -17,6 +17,7 @@ from gate.attest.manifest import ENVELOPE_FILE, write_manifest
 from gate.attest.signing import generate_key_pair, signer_from_pem
 from gate.attest.verify import MachineFacts, gather_machine_facts
 from gate.errors import ExitCode
+from gate.redact import Redactor
 from tests.manifest_evidence import (
     CAPABILITY,
     DRIVER_CUDA,
@@ -69,7 +70,7 @@ def _machine(
 def _signed(tmp_path: Path) -> tuple[Path, Path]:
     pair = generate_key_pair()
     ev = make_evidence(tmp_path / "run", environ={})
-    write_manifest(ev.folder, signer_from_pem(pair.private_pem, "test"), environ={})
+    write_manifest(ev.folder, signer_from_pem(pair.private_pem, "test"), redactor=Redactor())
     pub = tmp_path / "k.pub"
     pub.write_bytes(pair.public_pem)
     return ev.folder / ENVELOPE_FILE, pub

@@ -18,6 +18,7 @@ from gate.attest.manifest import ENVELOPE_FILE, write_manifest
 from gate.attest.signing import generate_key_pair, signer_from_pem
 from gate.attest.verify import verify
 from gate.errors import ArtifactChangedError
+from gate.redact import Redactor
 from gate.stages.probe import cuda_source
 from tests.manifest_evidence import make_evidence, matching_machine, sha256
 
@@ -35,7 +36,7 @@ def test_relinked_smoke_program_is_reported_changed(tmp_path: Path) -> None:
     nvcc = _nvcc()
     work = tmp_path / "build"
     work.mkdir()
-    (work / "check.cu").write_text(cuda_source("check.cu"))
+    (work / "check.cu").write_text(cuda_source("smoke.cu"))
     gencode = ["-gencode", "arch=compute_90,code=[sm_90,compute_90]"]
     proc.run_checked([nvcc, "-c", *gencode, "check.cu", "-o", "check.o"], cwd=work)
     proc.run_checked([nvcc, *gencode, "check.o", "-o", "check"], cwd=work)
@@ -53,7 +54,7 @@ def test_relinked_smoke_program_is_reported_changed(tmp_path: Path) -> None:
     ]
     (ev.folder / "result.json").write_text(json.dumps(record))
     pair = generate_key_pair()
-    write_manifest(ev.folder, signer_from_pem(pair.private_pem, "test"), environ={})
+    write_manifest(ev.folder, signer_from_pem(pair.private_pem, "test"), redactor=Redactor())
     key = signer_from_pem(pair.private_pem, "test").public_key()
     envelope = ev.folder / ENVELOPE_FILE
     assert verify(envelope, key, machine=matching_machine()).ok

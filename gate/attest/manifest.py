@@ -12,9 +12,6 @@ the same bytes signed in a DSSE envelope when a key is configured.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -24,14 +21,14 @@ from typing import Any
 import jsonschema
 
 from gate.attest.signing import Signer, load_signer_from_env_or_file, sign_envelope
-from gate.errors import ArtifactChangedError, EvidenceError
-from gate.evidence import sha256_file
-from gate.redact import leaked_names, redact_json, secret_values
+from gate.errors import ArtifactChangedError, BadInputError, EvidenceError
+from gate.fsutil import sha256_file, write_atomic
+from gate.record import RESULT_FILE, load
+from gate.redact import Redactor
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
 PREDICATE_VERSION = 1
-RESULT_FILE = "result.json"
 MANIFEST_FILE = "manifest.json"
 ENVELOPE_FILE = "manifest.dsse.json"
 MANIFEST_FILES = frozenset({MANIFEST_FILE, ENVELOPE_FILE})
@@ -48,7 +45,6 @@ __all__ = [
     "evidence_digests",
     "load_signer_from_env_or_file",
     "validate_predicate",
-    "write_file_atomic",
     "write_manifest",
 ]
 
@@ -106,20 +102,6 @@ def evidence_digests(evidence_dir: Path) -> tuple[EvidenceDigest, ...]:
     return tuple(found)
 
 
-def read_result(evidence_dir: Path) -> dict[str, Any]:
-    """The run record ``result.json``; EvidenceError naming the file when unusable."""
-    path = evidence_dir / RESULT_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise EvidenceError(f"{path}: cannot read the run record: {e.strerror or e}") from e
-    except ValueError as e:
-        raise EvidenceError(f"{path}: not JSON: {e}") from e
-    if not isinstance(data, dict) or data.get("version") != 1:
-        raise EvidenceError(f"{path}: not a version 1 cuda-gate run record")
-    return data
-
-
 def build_statement(
     evidence_dir: Path, digests: tuple[EvidenceDigest, ...] | None = None
 ) -> dict[str, Any]:
@@ -128,38 +110,37 @@ def build_statement(
     Each artifact still at its recorded path is hashed again: an artifact that
     changed after inspection is an ArtifactChangedError, never signed.
     """
-    result = read_result(evidence_dir)
+    try:
+        record = load(evidence_dir)
+    except BadInputError as e:
+        raise EvidenceError(e.message) from e
     source = evidence_dir / RESULT_FILE
     if digests is None:
         digests = evidence_digests(evidence_dir)
-    artifacts = [_artifact_provenance(a, source) for a in _objects(result, "artifacts", source)]
-    names = [a["name"] for a in artifacts]
+    names = [a.name for a in record.artifacts]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise EvidenceError(f"{source}: artifact names must be unique: {', '.join(duplicates)}")
-    env = _object(result, "environment", source)
-    device = _object(result, "device", source)
+    data = record.to_json()
+    env = data["environment"]
+    artifacts = [_artifact_provenance(a, source) for a in data["artifacts"]]
     predicate = {
         "version": PREDICATE_VERSION,
-        "tool": _pick(_object(result, "tool", source), "name", "version"),
-        "run": {
-            **_pick(_object(result, "run", source), "run_id", "runner", "runner_class"),
-            **_pick(result, "started", "finished"),
-        },
+        "tool": data["tool"],
+        "run": {**data["run"], "started": data["started"], "finished": data["finished"]},
         "environment": {
             **_pick(env, "host_arch", "os", "supported_targets", "container"),
-            "driver": _pick_or_none(env.get("driver"), "name", "driver_version", "cuda_version"),
-            "toolkit": _pick_or_none(env.get("toolkit"), "version", "release", "nvcc"),
+            "driver": env["driver"],
+            "toolkit": env["toolkit"],
             "builds": [
                 _pick(b, "name", "command", "argv", "cwd", "returncode", "duration")
-                for b in _objects(result, "builds", source)
+                for b in data["builds"]
             ],
         },
         "device_code": {
-            "device": _pick(device, "capability", "target", "source", "error"),
+            "device": data["device"],
             "artifacts": [
-                _pick(a, "name", "host_format", "elf_machine", "listing")
-                for a in _objects(result, "artifacts", source)
+                _pick(a, "name", "host_format", "elf_machine", "listing") for a in data["artifacts"]
             ],
         },
         "execution": [
@@ -169,23 +150,23 @@ def build_statement(
                 "path",
                 "command",
                 "returncode",
+                "expected_returncode",
                 "timed_out",
                 "duration",
                 "log",
                 "log_sha256",
                 "output_ok",
+                "cache_clean",
+                "passed",
             )
-            for e in _objects(result, "executions", source)
+            for e in data["executions"]
         ],
-        "provenance": {
-            "source": _pick(_object(result, "source", source), "revision", "dirty", "repository"),
-            "artifacts": artifacts,
-        },
+        "provenance": {"source": data["source"], "artifacts": artifacts},
         "checks": [
-            _pick(c, "name", "classname", "passed", "skipped", "message")
-            for c in _objects(result, "checks", source)
+            _pick(c, "name", "classname", "passed", "skipped", "message", "cause")
+            for c in data["checks"]
         ],
-        "verdict": _pick(_object(result, "verdict", source), "accepted", "statement", "reasons"),
+        "verdict": _pick(data["verdict"], "accepted", "statement", "reasons"),
         "evidence": [{"name": d.name, "sha256": d.sha256, "size": d.size} for d in digests],
     }
     problem = validate_predicate(predicate)
@@ -203,27 +184,29 @@ def write_manifest(
     evidence_dir: Path,
     signer: Signer | None,
     *,
-    environ: Mapping[str, str] | None = None,
+    redactor: Redactor | None = None,
 ) -> ManifestResult:
     """Write ``manifest.json`` and, with a signer, ``manifest.dsse.json``, atomically.
 
     Without a signer an envelope left by an earlier run is removed, so no stale
-    signature sits next to new evidence. Evidence holding the value of a
-    secret-looking environment variable is refused (EvidenceError naming the
-    file and the variable, never the value).
+    signature sits next to new evidence. Evidence holding a secret (a secret-looking
+    environment variable's value, the signing key however it was given) is refused:
+    EvidenceError naming the file and the secret's name, never its value.
     """
-    secrets = secret_values(environ)
+    if redactor is None:
+        extra = signer.secrets() if signer is not None else ()
+        redactor = Redactor.from_environment(extra=extra)
     digests = evidence_digests(evidence_dir)
     for digest in digests:
-        leaked = leaked_names((evidence_dir / digest.name).read_bytes(), environ)
+        leaked = redactor.leaked_names((evidence_dir / digest.name).read_bytes())
         if leaked:
             raise EvidenceError(
-                f"{evidence_dir / digest.name}: holds the value of ${leaked[0]}; "
+                f"{evidence_dir / digest.name}: holds the value of {_secret_label(leaked[0])}; "
                 "refusing to write a manifest over leaked secrets"
             )
-    statement = redact_json(build_statement(evidence_dir, digests), secrets)
+    statement = redactor.json(build_statement(evidence_dir, digests))
     payload = (json.dumps(statement, indent=2) + "\n").encode("utf-8")
-    statement_path = write_file_atomic(evidence_dir / MANIFEST_FILE, payload)
+    statement_path = write_atomic(evidence_dir / MANIFEST_FILE, payload)
     envelope_path = evidence_dir / ENVELOPE_FILE
     if signer is None:
         try:
@@ -232,7 +215,7 @@ def write_manifest(
             raise EvidenceError(f"{envelope_path}: cannot remove a stale envelope: {e}") from e
         return ManifestResult(statement_path, None, None, _subject_names(statement), len(digests))
     envelope = sign_envelope(payload, signer)
-    write_file_atomic(envelope_path, envelope.dumps().encode("utf-8"))
+    write_atomic(envelope_path, envelope.dumps().encode("utf-8"))
     return ManifestResult(
         statement_path, envelope_path, signer.keyid, _subject_names(statement), len(digests)
     )
@@ -278,47 +261,11 @@ def _subject_names(statement: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(s["name"]) for s in statement["subject"])
 
 
-def _object(data: dict[str, Any], key: str, source: Path) -> dict[str, Any]:
-    value = data.get(key)
-    if not isinstance(value, dict):
-        raise EvidenceError(f"{source}: field {key!r} is missing or not an object")
-    return value
-
-
-def _objects(data: dict[str, Any], key: str, source: Path) -> list[dict[str, Any]]:
-    value = data.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise EvidenceError(f"{source}: field {key!r} is missing or not a list of objects")
-    return value
-
-
 def _pick(data: dict[str, Any], *keys: str) -> dict[str, Any]:
     """The named keys of a record (extra keys in the run record are not signed over)."""
     return {k: data[k] for k in keys if k in data}
 
 
-def _pick_or_none(data: Any, *keys: str) -> dict[str, Any] | None:  # noqa: ANN401
-    return _pick(data, *keys) if isinstance(data, dict) else None
-
-
-def write_file_atomic(target: Path, data: bytes, *, mode: int = 0o644) -> Path:
-    """Write ``data`` to ``target`` through a temp file in the same folder and os.replace.
-
-    The temp file is created with mode 0600 and set to ``mode`` before any byte is
-    written, so a private key is never readable by others, not even briefly.
-    """
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        try:
-            os.fchmod(fd, mode)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            Path(tmp).replace(target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as e:
-        raise EvidenceError(f"{target}: cannot write: {e.strerror or e}") from e
-    return target
+def _secret_label(name: str) -> str:
+    """``$NAME`` for an environment variable, the name itself for other secrets."""
+    return f"${name}" if name.replace("_", "").isalnum() and name.isupper() else name

@@ -82,6 +82,21 @@ class Signer:
     key: Ed25519PrivateKey = field(repr=False)
     keyid: str
     source: str
+    pem: bytes = field(default=b"", repr=False)  # the key as it was given, for redaction
+
+    def secrets(self) -> tuple[tuple[str, str], ...]:
+        """The key's texts that must never be written anywhere, named for messages.
+
+        The PEM as given (a file read with ``--signing-key`` or
+        ``CUDA_GATE_SIGNING_KEY_FILE`` is not in the environment) and its PKCS#8 form.
+        """
+        pkcs8 = self.key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        label = f"the signing key ({self.source})"
+        return tuple((label, text.decode("ascii", "replace")) for text in (self.pem, pkcs8) if text)
 
     def sign(self, data: bytes) -> bytes:
         """The 64-byte Ed25519 signature over ``data``."""
@@ -127,7 +142,7 @@ def signer_from_pem(pem: bytes, source: str) -> Signer:
         raise SignatureError(f"{source}: not a PEM private key") from e
     if not isinstance(key, Ed25519PrivateKey):
         raise SignatureError(f"{source}: not an Ed25519 private key")
-    return Signer(key=key, keyid=keyid_for(key.public_key()), source=source)
+    return Signer(key=key, keyid=keyid_for(key.public_key()), source=source, pem=pem)
 
 
 def load_public_key(path: Path) -> PublicKey:

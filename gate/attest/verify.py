@@ -34,7 +34,6 @@ from gate.attest.manifest import (
     ENVELOPE_FILE,
     MANIFEST_FILE,
     PREDICATE_TYPE,
-    RESULT_FILE,
     STATEMENT_TYPE,
     evidence_digests,
     validate_predicate,
@@ -51,8 +50,9 @@ from gate.errors import (
     StaleEnvironmentError,
     ToolError,
 )
-from gate.evidence import sha256_file
+from gate.fsutil import sha256_file
 from gate.reader.targets import Capability
+from gate.record import RESULT_FILE
 
 _SMI_TIMEOUT = 60.0
 

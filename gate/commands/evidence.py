@@ -23,7 +23,12 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     listing = actions.add_parser("list", help="the runs stored for a revision")
     get = actions.add_parser("get", help="download one run and check every file")
     for sub in (listing, get):
-        sub.add_argument("--revision", required=True, metavar="SHA", help="full 40-hex commit")
+        sub.add_argument(
+            "--revision",
+            default="HEAD",
+            metavar="REV",
+            help="a commit id (full or short) or a ref git resolves here (default: HEAD)",
+        )
         sub.add_argument(
             "--repository",
             metavar="OWNER/REPO",
@@ -50,11 +55,11 @@ def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
 
 def list_command(args: argparse.Namespace) -> int:
     """Print a table of the runs stored for the revision."""
+    from gate.git import resolve
     from gate.store import list_runs
-    from gate.store.records import check_revision
 
     store, repository = _open(args)
-    revision = check_revision(args.revision)
+    revision = resolve(args.revision, Path.cwd())
     runs = list_runs(store, repository, revision)
     print(f"{repository} @ {revision} in {store.describe()}: {len(runs)} run(s)")
     if runs:
@@ -95,11 +100,12 @@ def format_table(runs: tuple[RunSummary, ...]) -> str:
 
 def get_command(args: argparse.Namespace) -> int:
     """Download one run and check every file against its index."""
+    from gate.git import resolve
     from gate.store import fetch_run, latest_run, list_runs
-    from gate.store.records import check_revision, check_segment
+    from gate.store.records import check_segment
 
     store, repository = _open(args)
-    revision = check_revision(args.revision)
+    revision = resolve(args.revision, Path.cwd())
     runner = check_segment(args.runner, "runner")
     run_id = args.run or latest_run(list_runs(store, repository, revision), runner).run_id
     dest = args.dest or Path(f"evidence-{runner}-{check_segment(run_id, 'run id')}")

@@ -56,22 +56,24 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _status(args: argparse.Namespace) -> int:
-    from gate.github.client import CommitStatus, GitHubClient, State, check_revision
-    from gate.github.runrecord import load_record
+    from gate.git import check_revision
+    from gate.github.client import CommitStatus, GitHubClient, State
+    from gate.record import load
 
     env = os.environ
     repository = args.repository or env.get("GITHUB_REPOSITORY")
     if not repository:
         raise ConfigError("no repository: pass --repository or set GITHUB_REPOSITORY")
     try:
-        record = load_record(args.evidence)
+        record = load(args.evidence)
     except BadInputError as e:
         status = CommitStatus(State.ERROR, args.context, f"no usable evidence: {e.message}")
         revision = args.revision or env.get("GITHUB_SHA")
     else:
-        state = State.SUCCESS if record.accepted else State.FAILURE
-        status = CommitStatus(state, args.context, record.statement or state.value)
-        revision = args.revision or record.revision or env.get("GITHUB_SHA")
+        verdict = record.verdict
+        state = State.SUCCESS if verdict.accepted else State.FAILURE
+        status = CommitStatus(state, args.context, verdict.statement)
+        revision = args.revision or record.source.revision or env.get("GITHUB_SHA")
     if not revision:
         raise ConfigError("no revision: pass --revision or set GITHUB_SHA")
     target_url = args.target_url or _run_url(env)
@@ -93,22 +95,21 @@ def _run_url(env: os._Environ[str]) -> str | None:
 
 def _annotate(args: argparse.Namespace) -> int:
     from gate.github.client import workflow_command
-    from gate.github.runrecord import JUNIT, junit_failures, load_record
+    from gate.record import load
+    from gate.render.junit import JUNIT_FILE, read_failures
 
     lines: list[str] = []
     try:
-        record = load_record(args.evidence)
+        record = load(args.evidence)
     except BadInputError as e:
         lines.append(workflow_command("error", e.message, title=f"{args.title}: no run record"))
-        junit = args.evidence / JUNIT
-        failed = junit_failures(junit) if junit.is_file() else ()
+        junit = args.evidence / JUNIT_FILE
+        failed = read_failures(junit) if junit.is_file() else ()
     else:
         failed = record.failed_checks
-        if not record.accepted:
+        if not record.verdict.accepted:
             lines.append(
-                workflow_command(
-                    "error", record.statement or "not accepted", title=f"{args.title}: verdict"
-                )
+                workflow_command("error", record.verdict.statement, title=f"{args.title}: verdict")
             )
     for check in failed:
         title = f"{args.title}: {check.classname}.{check.name}".replace(": .", ": ")

@@ -33,9 +33,9 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _keygen(args: argparse.Namespace) -> int:
-    from gate.attest.manifest import write_file_atomic
     from gate.attest.signing import KEY_FILE_ENV, KEY_PEM_ENV, generate_key_pair
     from gate.errors import ConfigError
+    from gate.fsutil import write_atomic
 
     private, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
     existing = [str(p) for p in (private, public) if p.exists()]
@@ -45,8 +45,8 @@ def _keygen(args: argparse.Namespace) -> int:
             hint="pass --force to replace it, or choose another --out",
         )
     pair = generate_key_pair()
-    write_file_atomic(private, pair.private_pem, mode=0o600)
-    write_file_atomic(public, pair.public_pem, mode=0o644)
+    write_atomic(private, pair.private_pem, mode=0o600)
+    write_atomic(public, pair.public_pem, mode=0o644)
     print(f"key id:      {pair.keyid}")
     print(f"private key: {private} (mode 0600; do not commit it)")
     print(f"public key:  {public} (commit it; verify with --key {public})")

@@ -32,7 +32,9 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
         help="check every required runner class's signed evidence for one revision",
         description="Pass only when every required runner class passed on this revision.",
     )
-    parser.add_argument("--revision", required=True, help="the full commit SHA")
+    parser.add_argument(
+        "--revision", required=True, help="a commit id (full or short) or a ref git resolves here"
+    )
     parser.add_argument(
         "--require",
         nargs="+",
@@ -61,13 +63,13 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 def _matrix(args: argparse.Namespace) -> int:
     from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
-    from gate.github.client import check_revision
+    from gate.git import resolve
     from gate.github.matrix import evaluate
     from gate.github.runners import load_runner_classes
     from gate.store import find_repository, load_settings, open_store
 
     env = dict(os.environ)
-    revision = check_revision(args.revision)
+    revision = resolve(args.revision, Path.cwd())
     required = list(args.require)
     if not required:
         required = [c.name for c in load_runner_classes(args.runner_classes) if c.required]

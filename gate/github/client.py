@@ -21,6 +21,7 @@ from typing import Any
 import requests
 
 from gate.errors import ConfigError, GitHubError
+from gate.git import check_revision
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,6 @@ API_VERSION = "2022-11-28"
 MAX_DESCRIPTION = 140
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 # SHA-1 object names, or SHA-256 in repositories that use it.
-_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _HINTS = {
     401: "the token was refused: is GITHUB_TOKEN set from the workflow and still valid?",
     403: "the token lacks a permission: the job needs `statuses: write`, and a pull "
@@ -74,13 +74,6 @@ def check_repository(repository: str) -> str:
     if not _REPO.match(repository):
         raise ConfigError(f"repository {repository!r} is not of the form owner/name")
     return repository
-
-
-def check_revision(revision: str) -> str:
-    """A full commit object name (40 or 64 lowercase hex digits), or ConfigError."""
-    if not _SHA.match(revision):
-        raise ConfigError(f"revision {revision!r} is not a full commit SHA (40 hex digits)")
-    return revision
 
 
 class GitHubClient:

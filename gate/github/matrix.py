@@ -119,7 +119,7 @@ def evaluate(
             incomplete[run.runner] = incomplete.get(run.runner, 0) + 1
             continue
         name = run.index.meta.runner_class or run.index.meta.runner
-        if name not in newest or run.run_id > newest[name].meta.run_id:
+        if name not in newest or run.index.order() > newest[name].order():
             newest[name] = run.index
     classes = list(required) + sorted(set(newest) - set(required))
     results: list[ClassResult] = []
@@ -153,7 +153,7 @@ def _absent(
                 others.append(index)
     if not others:
         return ClassResult(name, required, Status.MISSING, "no evidence stored for this revision")
-    latest = max(others, key=lambda i: i.meta.run_id)
+    latest = max(others, key=RunIndex.order)
     return ClassResult(
         name,
         required,
@@ -266,14 +266,23 @@ def _judge(predicate: dict[str, Any], name: str, revision: str) -> tuple[Status,
 
 
 def _executions(predicate: dict[str, Any]) -> tuple[ExecutionRow, ...]:
+    """The signed runs, each passed or not by the run record's own rule (gate.record)."""
     rows = []
     for x in predicate.get("execution", ()):
-        ok = x.get("returncode") == 0 and not x.get("timed_out") and bool(x.get("output_ok"))
+        returncode = x.get("returncode")
+        expected = x.get("expected_returncode", 0)
+        passed = x.get("passed")
+        if not isinstance(passed, bool):  # a version 1 predicate: no expectation recorded
+            passed = returncode == expected and not x.get("timed_out") and bool(x.get("output_ok"))
         if x.get("timed_out"):
             detail = "timed out"
-        elif x.get("returncode") != 0:
-            detail = f"exit {x.get('returncode')}"
+        elif returncode != expected:
+            detail = f"exit {returncode}" + (f" (expected {expected})" if expected else "")
+        elif not x.get("output_ok"):
+            detail = "unexpected output"
+        elif x.get("cache_clean") is False:
+            detail = "left files in its JIT cache"
         else:
-            detail = "ok" if ok else "unexpected output"
-        rows.append(ExecutionRow(str(x["entry_point"]), str(x["path"]), ok, detail))
+            detail = "ok"
+        rows.append(ExecutionRow(str(x["entry_point"]), str(x["path"]), passed, detail))
     return tuple(rows)

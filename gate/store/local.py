@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gate.errors import StorageError
+from gate.fsutil import digest_file
 from gate.store.base import EvidenceStore, ObjectExistsError, PutOutcome
-from gate.store.records import copy_with_digest, sha256_file
+from gate.store.records import copy_with_digest
 
 _TMP_MARK = ".tmp-"
 
@@ -95,7 +96,7 @@ class LocalStore(EvidenceStore):
 
     def _compare_existing(self, dest: Path, key: str, sha256: str, size: int) -> PutOutcome:
         try:
-            found = sha256_file(dest)
+            found = digest_file(dest)
         except OSError as e:
             raise StorageError(f"cannot read {dest}: {e.strerror or e}") from e
         if found == (sha256, size):
@@ -119,7 +120,7 @@ class LocalStore(EvidenceStore):
         source = self._path(key)
         try:
             shutil.copyfile(source, dest)
-            return sha256_file(dest)
+            return digest_file(dest)
         except FileNotFoundError as e:
             raise StorageError(f"{source} is missing from the evidence store") from e
         except OSError as e:

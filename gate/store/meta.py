@@ -13,39 +13,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gate import proc
-from gate.errors import ConfigError, GateError
-from gate.machine import parse_remote
-from gate.store.records import (
-    RunMeta,
-    load_json_object,
-    safe_segment,
-    sha256_file,
-    split_repository,
-)
+from gate import git
+from gate.errors import ConfigError
+from gate.fsutil import sha256_file
+from gate.record import RESULT_FILE, load
+from gate.store.records import RunMeta, safe_segment, split_repository
 from gate.store.spool import evidence_files
-
-
-def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        result = proc.run(["git", *args], cwd=cwd, timeout=30)
-    except GateError:
-        return None
-    return result.stdout.strip() if result.ok else None
 
 
 def find_repository(env: Mapping[str, str], cwd: Path) -> str:
     """GITHUB_REPOSITORY, else the checkout's ``origin`` remote, else ``local/<its folder>``."""
     if env.get("GITHUB_REPOSITORY"):
         return env["GITHUB_REPOSITORY"]
-    url = _git(["remote", "get-url", "origin"], cwd)
-    repository = parse_remote(url) if url else None
+    repository = git.origin_repository(cwd)
     if repository is not None:
         return repository
     # A checkout without a remote (a local experiment) still gets a stable key.
-    toplevel = _git(["rev-parse", "--show-toplevel"], cwd)
-    if toplevel:
-        return f"local/{safe_segment(Path(toplevel).name)}"
+    top = git.toplevel(cwd)
+    if top is not None:
+        return f"local/{safe_segment(top.name)}"
     raise ConfigError(
         f"cannot tell the repository (owner/repo): GITHUB_REPOSITORY is unset and {cwd} "
         "is not a git checkout",
@@ -69,8 +55,8 @@ def run_meta_from_evidence(
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else cwd
     given = {k: v for k, v in (overrides or {}).items() if v}
-    result_path = evidence_dir / "result.json"
-    doc = load_json_object(result_path) if result_path.is_file() else {}
+    result_path = evidence_dir / RESULT_FILE
+    doc = load(evidence_dir).to_json() if result_path.is_file() else {}
     run, source = _section(doc, "run"), _section(doc, "source")
 
     repository = given.get("repository") or source.get("repository") or find_repository(env, cwd)
@@ -79,8 +65,8 @@ def run_meta_from_evidence(
     dirty = bool(source.get("dirty", False))
     if not revision:
         # Only when the revision itself comes from git does the work tree's state apply.
-        revision = _git(["rev-parse", "HEAD"], cwd)
-        dirty = bool(_git(["status", "--porcelain"], cwd))
+        revision = git.head(cwd)
+        dirty = bool(git.is_dirty(cwd))
     if not revision:
         raise ConfigError(
             f"{result_path}: no source revision recorded and no git checkout at {cwd}",
@@ -116,5 +102,5 @@ def _content_id(evidence_dir: Path) -> str:
     """A run id from the evidence's digests: uploading one folder twice is idempotent."""
     digest = hashlib.sha256()
     for name in evidence_files(evidence_dir):
-        digest.update(f"{name}\0{sha256_file(evidence_dir / name)[0]}\n".encode())
+        digest.update(f"{name}\0{sha256_file(evidence_dir / name)}\n".encode())
     return f"local-{digest.hexdigest()[:16]}"

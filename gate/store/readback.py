@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gate.errors import EvidenceChangedError, EvidenceError, StorageError
 from gate.store.base import EvidenceStore
-from gate.store.records import INDEX_NAME, RunIndex, RunSummary, revision_key
+from gate.store.records import INDEX_NAME, RunIndex, RunSummary, natural_key, revision_key
 
 
 def list_runs(store: EvidenceStore, repository: str, revision: str) -> tuple[RunSummary, ...]:
@@ -29,7 +29,7 @@ def list_runs(store: EvidenceStore, repository: str, revision: str) -> tuple[Run
     for (runner, run_id), has_index in runs.items():
         index = read_index(store, f"{base}/{runner}/{run_id}") if has_index else None
         summaries.append(RunSummary(runner=runner, run_id=run_id, index=index))
-    return tuple(sorted(summaries, key=lambda s: (s.run_id, s.runner)))
+    return tuple(sorted(summaries, key=lambda s: (natural_key(s.run_id), s.runner)))
 
 
 def read_index(store: EvidenceStore, run_key: str) -> RunIndex | None:
@@ -46,11 +46,11 @@ def read_index(store: EvidenceStore, run_key: str) -> RunIndex | None:
 
 
 def latest_run(runs: tuple[RunSummary, ...], runner: str) -> RunSummary:
-    """The newest complete run of ``runner`` (run ids sort by time)."""
-    complete = [r for r in runs if r.runner == runner and r.complete]
+    """The newest complete run of ``runner``, by its recorded finish time (never by id text)."""
+    complete = [r for r in runs if r.runner == runner and r.index is not None]
     if not complete:
         raise StorageError(f"no complete run of runner {runner!r} is stored for this revision")
-    return max(complete, key=lambda r: r.run_id)
+    return max(complete, key=lambda r: r.index.order() if r.index else ("", ()))
 
 
 def fetch_run(

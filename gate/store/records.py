@@ -11,27 +11,18 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gate.errors import BadInputError, ConfigError
+from gate.git import check_revision
 
 INDEX_NAME = "index.json"
 INDEX_VERSION = 1
-_REVISION = re.compile(r"[0-9a-f]{40}")
 # One key segment: what GitHub allows in owner and repository names, runner and run ids.
 _SEGMENT = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 _FILE_PART = re.compile(r"[A-Za-z0-9_.+=@,-]{1,200}")
-
-
-def check_revision(revision: str) -> str:
-    """The full 40-hex revision, lower case; ConfigError otherwise."""
-    value = revision.strip().lower()
-    if not _REVISION.fullmatch(value):
-        raise ConfigError(f"revision {revision!r} is not a full 40-hex git commit id")
-    return value
 
 
 def check_segment(value: str, what: str) -> str:
@@ -88,6 +79,13 @@ class RunMeta:
         return "/".join((self.owner, self.repo, self.revision, self.runner, self.run_id))
 
 
+def natural_key(text: str) -> tuple[tuple[int, str], ...]:
+    """``123-10`` after ``123-9``: digit runs compare as numbers, the rest as text."""
+    return tuple(
+        (int(part), "") if part.isdigit() else (-1, part) for part in re.findall(r"\d+|\D+", text)
+    )
+
+
 def split_repository(repository: str) -> tuple[str, str]:
     """``owner/repo`` into its two checked segments."""
     owner, sep, repo = repository.strip().partition("/")
@@ -127,6 +125,11 @@ class RunIndex:
     files: tuple[FileEntry, ...]
     verdict: Verdict | None
     tool_version: str
+    finished: str | None = None  # when the run finished (result.json), ISO 8601 UTC
+
+    def order(self) -> tuple[str, tuple[tuple[int, str], ...]]:
+        """Sort key, oldest first: the recorded finish time, then the run id read naturally."""
+        return (self.finished or "", natural_key(self.meta.run_id))
 
     def to_json(self) -> bytes:
         """Deterministic JSON bytes (the same run always gives the same index)."""
@@ -139,6 +142,7 @@ class RunIndex:
             "runner": self.meta.runner,
             "runner_class": self.meta.runner_class,
             "run_id": self.meta.run_id,
+            "finished": self.finished,
             "verdict": (
                 None
                 if self.verdict is None
@@ -178,6 +182,7 @@ class RunIndex:
                     else Verdict(bool(verdict["accepted"]), str(verdict["statement"]))
                 ),
                 tool_version=str(doc.get("tool", {}).get("version", "")),
+                finished=str(doc["finished"]) if doc.get("finished") else None,
             )
         except BadInputError:
             raise
@@ -189,17 +194,6 @@ def _check_version(doc: object, where: str) -> None:
     if not isinstance(doc, dict) or doc.get("version") != INDEX_VERSION:
         found = doc.get("version") if isinstance(doc, dict) else None
         raise BadInputError(f"{where}: unsupported evidence index version {found!r}")
-
-
-def sha256_file(path: Path) -> tuple[str, int]:
-    """Hex sha256 and size of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-            size += len(block)
-    return digest.hexdigest(), size
 
 
 def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
@@ -214,28 +208,6 @@ def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
         out.flush()
         os.fsync(out.fileno())
     return digest.hexdigest(), size
-
-
-def read_verdict(result_json: Path) -> Verdict | None:
-    """The verdict from a result.json, or None when the file or the field is absent."""
-    if not result_json.is_file():
-        return None
-    doc = load_json_object(result_json)
-    verdict = doc.get("verdict")
-    if not isinstance(verdict, Mapping) or "accepted" not in verdict:
-        return None
-    return Verdict(bool(verdict["accepted"]), str(verdict.get("statement", "")))
-
-
-def load_json_object(path: Path) -> dict[str, Any]:
-    """A JSON object from ``path``; BadInputError naming the file otherwise."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise BadInputError(f"{path}: cannot read JSON: {e}") from e
-    if not isinstance(doc, dict):
-        raise BadInputError(f"{path}: expected a JSON object")
-    return doc
 
 
 @dataclass(frozen=True)

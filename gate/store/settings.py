@@ -1,7 +1,8 @@
 """Where evidence goes: StoreSettings, read from the environment and the project's config file.
 
-Sources, highest first: ``CUDA_GATE_*`` environment variables, then ``[store]``
-in ``cuda-gate.toml``, then ``[tool.cuda-gate.store]`` in ``pyproject.toml``.
+Sources, highest first: ``CUDA_GATE_*`` environment variables, then the ``[store]``
+table of the same configuration the run uses (gate.config: ``--config``, else
+``cuda-gate.toml``, else ``[tool.cuda-gate]`` in ``pyproject.toml``).
 With nothing configured the store is a local folder. Credentials never live
 here: the S3 client uses the standard AWS chain (environment, profile, role).
 """
@@ -9,17 +10,19 @@ here: the S3 client uses the standard AWS chain (environment, profile, role).
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from gate.config import Config
+from gate.config import load as load_config
 from gate.errors import ConfigError
 
 MIB = 1 << 20
 # S3 refuses multipart parts below 5 MiB (except the last one).
 MIN_PART_SIZE = 5 * MIB
+MAX_PART_SIZE = 5 << 30
 DEFAULT_THRESHOLD = 8 * MIB
 LOCK_MODES = ("COMPLIANCE", "GOVERNANCE")
 
@@ -84,16 +87,21 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     *,
     url: str | None = None,
+    config: Config | None = None,
 ) -> StoreSettings:
-    """Read the settings from ``env`` (default os.environ) over the project's config file.
+    """Read the settings from ``env`` (default os.environ) over the configuration's [store].
 
-    ``url`` (a command's ``--store``) takes precedence over CUDA_GATE_STORE and the file.
+    ``config`` is the configuration the run uses (default: the one gate.config finds in
+    ``project_dir``); ``url`` (a command's ``--store``) takes precedence over
+    CUDA_GATE_STORE and the file.
     """
     env = os.environ if env is None else env
     if url:
         env = {**env, "CUDA_GATE_STORE": url}
-    project_dir = Path.cwd() if project_dir is None else project_dir
-    table, origin = _file_table(project_dir)
+    if config is None:
+        config = load_config(Path.cwd() if project_dir is None else project_dir)
+    table = dict(config.store)
+    origin = f"{config.label} [{config.prefix}store]"
     values: dict[str, tuple[Any, str]] = {}
     for key, value in table.items():
         if key not in _KNOWN:
@@ -104,30 +112,6 @@ def load_settings(
             values[key] = (env[name].strip(), f"environment variable {name}")
     sources = sorted({where.split(":")[0] for _, where in values.values()})
     return _build(values, env, ", ".join(sources) or "defaults")
-
-
-def _file_table(project_dir: Path) -> tuple[dict[str, Any], str]:
-    """The store table of cuda-gate.toml or pyproject.toml, and a label naming it."""
-    for name, path_in_file in (
-        ("cuda-gate.toml", ("store",)),
-        ("pyproject.toml", ("tool", "cuda-gate", "store")),
-    ):
-        path = project_dir / name
-        if not path.is_file():
-            continue
-        try:
-            doc: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise ConfigError(f"{path}: cannot read TOML: {e}") from e
-        label = f"{path} [{'.'.join(path_in_file)}]"
-        for part in path_in_file:
-            doc = doc.get(part) if isinstance(doc, dict) else None
-        if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            raise ConfigError(f"{label}: expected a table")
-        return doc, label
-    return {}, ""
 
 
 def _build(
@@ -157,7 +141,9 @@ def _build(
             f"{url_item[1] if url_item else 'url'}: bucket name {bucket!r} is not 3-63 characters"
         )
     mode, days = _lock(get("object-lock-mode"), get("object-lock-days"))
-    threshold = _int(get("multipart-threshold"), DEFAULT_THRESHOLD, minimum=MIN_PART_SIZE)
+    threshold = _int(
+        get("multipart-threshold"), DEFAULT_THRESHOLD, minimum=MIN_PART_SIZE, maximum=MAX_PART_SIZE
+    )
     endpoint = get("endpoint")
     region = get("region")
     return StoreSettings(
@@ -170,9 +156,9 @@ def _build(
         object_lock_mode=mode,
         object_lock_days=days,
         multipart_threshold=threshold,
-        part_size=_int(get("part-size"), threshold, minimum=MIN_PART_SIZE),
-        connect_timeout=float(_int(get("connect-timeout"), 5, minimum=1)),
-        attempts=_int(get("attempts"), 3, minimum=1),
+        part_size=_int(get("part-size"), threshold, minimum=MIN_PART_SIZE, maximum=MAX_PART_SIZE),
+        connect_timeout=float(_int(get("connect-timeout"), 5, minimum=1, maximum=600)),
+        attempts=_int(get("attempts"), 3, minimum=1, maximum=20),
         **common,
     )
 
@@ -193,19 +179,25 @@ def _lock(
         raise ConfigError(f"{mode_item[1]}: {mode_item[0]!r} is not COMPLIANCE or GOVERNANCE")
     if days_item is None:
         raise ConfigError(f"{mode_item[1]}: object-lock mode needs object-lock-days too")
-    return checked, _int(days_item, 0, minimum=1)
+    return checked, _int(days_item, 0, minimum=1, maximum=36500)
 
 
-def _int(item: tuple[Any, str] | None, default: int, *, minimum: int) -> int:
+def _int(
+    item: tuple[Any, str] | None, default: int, *, minimum: int, maximum: int = 1 << 40
+) -> int:
+    """A whole number in ``[minimum, maximum]`` from TOML or an environment variable."""
     if item is None:
         return default
     value, where = item
-    try:
-        number = int(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        number = None
-    if number is None or number < minimum:
-        raise ConfigError(f"{where}: {value!r} is not an integer >= {minimum}")
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdecimal() and len(value) < 20:
+        number = int(value.strip())
+    if number is None or not minimum <= number <= maximum:
+        raise ConfigError(f"{where}: {value!r} is not a whole number from {minimum} to {maximum}")
     return number
 
 

@@ -10,13 +10,14 @@ stored identically are skipped, so nothing is duplicated or overwritten.
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from pathlib import Path
 
 from gate import __version__
 from gate.errors import BadInputError, EvidenceChangedError, EvidenceError, StorageError
+from gate.fsutil import write_atomic
+from gate.record import RESULT_FILE, load
 from gate.store.base import EvidenceStore, PutOutcome
 from gate.store.records import (
     INDEX_NAME,
@@ -24,9 +25,9 @@ from gate.store.records import (
     PublishResult,
     RunIndex,
     RunMeta,
+    Verdict,
     check_file_name,
     copy_with_digest,
-    read_verdict,
 )
 
 _PARTIAL = ".partial-"
@@ -55,13 +56,15 @@ def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path,
     try:
         partial.mkdir(parents=True)
         entries = tuple(_copy(evidence_dir / name, partial / name, name) for name in names)
+        verdict, finished = _verdict_of(evidence_dir)
         index = RunIndex(
             meta=meta,
             files=entries,
-            verdict=read_verdict(evidence_dir / "result.json"),
+            verdict=verdict,
             tool_version=__version__,
+            finished=finished,
         )
-        _write_atomic(partial / INDEX_NAME, index.to_json())
+        write_atomic(partial / INDEX_NAME, index.to_json())
         if entry.exists():
             return entry, _same_spooled(entry, index)
         partial.rename(entry)
@@ -72,19 +75,19 @@ def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path,
     return entry, index
 
 
+def _verdict_of(evidence_dir: Path) -> tuple[Verdict | None, str | None]:
+    """The run record's verdict and finish time; (None, None) for a folder without one."""
+    if not (evidence_dir / RESULT_FILE).is_file():
+        return None, None
+    record = load(evidence_dir)
+    verdict = record.verdict
+    return Verdict(verdict.accepted, verdict.statement), record.to_json()["finished"]
+
+
 def _copy(source: Path, dest: Path, name: str) -> FileEntry:
     dest.parent.mkdir(parents=True, exist_ok=True)
     sha256, size = copy_with_digest(source, dest)
     return FileEntry(name, sha256, size)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    with tmp.open("xb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    tmp.replace(path)
 
 
 def _same_spooled(entry: Path, index: RunIndex) -> RunIndex:

@@ -1,0 +1,92 @@
+"""Run records built in memory, for tests of what reads and renders them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gate.git import SourceInfo
+from gate.record import (
+    Cause,
+    Check,
+    Device,
+    Environment,
+    ExecPath,
+    Execution,
+    LoadedLibrary,
+    RunInfo,
+    RunRecord,
+    Stage,
+)
+
+WHEN = datetime(2026, 11, 29, 18, 0, 0, tzinfo=UTC)
+RUN = RunInfo("20261129T180000Z-abc123", "h200-01", "h200")
+SOURCE = SourceInfo("a" * 40, False, "acme/kernels")
+
+
+def execution(name: str, path: ExecPath, *, passed: bool = True) -> Execution:
+    """One run that passed (or exited 1)."""
+    return Execution(
+        name, path, f"./{name}", 0 if passed else 1, False, 0.1, f"{name}.log", None, passed
+    )
+
+
+def both(name: str = "smoke") -> tuple[Execution, ...]:
+    """The two passing runs of one entry point."""
+    return (execution(name, ExecPath.NATIVE), execution(name, ExecPath.JIT))
+
+
+def make_record(
+    checks: Sequence[Check] = (),
+    *,
+    executions: Sequence[Execution] = (),
+    stages: Sequence[Stage] = (),
+    loaded: Sequence[LoadedLibrary] = (),
+    diagnoses: Sequence[str] = (),
+    paths: Sequence[str] = (),
+    run: RunInfo = RUN,
+    source: SourceInfo = SOURCE,
+    finished: datetime = WHEN,
+) -> RunRecord:
+    """A run record of an H200 machine with the given checks and runs."""
+    return RunRecord(
+        tool_version="0.1.0",
+        started=WHEN,
+        finished=finished,
+        run=run,
+        source=source,
+        environment=Environment("x86_64", "Debian 12", None, None, (), None),
+        device=Device(None, None, None, None),
+        stages=tuple(stages),
+        loaded_libraries=tuple(loaded),
+        executions=tuple(executions),
+        checks=tuple(checks),
+        diagnoses=tuple(diagnoses),
+        paths_proved=tuple(paths),
+    )
+
+
+def verdict_record(accepted: bool, name: str = "smoke", **fields: Any) -> RunRecord:
+    """A record whose run passed, or whose native run failed ("native path failed")."""
+    if accepted:
+        check = Check(f"{name} [native]", "gate.execute.native", True, "passed")
+        runs = both(name)
+    else:
+        check = Check(
+            f"{name} [native]",
+            "gate.execute.native",
+            False,
+            "native path failed",
+            cause=Cause.EXIT_STATUS,
+        )
+        runs = (execution(name, ExecPath.NATIVE, passed=False), execution(name, ExecPath.JIT))
+    return make_record((check,), executions=runs, **fields)
+
+
+def write_record(folder: Path, record: RunRecord) -> Path:
+    """``folder/result.json`` holding ``record``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "result.json").write_text(record.dumps(), encoding="utf-8")
+    return folder
