@@ -2,41 +2,59 @@
 
 Files are written through one object so that (1) a folder that cannot be written
 fails once, early, with one line; (2) every text passes the secret redactor; (3)
-each write is atomic (temp file + os.replace), so a crash never leaves half a file.
+each write is atomic (:func:`gate.fsutil.write_atomic`), so a crash never leaves
+half a file.
+
+A folder is replaced by a new run only when the gate itself marked it as its
+evidence folder (:data:`MARKER`); anything else is refused, however much it looks
+like evidence: a user's folder that merely holds a ``result.json`` is never deleted.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
+import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from gate.errors import EvidenceError
-from gate.redact import redact
+from gate.fsutil import write_atomic
+from gate.redact import Redactor
 
-# The file that marks a folder as ours, so a rerun may replace it.
-RESULT_FILE = "result.json"
+MARKER = ".cuda-gate"
+_MARKER_TEXT = "cuda-gate evidence folder: replaced by the next run\n"
+
+
+def mark(root: Path) -> None:
+    """Mark ``root`` as a cuda-gate evidence folder (the next run may replace it)."""
+    (root / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
+
+
+def is_marked(root: Path) -> bool:
+    """Whether ``root`` is a folder the gate made for its evidence."""
+    try:
+        return (root / MARKER).read_text(encoding="utf-8") == _MARKER_TEXT
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 class EvidenceDir:
     """A folder of evidence files for one gate run."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, redactor: Redactor | None = None) -> None:
         self.root = root
+        self.redactor = redactor or Redactor.from_environment()
 
     @classmethod
-    def create(cls, root: Path) -> EvidenceDir:
+    def create(cls, root: Path, redactor: Redactor | None = None) -> EvidenceDir:
         """Create (or replace an earlier run's) evidence folder; EvidenceError if impossible."""
-        if root.exists() and not root.is_dir():
+        if root.is_symlink() or (root.exists() and not root.is_dir()):
             raise EvidenceError(f"{root}: evidence path exists and is not a folder")
         if root.is_dir() and any(root.iterdir()):
-            if not (root / RESULT_FILE).exists() and not (root / ".cuda-gate").exists():
+            if not is_marked(root):
                 raise EvidenceError(
-                    f"{root}: folder is not empty and holds no earlier cuda-gate evidence; "
+                    f"{root}: folder is not empty and is not a cuda-gate evidence folder; "
                     "refusing to replace it",
                     hint="choose another --evidence folder",
                 )
@@ -46,10 +64,10 @@ class EvidenceDir:
                 raise EvidenceError(f"{root}: cannot replace earlier evidence: {e.strerror}") from e
         try:
             root.mkdir(parents=True, exist_ok=True)
-            (root / ".cuda-gate").write_text("cuda-gate evidence folder\n", encoding="utf-8")
+            mark(root)
         except OSError as e:
             raise EvidenceError(f"{root}: evidence folder is not writable: {e.strerror}") from e
-        return cls(root)
+        return cls(root, redactor)
 
     def path(self, name: str) -> Path:
         """Absolute path of an evidence file (which may not exist yet)."""
@@ -57,7 +75,7 @@ class EvidenceDir:
 
     def write_text(self, name: str, text: str) -> Path:
         """Write a text file, secrets redacted, atomically."""
-        return self.write_bytes(name, redact(text).encode("utf-8"))
+        return self.write_bytes(name, self.redactor.text(text).encode("utf-8"))
 
     def write_json(self, name: str, data: object) -> Path:
         """Write a JSON document (sorted keys, trailing newline), secrets redacted."""
@@ -65,16 +83,7 @@ class EvidenceDir:
 
     def write_bytes(self, name: str, data: bytes) -> Path:
         """Write raw bytes atomically. Callers pass text through write_text."""
-        target = self.path(name)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            Path(tmp).replace(target)
-        except OSError as e:
-            raise EvidenceError(f"{target}: cannot write evidence: {e.strerror or e}") from e
-        return target
+        return write_atomic(self.path(name), data)
 
     def files(self) -> Iterator[Path]:
         """Every evidence file, sorted, relative to the folder (marker files excluded)."""
@@ -83,10 +92,20 @@ class EvidenceDir:
                 yield path.relative_to(self.root)
 
 
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(name: str) -> str:
+    """``name`` as one evidence file-name part: letters, digits and ``._-`` only."""
+    return _UNSAFE.sub("_", name).strip("_") or "artifact"
+
+
+def unique_name(name: str, seen: set[str]) -> str:
+    """``safe_name(name)``, with ``-2``, ``-3``... appended when ``seen`` already holds it."""
+    base = safe_name(name)
+    candidate, n = base, 1
+    while candidate in seen:
+        n += 1
+        candidate = f"{base}-{n}"
+    seen.add(candidate)
+    return candidate

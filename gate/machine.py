@@ -1,8 +1,8 @@
-"""Facts of this machine: host, driver, toolkit, supported targets, loader cache, source revision.
+"""Facts of this machine: host, driver, toolkit, supported targets, loader cache, device problems.
 
-Each fact is parsed at the edge into a frozen record; the raw tool output goes to
-the evidence folder next to it (the seed's host-arch.txt, driver.txt, toolkit.txt,
-supported-targets.txt).
+Each fact is parsed at the edge into a frozen record (the environment stage writes
+the raw tool output to the evidence beside it); `cuda-gate verify` gathers the same
+facts to compare with a manifest.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import platform
 import re
+import shutil
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -17,13 +19,12 @@ from pathlib import Path
 from gate import proc
 from gate.errors import ConfigError, ToolError
 from gate.reader.hostelf import parse_ld_cache
-from gate.reader.targets import Target, Version
+from gate.reader.targets import Capability, Target, Version
 
 _SMI_TIMEOUT = 60.0
 _NVCC_RELEASE_RE = re.compile(r"release (\d+\.\d+), (V[\w.]+)")
 _SMI_CUDA_RE = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
 _SMI_DRIVER_RE = re.compile(r"Driver Version:\s*([\d.]+)")
-_REMOTE_RE = re.compile(r"[:/]([^/:]+)/([^/]+?)(?:\.git)?/?$")
 
 
 @dataclass(frozen=True)
@@ -43,15 +44,6 @@ class ToolkitInfo:
     version: Version
     release: str
     nvcc: str
-
-
-@dataclass(frozen=True)
-class SourceInfo:
-    """The git revision the gate ran on, when it ran inside a repository."""
-
-    revision: str | None
-    dirty: bool | None
-    repository: str | None
 
 
 @dataclass(frozen=True)
@@ -107,12 +99,6 @@ def parse_gpu_code_list(text: str) -> tuple[Target, ...]:
     return tuple(found)
 
 
-def parse_remote(url: str) -> str | None:
-    """``owner/repo`` from a git remote URL (https or scp-like), or None."""
-    match = _REMOTE_RE.search(url.strip())
-    return f"{match.group(1)}/{match.group(2)}" if match else None
-
-
 def nvidia_smi() -> tuple[proc.Result, proc.Result | None]:
     """Run `nvidia-smi` and its CSV query; ToolError when nvidia-smi is absent."""
     smi = proc.which("nvidia-smi")
@@ -154,25 +140,21 @@ def nvcc_path(explicit: str | None = None) -> str:
     return proc.which("nvcc", extra_dirs=[str(p) for p in extra])
 
 
-def source_info(cwd: Path) -> SourceInfo:
-    """Revision, dirty flag and owner/repo of the git repository at ``cwd``, if any."""
-    try:
-        git = proc.which("git")
-    except ToolError:
-        return SourceInfo(None, None, None)
-    head = proc.run([git, "rev-parse", "HEAD"], cwd=cwd, timeout=30)
-    if not head.ok:
-        return SourceInfo(None, None, _repository_from_env())
-    status = proc.run([git, "status", "--porcelain", "--untracked-files=no"], cwd=cwd, timeout=60)
-    remote = proc.run([git, "remote", "get-url", "origin"], cwd=cwd, timeout=30)
-    repository = _repository_from_env() or (parse_remote(remote.stdout) if remote.ok else None)
-    return SourceInfo(
-        head.stdout.strip(), bool(status.stdout.strip()) if status.ok else None, repository
+def smi_capability() -> str | None:
+    """Device 0's compute capability as nvidia-smi's ``compute_cap`` reports it; None if unknown.
+
+    ToolError when nvidia-smi is absent or fails. The probe reads the capability
+    through the CUDA runtime; this is for commands that must not build anything.
+    """
+    smi = proc.which("nvidia-smi")
+    result = proc.run_checked(
+        [smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=_SMI_TIMEOUT
     )
-
-
-def _repository_from_env() -> str | None:
-    return os.environ.get("GITHUB_REPOSITORY") or None
+    lines = result.stdout.strip().splitlines()
+    try:
+        return str(Capability.parse(lines[0])) if lines else None
+    except ConfigError:
+        return None
 
 
 def container_info() -> ContainerInfo | None:
@@ -191,3 +173,117 @@ def ld_cache() -> dict[tuple[str, str], str]:
     except ToolError:
         return {}
     return parse_ld_cache(proc.run([tool, "-p"], timeout=60).stdout)
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """What the probe's stderr says: driver and runtime versions, and the runtime error."""
+
+    driver: int | None  # cudaDriverGetVersion: 0 when no driver is installed
+    runtime: int | None
+    error_code: int | None
+    error_text: str | None
+
+
+_PROBE_VERSIONS = re.compile(r"driver=(\d+) runtime=(\d+)")
+_PROBE_ERROR = re.compile(r"^error (\d+): (.+)$", re.MULTILINE)
+_CUDA_DRIVER_TOO_OLD = 35
+_CUDA_NO_DEVICE = 100
+_LIBCUDA_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/nvidia/lib64",
+    "/usr/lib/wsl/lib",
+)
+
+
+def parse_probe_report(stderr: str) -> ProbeReport:
+    """The probe's own report (see gate/cuda/probe.cu)."""
+    versions = _PROBE_VERSIONS.search(stderr)
+    error = _PROBE_ERROR.search(stderr)
+    return ProbeReport(
+        int(versions.group(1)) if versions else None,
+        int(versions.group(2)) if versions else None,
+        int(error.group(1)) if error else None,
+        error.group(2).strip() if error else None,
+    )
+
+
+def _cuda_version(number: int) -> str:
+    """12040 -> "12.4" (the CUDA API's version encoding)."""
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def libcuda_present() -> bool:
+    """Whether the driver's libcuda.so.1 is installed where the loader finds it."""
+    if any(name == "libcuda.so.1" for name, _ in ld_cache()):
+        return True
+    return any((Path(d) / "libcuda.so.1").exists() for d in _LIBCUDA_DIRS)
+
+
+def diagnose_no_device(report: ProbeReport) -> str:
+    """Which of "no driver", "no device visible", "driver older than the toolkit" holds.
+
+    The CUDA runtime says "driver version is insufficient" (error 35) also when no
+    driver is installed at all; the facts decide: libcuda.so.1, the /dev/nvidia*
+    device nodes, nvidia-smi, CUDA_VISIBLE_DEVICES, and the driver's own version.
+    """
+    said = f" (the CUDA runtime says: {report.error_text})" if report.error_text else ""
+    nodes = sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*"))
+    smi = shutil.which("nvidia-smi")
+    if report.driver == 0 or not libcuda_present():
+        facts = [
+            "libcuda.so.1 " + ("present" if libcuda_present() else "not found"),
+            f"device nodes {' '.join(nodes)}" if nodes else "no /dev/nvidia* device nodes",
+            "nvidia-smi " + ("present" if smi else "not found"),
+        ]
+        return f"no NVIDIA driver installed ({'; '.join(facts)}){said}"
+    if report.error_code == _CUDA_DRIVER_TOO_OLD and report.driver and report.runtime:
+        return (
+            f"driver older than the toolkit: the driver supports CUDA "
+            f"{_cuda_version(report.driver)}, the toolkit's runtime is "
+            f"{_cuda_version(report.runtime)}{said}"
+        )
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
+        return f"no device visible: CUDA_VISIBLE_DEVICES={visible!r} hides every device{said}"
+    if not nodes:
+        return (
+            "no device visible: the driver is installed but there is no /dev/nvidia0 "
+            f"device node (in a container, start it with the GPU passed in){said}"
+        )
+    if report.error_code == _CUDA_NO_DEVICE or report.error_code is None:
+        return f"no device visible: the driver is installed but reports no device{said}"
+    return f"the CUDA device cannot be used{said}"
+
+
+PYTHON_ENV = "CUDA_GATE_PYTHON"
+
+
+def find_python(explicit: str | None = None) -> str | None:
+    """The project's interpreter for ``{python}``: ``explicit``, else $CUDA_GATE_PYTHON, else
+    the first ``python3`` on PATH outside the gate's own virtual environment.
+
+    ToolError when a named interpreter cannot be found; None when none is named and
+    no ``python3`` is on PATH (a config that uses ``{python}`` then fails by name).
+    """
+    chosen = explicit or os.environ.get(PYTHON_ENV)
+    if chosen:
+        if "/" in chosen:
+            path = Path(chosen).expanduser()
+            if not (path.is_file() and os.access(path, os.X_OK)):
+                raise ToolError(f"python {chosen}: not an executable file")
+            return str(path)
+        return proc.which(chosen)
+    # Nox puts the gate's own virtualenv first on PATH; the user's torch is not in it.
+    own = Path(sys.prefix).resolve()
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = Path(folder or ".") / "python3"
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+            continue
+        if own in Path(folder or ".").resolve().parents or Path(folder).resolve() == own / "bin":
+            continue
+        return str(candidate)
+    return None

@@ -1,210 +1,402 @@
-"""`cuda-gate run`: the stages in order, each writing its evidence, always ending in a report.
+"""`cuda-gate run`: the stages in order, each a function returning its frozen outcome.
 
-environment -> probe -> build -> inspect -> execute -> report. A stage that cannot go
-on raises a GateError; the pipeline records it as the blocking reason, skips what
-depends on it, and still writes JUnit, the summary and result.json, so the evidence
-gathered so far is never lost. The verdict is accepted only with execution evidence.
+environment -> probe -> build -> inspect -> execute -> report -> manifest -> store.
+A stage that cannot go on returns its outcome with a ``failure``; the pipeline marks it
+failed, skips what depends on it (each skipped stage with the reason), and still
+writes JUnit, the summary and result.json, so the evidence gathered so far is never
+lost. The verdict is accepted only with execution evidence.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
-from gate import machine as environment
-from gate import proc, store
+from gate import __version__, git, machine, proc
 from gate.attest import manifest
-from gate.errors import ConfigError, GateError, NoDeviceError, ToolError
+from gate.attest.signing import Signer
+from gate.config import Config
+from gate.errors import ConfigError, ExitCode, GateError, NoDeviceError
 from gate.evidence import EvidenceDir
-from gate.stages import checks, probe, project
-from gate.stages import report as result
-from gate.stages.state import RunOptions, RunState, record_command, toolkit_of
-
-STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
+from gate.reader.targets import Target
+from gate.record import (
+    STAGES,
+    Artifact,
+    Build,
+    Cause,
+    Check,
+    Device,
+    Environment,
+    Execution,
+    LoadedLibrary,
+    RunRecord,
+    Stage,
+    StageStatus,
+)
+from gate.redact import Redactor
+from gate.stages import build, environment, execute, inspect, probe, report
+from gate.stages.build import SMOKE_KERNEL
+from gate.store import StoreSettings, publish, run_meta_from_evidence
 
 Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """The end of a run: the report, where the evidence is, and what the stages found."""
+class RunOptions:
+    """What the user asked `cuda-gate run` to do."""
 
-    report: result.Report
+    evidence: Path = Path("gate-evidence")
+    build_dir: Path | None = None
+    project_dir: Path = Path()
+    target: Target | None = None
+    sass: tuple[Target, ...] | None = None
+    ptx: tuple[Target, ...] | None = None
+    timeout: float = execute.DEFAULT_TIMEOUT
+    stop_after: str | None = None
+    dump_sass: str = "auto"
+    nvcc: str | None = None
+    python: str | None = None
+    signer: Signer | None = None
+    use_cuobjdump: bool = True
+    store_settings: StoreSettings | None = None
+    project_config: Config | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The end of a run: the record, where the evidence is, what happened to it afterwards."""
+
+    record: RunRecord
     evidence: Path
-    state: RunState
     manifest: str
     stored: str
     store_error: GateError | None = None
 
 
-@contextmanager
-def _stage(name: str, progress: Progress) -> Iterator[None]:
-    index = STAGES.index(name) + 1
-    progress(f"[{index}/{len(STAGES)}] {name} ...")
-    start = time.monotonic()
-    yield
-    progress(f"[{index}/{len(STAGES)}] {name} done ({time.monotonic() - start:.1f} s)")
+@dataclass
+class _Progress:
+    """The stages so far (name, status, detail, duration), for the record and the console."""
 
+    say: Progress
+    stages: list[Stage] = field(default_factory=list)
+    commands: list[proc.Result] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
 
-def stage_environment(state: RunState, options: RunOptions) -> None:
-    """Host arch, OS, driver, toolkit, supported targets, source revision."""
-    ev = state.evidence
-    state.host_arch = environment.host_arch()
-    state.os = environment.os_description()
-    ev.write_text("host-arch.txt", state.host_arch + "\n")
-    ev.write_text("os.txt", state.os + "\n")
-    try:
-        full, query = environment.nvidia_smi()
-        ev.write_text("driver.txt", full.output())
-        state.driver = environment.driver_from(full, query)
-        ev.write_json(
-            "driver.json",
-            {
-                "version": 1,
-                "name": state.driver.name,
-                "driver_version": state.driver.driver_version,
-                "cuda_version": str(state.driver.cuda_version),
-                "gpu_count": state.driver.gpu_count,
-            },
+    def start(self, name: str) -> float:
+        self.say(f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name} ...")
+        return time.monotonic()
+
+    def done(
+        self, name: str, began: float, failure: GateError | None = None, detail: str = ""
+    ) -> None:
+        took = time.monotonic() - began
+        index = f"[{STAGES.index(name) + 1}/{len(STAGES)}]"
+        if failure is None:
+            self.stages.append(Stage(name, StageStatus.RAN, detail, took))
+            self.say(f"{index} {name} done ({took:.1f} s)" + (f": {detail}" if detail else ""))
+            return
+        self.stages.append(
+            Stage(name, StageStatus.FAILED, failure.one_line(), took, int(failure.exit_code))
         )
-        state.checks.append(
-            checks.Check(
-                "driver",
-                "gate.environment",
-                True,
-                f"{state.driver.name}, driver {state.driver.driver_version}, "
-                f"CUDA {state.driver.cuda_version}",
+        self.say(f"{index} {name} stopped: {failure.one_line()}")
+
+    def skip(self, name: str, reason: str, exit_code: ExitCode | None = None) -> None:
+        self.stages.append(
+            Stage(name, StageStatus.SKIPPED, reason, 0.0, int(exit_code) if exit_code else None)
+        )
+        self.say(f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name} skipped: {reason}")
+
+    def failed_check(self, stage: str, failure: GateError, cause: Cause) -> None:
+        """A stage failure no check of the stage already shows becomes one."""
+        if not any(c.failed and c.classname.startswith(f"gate.{stage}") for c in self.checks):
+            self.checks.append(
+                Check(f"{stage} stage", f"gate.{stage}", False, failure.one_line(), cause=cause)
             )
-        )
-    except ToolError as e:
-        ev.write_text("driver.txt", f"nvidia-smi: {e.one_line()}\n")
-        state.checks.append(checks.Check("driver", "gate.environment", False, e.one_line()))
-    state.source = environment.source_info(state.project_dir)
-    nvcc = environment.nvcc_path(options.nvcc)
-    version = record_command(state, proc.run_checked([nvcc, "--version"], what="nvcc --version"))
-    ev.write_text("toolkit.txt", version.stdout)
-    state.toolkit = environment.parse_nvcc_version(version.stdout, nvcc)
-    codes = record_command(
-        state, proc.run_checked([nvcc, "--list-gpu-code"], what="nvcc --list-gpu-code")
+
+
+def tools(nvcc: str, python: str | None) -> dict[str, str]:
+    """What ``{nvcc}`` and ``{python}`` stand for in this run."""
+    found = {"nvcc": nvcc}
+    chosen = machine.find_python(python)
+    if chosen is not None:
+        found["python"] = chosen
+    return found
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What stages 1-5 found, as the run record's fields; replaced, never changed."""
+
+    source: git.SourceInfo
+    environment: Environment
+    device: Device
+    builds: tuple[Build, ...] = ()
+    required_targets: tuple[Target, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    executions: tuple[Execution, ...] = ()
+    loaded_libraries: tuple[LoadedLibrary, ...] = ()
+    diagnoses: tuple[str, ...] = ()
+    paths_proved: tuple[str, ...] = ()
+
+
+def run(options: RunOptions, say: Progress) -> Outcome:
+    """Run every stage up to ``options.stop_after``, then report, sign and store."""
+    redactor = Redactor.from_environment(
+        extra=options.signer.secrets() if options.signer is not None else ()
     )
-    ev.write_text("supported-targets.txt", codes.stdout)
-    state.supported = environment.parse_gpu_code_list(codes.stdout)
-    if not state.supported:
-        raise ToolError(f"{nvcc} --list-gpu-code listed no targets")
-    state.checks.append(
-        checks.Check(
-            "toolkit",
-            "gate.environment",
-            True,
-            f"nvcc {state.toolkit.release}, {len(state.supported)} targets",
-        )
-    )
-
-
-def stage_probe(state: RunState, options: RunOptions, workdir: Path) -> None:
-    """Read the device's capability; pick the target; stop if the toolkit lacks it."""
-    binary, built = probe.build_probe(toolkit_of(state).nvcc, workdir)
-    record_command(state, built)
-    try:
-        state.capability, ran = probe.run_probe(binary)
-        record_command(state, ran)
-        state.evidence.write_text("compute-capability.txt", f"{state.capability.number}\n")
-        state.evidence.write_text("probe.log", ran.output())
-        state.checks.append(
-            checks.Check(
-                "compute capability", "gate.probe", True, f"device 0 is {state.capability}"
-            )
-        )
-    except NoDeviceError as e:
-        state.device_error = e.message
-        state.evidence.write_text("compute-capability.txt", f"unavailable: {e.message}\n")
-        if options.target is None:
-            raise
-        state.checks.append(checks.Check("compute capability", "gate.probe", False, e.message))
-    if options.target is not None:
-        state.target, state.target_source = options.target.as_sass(), "--target"
-    elif state.capability is not None:
-        state.target, state.target_source = state.capability.sm(), "probe"
-    else:
-        raise NoDeviceError("no CUDA device was usable and no --target was given")
-    if state.capability is not None and not state.target.sass_runs_on(state.capability):
-        state.checks.append(
-            checks.Check(
-                f"{state.target} serves the device",
-                "gate.probe",
-                False,
-                f"{state.target} SASS cannot run on the detected device {state.capability}",
-            )
-        )
-    probe.require_supported(state.target, state.supported)
-    state.checks.append(
-        checks.Check(
-            f"{state.target} supported by the toolkit",
-            "gate.probe",
-            True,
-            f"{state.target} is in nvcc --list-gpu-code",
-        )
-    )
-
-
-def run(options: RunOptions, progress: Progress) -> Outcome:
-    """Run every stage up to ``options.stop_after`` and write the report."""
-    evidence = EvidenceDir.create(options.evidence)
-    state = RunState(datetime.now(UTC), evidence, options.project_dir)
+    evidence = EvidenceDir.create(options.evidence, redactor)
+    started = datetime.now(UTC)
     # Beside the evidence by default: `cuda-gate verify` re-hashes these artifacts later.
-    build_dir = (options.build_dir or options.evidence.parent / "gate-build").resolve()
-    build_dir.mkdir(parents=True, exist_ok=True)
-    steps: list[tuple[str, Callable[[], None]]] = [
-        ("environment", lambda: stage_environment(state, options)),
-        ("probe", lambda: stage_probe(state, options, build_dir)),
-        ("build", lambda: project.stage_build(state, options, build_dir)),
-        ("inspect", lambda: project.stage_inspect(state, options, build_dir)),
-        ("execute", lambda: project.stage_execute(state, options)),
-    ]
-    try:
-        for name, step in steps:
-            with _stage(name, progress):
-                step()
-            if options.stop_after == name:
-                state.stopped_after = name
-                break
-    except GateError as e:
-        _block(state, name, e, progress)
-    except Exception as e:  # noqa: BLE001  (a bug must still leave the evidence and a report)
-        _block(
-            state, name, GateError(f"internal error in {name}: {type(e).__name__}: {e}"), progress
-        )
-    with _stage("report", progress):
-        finished = result.finish(state)
-    with _stage("manifest", progress):
-        written = manifest.write_manifest(evidence.root, options.signer)
-    progress(written.message)
+    workdir = (options.build_dir or options.evidence.parent / "gate-build").resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = options.project_config or Config(project_dir=options.project_dir.resolve())
+    p = _Progress(say)
+    found = _run_stages(options, config, evidence, workdir, p)
+    record = RunRecord(
+        tool_version=__version__,
+        started=started,
+        finished=datetime.now(UTC),
+        run=report.run_info(started),
+        source=found.source,
+        environment=found.environment,
+        device=found.device,
+        stages=tuple(p.stages),
+        builds=found.builds,
+        artifacts=found.artifacts,
+        required_targets=found.required_targets,
+        loaded_libraries=found.loaded_libraries,
+        executions=found.executions,
+        checks=tuple(p.checks),
+        diagnoses=found.diagnoses,
+        paths_proved=found.paths_proved,
+    )
+    began = p.start("report")
+    report.write(evidence, record)
+    p.done("report", began)
+    began = p.start("manifest")
+    written = manifest.write_manifest(evidence.root, options.signer, redactor=redactor)
+    p.done("manifest", began, detail=written.message)
     stored, store_error = "evidence not stored (--no-store)", None
     if options.store_settings is not None:
-        with _stage("store", progress):
-            try:
-                stored = stage_store(evidence.root, options.store_settings, options.project_dir)
-            except GateError as e:
-                stored, store_error = f"evidence not stored: {e.one_line()}", e
-        progress(stored)
-    return Outcome(finished, evidence.root, state, written.message, stored, store_error)
+        began = p.start("store")
+        try:
+            stored = _store(evidence.root, options.store_settings, options.project_dir)
+            p.done("store", began, detail=stored)
+        except GateError as e:
+            stored, store_error = f"evidence not stored: {e.one_line()}", e
+            p.done("store", began, e)
+    return Outcome(record, evidence.root, written.message, stored, store_error)
 
 
-def stage_store(evidence: Path, settings: store.StoreSettings, project_dir: Path) -> str:
+class _Stages:
+    """Stages 1-5 in order; every stage ends up in the progress: ran, failed or skipped."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        config: Config,
+        evidence: EvidenceDir,
+        workdir: Path,
+        p: _Progress,
+    ) -> None:
+        self.options, self.config, self.evidence, self.workdir, self.p = (
+            options,
+            config,
+            evidence,
+            workdir,
+            p,
+        )
+        self.remaining = list(STAGES[:5])
+        self.found = _Found(
+            git.SourceInfo(None, None, None),
+            Environment(machine.host_arch(), machine.os_description(), None, None, (), None),
+            Device(None, options.target, "--target" if options.target else None, None),
+        )
+
+    def finish(
+        self,
+        name: str,
+        began: float,
+        outcome: _StageResult,
+        cause: Cause = Cause.TOOLCHAIN,
+    ) -> bool:
+        """Record one stage's outcome; True when the next stage may run."""
+        p = self.p
+        self.remaining.remove(name)
+        p.commands += getattr(outcome, "commands", ())
+        p.checks += outcome.checks
+        self.evidence.write_text(
+            "commands.txt", "".join(f"{r.command_line()}\n" for r in p.commands)
+        )
+        p.done(name, began, outcome.failure)
+        if outcome.failure is not None:
+            p.failed_check(name, outcome.failure, cause)
+            return False
+        return self.options.stop_after != name
+
+    def skip_rest(self, stage: str, exit_code: ExitCode | None = None) -> None:
+        """Every stage not run yet, skipped with the reason; the runs too, in JUnit."""
+        reason = (
+            f"stopped after the {stage} stage (--stop-after)"
+            if self.options.stop_after == stage
+            else f"the {stage} stage failed"
+        )
+        if "execute" in self.remaining:
+            names = execute.entry_names(self.config)
+            self.p.checks += execute.skipped_checks(names, f"not run: {reason}")
+        for name in self.remaining:
+            self.p.skip(name, reason, exit_code)
+        self.remaining.clear()
+
+    def run(self) -> _Found:
+        """Environment, then probe, then the rest (stopping where a stage says so)."""
+        options, found = self.options, self.found
+        began = self.p.start("environment")
+        env = environment.run(self.evidence, nvcc=options.nvcc, project_dir=options.project_dir)
+        found = self.found = replace(found, environment=env.environment, source=env.source)
+        if not self.finish("environment", began, env):
+            self.skip_rest("environment")
+            return found
+        assert env.environment.toolkit is not None  # noqa: S101 - no failure means a toolkit
+        began = self.p.start("probe")
+        probed = probe.run(
+            self.evidence,
+            nvcc=env.environment.toolkit.nvcc,
+            supported=env.environment.supported_targets,
+            workdir=self.workdir,
+            explicit_target=options.target,
+        )
+        found = self.found = replace(
+            found,
+            device=Device(
+                probed.capability, probed.target, probed.target_source, probed.device_error
+            ),
+        )
+        no_device = isinstance(probed.failure, NoDeviceError)
+        cause = Cause.TOOLCHAIN if no_device else Cause.WRONG_TARGET
+        if not self.finish("probe", began, probed, cause):
+            self.skip_rest("probe", ExitCode.NO_DEVICE if no_device else None)
+            return found
+        return self.build_to_execute(found, env.environment, probed)
+
+    def build_to_execute(
+        self, found: _Found, env: Environment, probed: probe.ProbeOutcome
+    ) -> _Found:
+        """Build, inspect and execute for the probed (or named) target."""
+        assert probed.target is not None  # noqa: S101 - the probe stage ran
+        assert env.toolkit is not None  # noqa: S101 - the environment stage ran
+        options, config = self.options, self.config
+        tool_paths = tools(env.toolkit.nvcc, options.python or config.python)
+        began = self.p.start("build")
+        built = build.run(
+            self.evidence,
+            config=config,
+            target=probed.target,
+            workdir=self.workdir,
+            tools=tool_paths,
+            sass=options.sass,
+            ptx=options.ptx,
+        )
+        found = self.found = replace(found, builds=built.builds, required_targets=built.required)
+        if not self.finish("build", began, built):
+            self.skip_rest("build")
+            return found
+        began = self.p.start("inspect")
+        driver = env.driver.cuda_version if env.driver else None
+        inspected = inspect.run(
+            self.evidence,
+            config=config,
+            smoke=built.smoke,
+            smoke_kernels=(SMOKE_KERNEL,),
+            target=probed.target,
+            required=built.required,
+            capability=probed.capability,
+            driver_cuda=driver,
+            host_arch=env.host_arch,
+            workdir=self.workdir,
+            dump_sass=options.dump_sass,
+            use_cuobjdump=options.use_cuobjdump,
+        )
+        found = self.found = replace(
+            found, artifacts=tuple(a.record() for a in inspected.artifacts)
+        )
+        if not self.finish("inspect", began, inspected, Cause.EVIDENCE):
+            self.skip_rest("inspect")
+            return found
+        points = execute.entry_points(config, built.smoke, options.timeout, tool_paths)
+        if probed.capability is None:
+            self.p.checks += execute.skipped(
+                self.evidence, points, inspected.artifacts, "not run: no CUDA device"
+            )
+            self.remaining.remove("execute")
+            self.p.skip("execute", "no CUDA device; see the probe stage", ExitCode.NO_DEVICE)
+            return found
+        began = self.p.start("execute")
+        ran = execute.run(
+            self.evidence,
+            config=config,
+            points=points,
+            artifacts=inspected.artifacts,
+            capability=probed.capability,
+            driver_cuda=driver,
+        )
+        self.finish("execute", began, ran, Cause.INTERNAL)
+        return replace(
+            self.found,
+            executions=ran.executions,
+            loaded_libraries=ran.loaded,
+            diagnoses=ran.diagnoses,
+            paths_proved=ran.paths_proved,
+        )
+
+
+class _StageResult(Protocol):
+    """What every stage outcome has."""
+
+    @property
+    def checks(self) -> tuple[Check, ...]: ...
+
+    @property
+    def failure(self) -> GateError | None: ...
+
+
+def _run_stages(
+    options: RunOptions, config: Config, evidence: EvidenceDir, workdir: Path, p: _Progress
+) -> _Found:
+    """Stages 1-5; an exception from a stage (a bug) still leaves every stage accounted for."""
+    stages = _Stages(options, config, evidence, workdir, p)
+    try:
+        return stages.run()
+    except GateError as e:
+        _internal(p, stages.remaining, e)
+    except Exception as e:  # noqa: BLE001  (a bug must still leave the evidence and a report)
+        _internal(p, stages.remaining, GateError(f"internal error: {type(e).__name__}: {e}"))
+    return stages.found
+
+
+def _internal(p: _Progress, remaining: list[str], error: GateError) -> None:
+    """A stage raised instead of returning its failure: record it, skip the rest."""
+    if remaining:
+        name = remaining.pop(0)
+        p.stages.append(
+            Stage(name, StageStatus.FAILED, error.one_line(), 0.0, int(error.exit_code))
+        )
+        p.failed_check(name, error, Cause.INTERNAL)
+        p.say(f"{name} stopped: {error.one_line()}")
+    for name in list(remaining):
+        p.skip(name, f"the {p.stages[-1].name} stage failed")
+    remaining.clear()
+
+
+def _store(evidence: Path, settings: StoreSettings, project_dir: Path) -> str:
     """Keep the evidence in the store under its revision; a folder outside git stays local."""
     try:
-        meta = store.run_meta_from_evidence(evidence, cwd=project_dir)
+        meta = run_meta_from_evidence(evidence, cwd=project_dir)
     except ConfigError as e:
         return f"evidence not stored: {e.message}"
-    published = store.publish(evidence, meta, settings)
+    published = publish(evidence, meta, settings)
     return f"evidence stored: {published.location}"
-
-
-def _block(state: RunState, stage: str, error: GateError, progress: Progress) -> None:
-    state.blocked = error
-    state.checks.append(checks.Check(f"{stage} stage", f"gate.{stage}", False, error.one_line()))
-    progress(f"[{STAGES.index(stage) + 1}/{len(STAGES)}] {stage} stopped: {error.one_line()}")

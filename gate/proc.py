@@ -4,25 +4,45 @@ It resolves the tool, records the exact command line and the environment changes
 (they go into the evidence), runs the child in a process group of its own with a
 timeout that kills the whole group, and turns failures into typed errors carrying
 the tool's own message. Nothing else in the package calls ``subprocess``.
+
+Three things a careless wrapper gets wrong, done right here:
+
+* Output goes to files, not pipes: a background process the child leaves behind
+  (``setsid sleep 40 &``) keeps a pipe open and would stall the gate; a file does
+  not. Each stream is read back up to :data:`OUTPUT_LIMIT` bytes (head and tail
+  kept, the middle cut with a note), so a chatty program cannot exhaust memory.
+* Processes the child leaves running are found (the gate makes itself the
+  "child subreaper", so orphans are re-parented to it instead of to init), killed,
+  and named in the result.
+* Children never see the gate's own secrets (:func:`gate.redact.child_environment`):
+  the signing key and its file, store credentials, GitHub and Actions tokens.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from gate.errors import ToolError, ToolTimeoutError
+from gate.redact import child_environment
 
 DEFAULT_TIMEOUT = 600.0
-# After killing a group, how long to wait for the pipes to close.
+# Bytes of each stream kept in memory: the first and last half of this.
+OUTPUT_LIMIT = 32 << 20
+# After killing a group, how long to wait for the child to be reaped.
 _REAP_TIMEOUT = 5.0
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True)
@@ -38,6 +58,8 @@ class Result:
     env_set: tuple[tuple[str, str], ...] = ()
     env_unset: tuple[str, ...] = ()
     cwd: str | None = None
+    # Processes the command left running after it exited (killed by the gate), as "pid cmd".
+    strays: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -68,6 +90,15 @@ class Result:
                 return line.strip()
         return ""
 
+    def describe_failure(self, label: str, timeout: float | None = None) -> str:
+        """One line: killed after the timeout, or the exit status and the tool's last line."""
+        if self.timed_out:
+            limit = f" within {timeout:g} s" if timeout is not None else ""
+            return f"{label} did not finish{limit}; its processes were killed"
+        return (
+            f"{label} failed with exit status {self.returncode}: {self.last_line() or 'no output'}"
+        )
+
 
 def which(tool: str, *, extra_dirs: Sequence[str | os.PathLike[str]] = ()) -> str:
     """Absolute path of ``tool`` from PATH, then ``extra_dirs``; ToolError when absent."""
@@ -92,52 +123,67 @@ def run(
 ) -> Result:
     """Run ``argv`` to completion or timeout; never raises for a non-zero exit.
 
-    ``env_set`` and ``env_unset`` change the environment of this child only. On
-    timeout the child's whole process group is killed and ``timed_out`` is set.
+    ``env_set`` and ``env_unset`` change the environment of this child only, on top
+    of ``base_env`` (default: this process's environment without the gate's secrets).
+    On timeout the child's whole process group is killed and ``timed_out`` is set.
     """
     args = tuple(os.fspath(a) for a in argv)
-    env = dict(os.environ if base_env is None else base_env)
+    if not args:
+        raise ToolError("internal error: an empty command")
+    if cwd is not None and not Path(cwd).is_dir():
+        raise ToolError(f"{args[0]}: working folder {os.fspath(cwd)} does not exist")
+    env = child_environment(os.environ if base_env is None else base_env)
     for name in env_unset:
         env.pop(name, None)
     env.update(env_set or {})
+    _become_subreaper()
+    before = _orphans()
     start = time.monotonic()
-    try:
-        child = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-    except FileNotFoundError as e:
-        raise ToolError(f"{args[0]} not found", hint="is it installed and on PATH?") from e
-    except PermissionError as e:
-        raise ToolError(f"{args[0]} is not executable: {e.strerror}") from e
-    except OSError as e:
-        raise ToolError(f"{args[0]} could not be started: {e.strerror or e}") from e
-    timed_out = False
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(child)
-        out, err = _drain(child)
-    except BaseException:
-        _kill_group(child)
-        _drain(child)
-        raise
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            child = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except FileNotFoundError as e:
+            raise ToolError(f"{args[0]} not found", hint="is it installed and on PATH?") from e
+        except PermissionError as e:
+            raise ToolError(f"{args[0]} is not executable: {e.strerror}") from e
+        except OSError as e:
+            raise ToolError(f"{args[0]} could not be started: {e.strerror or e}") from e
+        timed_out = False
+        try:
+            child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        except BaseException:
+            _kill_group(child.pid)
+            child.wait(timeout=_REAP_TIMEOUT)
+            raise
+        finally:
+            # Whatever is left in the child's group goes too, finished or not.
+            _kill_group(child.pid)
+        if timed_out:
+            child.wait(timeout=_REAP_TIMEOUT)
+        duration = time.monotonic() - start
+        strays = _kill_strays(before, child.pid)
+        stdout, stderr = _read_back(out), _read_back(err)
     return Result(
         argv=args,
         returncode=child.returncode if child.returncode is not None else -9,
-        stdout=out.decode("utf-8", errors="replace"),
-        stderr=err.decode("utf-8", errors="replace"),
-        duration=time.monotonic() - start,
+        stdout=stdout,
+        stderr=stderr,
+        duration=duration,
         timed_out=timed_out,
         env_set=tuple(sorted((env_set or {}).items())),
         env_unset=tuple(env_unset),
         cwd=os.fspath(cwd) if cwd is not None else None,
+        strays=strays,
     )
 
 
@@ -150,32 +196,83 @@ def run_checked(
 ) -> Result:
     """Like :func:`run`, but a non-zero exit or a timeout raises ToolError with its message."""
     result = run(argv, timeout=timeout, cwd=cwd)
-    label = what or Path(result.argv[0]).name
-    if result.timed_out:
-        raise ToolTimeoutError(f"{label} did not finish within {timeout:g} s; it was killed")
-    if result.returncode != 0:
-        raise ToolError(
-            f"{label} failed with exit status {result.returncode}: "
-            f"{result.last_line() or 'no output'}"
-        )
+    if not result.ok:
+        message = result.describe_failure(what or Path(result.argv[0]).name, timeout)
+        error = ToolTimeoutError if result.timed_out else ToolError
+        raise error(message)
     return result
 
 
-def _kill_group(child: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        child.kill()
+def _read_back(handle: IO[bytes]) -> str:
+    """A stream's bytes, decoded; beyond OUTPUT_LIMIT only the head and the tail."""
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(0)
+    if size <= OUTPUT_LIMIT:
+        data = handle.read()
+        return data.decode("utf-8", errors="replace")
+    half = OUTPUT_LIMIT // 2
+    head = handle.read(half)
+    handle.seek(size - half)
+    tail = handle.read(half)
+    note = f"\n[cuda-gate: {size - 2 * half} bytes of output cut here]\n"
+    return head.decode("utf-8", "replace") + note + tail.decode("utf-8", "replace")
 
 
-def _drain(child: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """Collect what a killed child printed; give up if something else holds the pipes."""
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+_subreaper = False
+
+
+def _become_subreaper() -> None:
+    """Make orphaned descendants come back to this process (Linux), so none escapes."""
+    global _subreaper  # noqa: PLW0603 - a process-wide setting, made once
+    if _subreaper:
+        return
+    _subreaper = True
     try:
-        return child.communicate(timeout=_REAP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        # A grandchild escaped the group (setsid) and keeps the pipes open.
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
-        child.wait(timeout=_REAP_TIMEOUT)
-        return b"", b""
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+
+
+def _orphans() -> set[int]:
+    """Processes whose parent is this process (our children and adopted orphans)."""
+    me = os.getpid()
+    found: set[int] = set()
+    try:
+        entries = [p.name for p in Path("/proc").iterdir()]
+    except OSError:
+        return found
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        # The command name (2nd field) is in parentheses and may hold spaces.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and fields[1] == str(me).encode():
+            found.add(int(name))
+    return found
+
+
+def _kill_strays(before: set[int], child: int) -> tuple[str, ...]:
+    """Kill what the command left running (adopted orphans), reap them, and name them."""
+    strays = []
+    for pid in sorted(_orphans() - before - {child}):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip()
+        except OSError:
+            cmdline = b"?"
+        _kill_group(pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        strays.append(f"{pid} {cmdline.decode('utf-8', 'replace')}")
+    return tuple(strays)

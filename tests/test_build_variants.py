@@ -15,58 +15,60 @@ from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind
 from gate.reader.targets import Capability, Target
 from gate.reader.targets import Path as Route
-from gate.stages import build, checks
+from gate.record import Check
+from gate.stages import build
 from gate.stages import inspect as inspection
 
 pytestmark = pytest.mark.integration
 
 T = Target.parse
 SM90 = T("sm_90")
-Builder = Callable[[str, tuple[str, ...], tuple[str, ...]], inspection.InspectedArtifact]
+Builder = Callable[[str, tuple[str, ...], tuple[str, ...]], inspection.Inspected]
 
 
 @pytest.fixture(scope="module")
 def build_and_inspect(tmp_path_factory: pytest.TempPathFactory) -> Builder:
     nvcc = environment.nvcc_path()
-    cache: dict[str, inspection.InspectedArtifact] = {}
+    cache: dict[str, inspection.Inspected] = {}
 
-    def make(
-        name: str, sass: tuple[str, ...], ptx: tuple[str, ...]
-    ) -> inspection.InspectedArtifact:
+    def make(name: str, sass: tuple[str, ...], ptx: tuple[str, ...]) -> inspection.Inspected:
         if name not in cache:
             work = tmp_path_factory.mktemp(name)
-            built = build.build_smoke(nvcc, work, [T(s) for s in sass], [T(p) for p in ptx])
+            output, result = build.build_smoke(
+                nvcc, work, [T(s) for s in sass], [T(p) for p in ptx]
+            )
+            assert result.ok, result.output()
             ev = EvidenceDir.create(work / "evidence")
-            cache[name] = inspection.inspect_artifact(built.output, ev)
+            cache[name] = inspection.inspect_artifact(output, ev)
         return cache[name]
 
     return make
 
 
-def failed(found: list[checks.Check]) -> set[str]:
+def failed(found: list[Check]) -> set[str]:
     return {c.name.split(": ", 1)[1] for c in found if not c.passed}
 
 
 def test_sass_and_ptx_build_passes_every_check(build_and_inspect: Builder) -> None:
     art = build_and_inspect("full", ("sm_90",), ("compute_90",))
-    found = checks.listing_checks(art.name, art.listing, SM90, ("write_value",))
+    found = inspection.listing_checks(art.name, art.listing, SM90, ("write_value",))
     assert failed(found) == set()
     # nvcc 13 adds a kernel-less device-link stub per arch: two cubins, one kernel.
     assert len(art.listing.of_kind(Kind.SASS)) == 2
     assert sum(1 for e in art.listing.of_kind(Kind.SASS) if e.kernels) == 1
-    assert art.host.description.startswith("check: ELF 64-bit LSB pie executable")
+    assert art.host.description.startswith("smoke: ELF 64-bit LSB pie executable")
 
 
 def test_sass_only_build_fails_the_ptx_checks(build_and_inspect: Builder) -> None:
     art = build_and_inspect("sass-only", ("sm_90",), ())
-    found = checks.listing_checks(art.name, art.listing, SM90, ("write_value",))
+    found = inspection.listing_checks(art.name, art.listing, SM90, ("write_value",))
     assert failed(found) == {"PTX for compute_90", "kernel write_value in compute_90 PTX"}
     assert art.listing.predict(Capability(9, 0)).native
 
 
 def test_ptx_only_build_fails_the_sass_checks(build_and_inspect: Builder) -> None:
     art = build_and_inspect("ptx-only", (), ("compute_90",))
-    found = checks.listing_checks(art.name, art.listing, SM90, ("write_value",))
+    found = inspection.listing_checks(art.name, art.listing, SM90, ("write_value",))
     assert failed(found) == {"SASS for sm_90", "kernel write_value in sm_90 SASS"}
     prediction = art.listing.predict(Capability(9, 0))
     assert not prediction.native
@@ -97,7 +99,7 @@ def test_arch_specific_build_serves_only_its_device(build_and_inspect: Builder) 
 
 def test_foreign_target_build_has_nothing_for_this_device(build_and_inspect: Builder) -> None:
     art = build_and_inspect("foreign", ("sm_120",), ("compute_120",))
-    found = checks.listing_checks(art.name, art.listing, SM90, ("write_value",))
+    found = inspection.listing_checks(art.name, art.listing, SM90, ("write_value",))
     assert len(failed(found)) == 4
     assert art.listing.predict(Capability(9, 0)).verdict() == "no code for 1 of 1 kernels"
 
@@ -105,11 +107,25 @@ def test_foreign_target_build_has_nothing_for_this_device(build_and_inspect: Bui
 def test_evidence_holds_the_listings(build_and_inspect: Builder) -> None:
     art = build_and_inspect("full", ("sm_90",), ("compute_90",))
     ev = art.path.parent / "evidence"
-    assert "check.1.sm_90.cubin" in (ev / "elf-list.txt").read_text(encoding="utf-8")
+    assert "smoke.1.sm_90.cubin" in (ev / "elf-list.txt").read_text(encoding="utf-8")
     assert "Function : _Z11write_valuePi" in (ev / "sass.txt").read_text(encoding="utf-8")
-    content = inspection.content_checks(art, EvidenceDir(ev), "x86_64")
+    content = inspection.content_checks(art, EvidenceDir(ev))
     assert all(c.passed for c in content), [c.message for c in content if not c.passed]
-    assert not inspection.content_checks(art, EvidenceDir(ev), "aarch64")[0].passed
+    assert inspection.host_check(art, "x86_64").passed
+    wrong = inspection.host_check(art, "aarch64")
+    assert not wrong.passed
+    assert wrong.message == "x86-64 does not run on host aarch64"
+
+
+def test_a_sass_dump_without_sass_is_not_a_sass_dump(build_and_inspect: Builder) -> None:
+    # cuobjdump --dump-sass of a PTX-only artifact prints only "Fatbin ptx code" headers.
+    art = build_and_inspect("ptx-only", (), ("compute_90",))
+    ev = EvidenceDir(art.path.parent / "evidence")
+    assert "Fatbin ptx code" in ev.path("sass.txt").read_text(encoding="utf-8")
+    found = {c.name: c for c in inspection.content_checks(art, ev)}
+    assert not found["smoke: SASS dump holds SASS"].passed
+    assert not found["smoke: ELF listing lists a cubin"].passed
+    assert found["smoke: PTX dump holds PTX"].passed
 
 
 def test_empty_listing_is_a_failure(tmp_path: Path, build_and_inspect: Builder) -> None:
@@ -117,8 +133,8 @@ def test_empty_listing_is_a_failure(tmp_path: Path, build_and_inspect: Builder) 
     ev = EvidenceDir.create(tmp_path / "ev")
     ev.write_text("elf-list.txt", "")
     ev.write_text("ptx.txt", "cuobjdump info    : File 'x' does not contain device code\n")
-    found = inspection.content_checks(art, ev, "x86_64")
+    found = inspection.content_checks(art, ev)
     assert {c.name for c in found if not c.passed} == {
-        "check: ELF listing not empty",
-        "check: PTX dump not empty",
+        "smoke: ELF listing lists a cubin",
+        "smoke: PTX dump holds PTX",
     }

@@ -1,19 +1,34 @@
-"""Checks, verdict and diagnosis: what a release engineer relies on the gate to say."""
+"""Checks, verdict, predictions and diagnosis: what a release engineer relies on the gate to say."""
 
 from __future__ import annotations
 
 import pytest
 
+from gate.config import EntryPoint
+from gate.errors import ExitCode
 from gate.proc import Result
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.targets import Capability, Target, Version
-from gate.stages import checks
-from gate.stages.execute import EntryPoint, ExecPath, Execution, RuntimeFailure, classify
+from gate.record import (
+    ACCEPTED_STATEMENT,
+    Cause,
+    Check,
+    ExecPath,
+    Execution,
+    Stage,
+    StageStatus,
+    decide,
+)
+from gate.stages import predict
+from gate.stages.execute import Run, RuntimeFailure, classify
+from gate.stages.inspect import kernel_matches, listing_checks
+from gate.stages.jitproof import Proofs
 
 pytestmark = pytest.mark.unit
 
 H200 = Capability(9, 0)
 KERNEL = "_Z11write_valuePi"
+CUDA13 = Version(13, 0)
 
 
 def listing(
@@ -27,10 +42,10 @@ def listing(
     return Listing(tuple(entries))
 
 
-def execution(path: ExecPath, rc: int, output: str) -> Execution:
-    entry = EntryPoint("check", ("./check",))
-    result = Result(("./check",), rc, output, "", 0.1)
-    return Execution(
+def run(path: ExecPath, rc: int, output: str, name: str = "smoke") -> Run:
+    entry = EntryPoint(name, ("./smoke",))
+    result = Result(("./smoke",), rc, output, "", 0.1)
+    return Run(
         entry,
         path,
         result,
@@ -41,35 +56,35 @@ def execution(path: ExecPath, rc: int, output: str) -> Execution:
     )
 
 
-def ok(path: ExecPath) -> Execution:
-    return execution(path, 0, "PASS\n")
+def ok(path: ExecPath) -> Run:
+    return run(path, 0, "PASS\n")
 
 
 NO_IMAGE = "no kernel image is available for execution on the device\n"
 JIT_OFF = "PTX JIT compilation was disabled\n"
 
 
-def failing(checks_: list[checks.Check]) -> list[str]:
+def failing(checks_: list[Check]) -> list[str]:
     return [c.name for c in checks_ if not c.passed]
 
 
 def test_full_build_passes_every_listing_check() -> None:
-    result = checks.listing_checks("check", listing(), Target.parse("sm_90"), ("write_value",))
+    result = listing_checks("smoke", listing(), Target.parse("sm_90"), ("write_value",))
     assert len(result) == 4
     assert failing(result) == []
 
 
 def test_ptx_only_build_fails_the_sass_checks_and_names_what_is_there() -> None:
-    result = checks.listing_checks(
-        "check", listing(sass=()), Target.parse("sm_90"), ("write_value",)
-    )
-    assert failing(result) == ["check: SASS for sm_90", "check: kernel write_value in sm_90 SASS"]
+    result = listing_checks("smoke", listing(sass=()), Target.parse("sm_90"), ("write_value",))
+    assert failing(result) == ["smoke: SASS for sm_90", "smoke: kernel write_value in sm_90 SASS"]
     assert "SASS targets: none" in result[0].message
+    assert result[0].cause is Cause.MISSING_SASS
+    assert result[1].cause is Cause.MISSING_KERNEL
 
 
 def test_foreign_target_is_missing_not_substituted() -> None:
-    result = checks.listing_checks(
-        "check",
+    result = listing_checks(
+        "smoke",
         listing(sass=("sm_80",), ptx=("compute_80",)),
         Target.parse("sm_90"),
         ("write_value",),
@@ -85,37 +100,142 @@ def test_missing_kernel_is_reported_per_target() -> None:
             DeviceEntry(Kind.PTX, Target.parse("compute_90"), (KERNEL,)),
         )
     )
-    result = checks.listing_checks("lib", lst, Target.parse("sm_90"), ("write_value",))
+    result = listing_checks("lib", lst, Target.parse("sm_90"), ("write_value",))
     assert failing(result) == ["lib: kernel write_value in sm_90 SASS"]
 
 
 def test_kernel_matching_is_exact_or_itanium_mangled() -> None:
-    assert checks.kernel_matches(KERNEL, "write_value")
-    assert checks.kernel_matches("write_value", "write_value")
-    assert not checks.kernel_matches("_Z12write_valuesPi", "write_value")
+    assert kernel_matches(KERNEL, "write_value")
+    assert kernel_matches("write_value", "write_value")
+    assert not kernel_matches("_Z12write_valuesPi", "write_value")
+
+
+def execution(path: ExecPath, passed: bool = True) -> Execution:
+    return Execution(
+        "smoke", path, "./smoke", 0 if passed else 1, False, 0.1, "x.log", None, passed
+    )
+
+
+BOTH = (execution(ExecPath.NATIVE), execution(ExecPath.JIT))
 
 
 def test_verdict_needs_execution_evidence() -> None:
-    passing = [checks.Check("a", "gate.inspect", True, "ok")]
-    v = checks.verdict(passing, executed=False)
+    v = decide((), [Check("a", "gate.inspect", True, "ok")], ())
     assert not v.accepted
     assert v.statement == "not accepted: execution not verified"
+    assert v.exit_code is ExitCode.NOT_ACCEPTED
 
 
 def test_verdict_accepts_only_with_all_checks_and_execution() -> None:
-    v = checks.verdict([checks.Check("a", "gate.inspect", True, "ok")], executed=True)
+    v = decide((), [Check("a", "gate.inspect", True, "ok")], BOTH)
     assert v.accepted
-    assert (
-        v.statement == "Passed with the current driver, current artifacts, and tested entry points."
-    )
-    bad = checks.verdict([checks.Check("a", "gate.inspect", False, "broken")], executed=True)
+    assert v.statement == ACCEPTED_STATEMENT
+    bad = decide((), [Check("a", "gate.inspect", False, "broken")], BOTH)
     assert bad.statement == "not accepted: a: broken"
+    assert bad.exit_code is ExitCode.NOT_ACCEPTED
 
 
-def test_verdict_headline_is_the_blocking_error() -> None:
-    v = checks.verdict([], executed=False, blocked="nvcc not found on PATH")
+def test_a_run_needs_both_paths_for_every_entry_point() -> None:
+    v = decide((), [], (execution(ExecPath.NATIVE),))
+    assert not v.accepted
+    assert "execution not verified" in v.statement
+
+
+def test_verdict_headline_is_the_stage_that_stopped_the_run() -> None:
+    stages = (
+        Stage("environment", StageStatus.FAILED, "nvcc not found on PATH", 0.0, int(ExitCode.TOOL)),
+        Stage("probe", StageStatus.SKIPPED, "the environment stage failed"),
+    )
+    v = decide(stages, [Check("late", "gate.inspect", False, "x", cause=Cause.MISSING_SASS)], ())
     assert v.statement == "not accepted: nvcc not found on PATH"
-    assert "execution not verified" in v.reasons
+    assert v.exit_code is ExitCode.TOOL
+    assert any("execution not verified" in r for r in v.reasons)
+
+
+def test_headline_is_the_highest_ranked_cause_not_the_first_row() -> None:
+    checks = [
+        Check(
+            "app: ELF listing lists a cubin",
+            "gate.inspect",
+            False,
+            "none",
+            cause=Cause.NO_DEVICE_CODE,
+        ),
+        Check(
+            "app [native]", "gate.execute.native", False, "JIT disabled", cause=Cause.JIT_DISABLED
+        ),
+        Check(
+            "app: SASS for sm_90",
+            "gate.inspect",
+            False,
+            "no SASS for sm_90",
+            cause=Cause.MISSING_SASS,
+        ),
+    ]
+    v = decide((), checks, BOTH)
+    assert v.statement == "not accepted: app: SASS for sm_90: no SASS for sm_90"
+    assert v.cause is Cause.MISSING_SASS
+    assert v.reasons[1].startswith("app: ELF listing")
+
+
+def test_a_loaded_library_ranks_before_the_run_it_broke() -> None:
+    checks = [
+        Check(
+            "app [native]", "gate.execute.native", False, "exit status 1", cause=Cause.EXIT_STATUS
+        ),
+        Check(
+            "loaded libk.so: device code for 9.0",
+            "gate.loaded",
+            False,
+            "nothing in it runs",
+            cause=Cause.LOADED_LIBRARY,
+        ),
+    ]
+    assert decide((), checks, BOTH).statement.startswith("not accepted: loaded libk.so")
+
+
+def test_static_failure_without_a_device_exits_1_and_a_clean_one_exits_4() -> None:
+    no_device = (
+        Stage("execute", StageStatus.SKIPPED, "no CUDA device", 0.0, int(ExitCode.NO_DEVICE)),
+    )
+    clean = decide(no_device, [Check("a", "gate.inspect", True, "ok")], ())
+    assert clean.exit_code is ExitCode.NO_DEVICE
+    assert clean.statement == "not accepted: execution not verified (no CUDA device)"
+    broken = decide(
+        no_device,
+        [Check("a: SASS for sm_121", "gate.inspect", False, "no SASS", cause=Cause.MISSING_SASS)],
+        (),
+    )
+    assert broken.exit_code is ExitCode.NOT_ACCEPTED
+    assert broken.statement == "not accepted: a: SASS for sm_121: no SASS"
+
+
+def test_skipped_checks_do_not_fail_the_verdict() -> None:
+    v = decide((), [Check("x", "gate.inspect", False, "not run", skipped=True)], BOTH)
+    assert v.accepted
+
+
+def test_execution_passed_is_decided_by_its_own_fields() -> None:
+    expected_3 = Execution(
+        "e", ExecPath.NATIVE, "x", 3, False, 0.1, "l", None, True, expected_returncode=3
+    )
+    assert expected_3.passed
+    dirty = Execution("e", ExecPath.JIT, "x", 0, False, 0.1, "l", None, True, cache_clean=False)
+    assert not dirty.passed
+    killed = Execution("e", ExecPath.JIT, "x", None, True, 0.1, "l", None, True)
+    assert not killed.passed
+
+
+def prediction(lst: Listing, *, own: bool = True) -> predict.Prediction:
+    sources = (predict.Source("smoke" if own else "libvendor.so", lst, own),)
+    return predict.Prediction(
+        "smoke",
+        H200,
+        sources,
+        predict.expect_native(sources, H200),
+        predict.expect_jit(sources, H200, CUDA13),
+        (),
+    )
 
 
 @pytest.mark.parametrize(
@@ -129,47 +249,93 @@ def test_verdict_headline_is_the_blocking_error() -> None:
 def test_diagnosis_for_each_failure_combination(
     native: tuple[int, str], jit: tuple[int, str], expected: str
 ) -> None:
-    runs = [execution(ExecPath.NATIVE, *native), execution(ExecPath.JIT, *jit)]
-    found = checks.diagnose(runs, listing(), H200, Version(13, 0))
+    runs = [run(ExecPath.NATIVE, *native), run(ExecPath.JIT, *jit)]
+    found = predict.diagnose(runs, [prediction(listing())])
     assert len(found) == 1
     assert expected in found[0]
     assert "_90" in found[0]  # the evidence: what the artifact holds (sm_90 or compute_90)
 
 
 def test_no_diagnosis_when_both_pass() -> None:
-    assert checks.diagnose([ok(ExecPath.NATIVE), ok(ExecPath.JIT)], listing(), H200, None) == []
+    assert predict.diagnose([ok(ExecPath.NATIVE), ok(ExecPath.JIT)], [prediction(listing())]) == []
 
 
 def test_unsupported_ptx_diagnosis_names_the_driver() -> None:
     runs = [
         ok(ExecPath.NATIVE),
-        execution(ExecPath.JIT, 1, "the provided PTX was compiled with an unsupported toolchain\n"),
+        run(ExecPath.JIT, 1, "the provided PTX was compiled with an unsupported toolchain\n"),
     ]
-    found = checks.diagnose(runs, listing(), H200, Version(12, 4))
+    found = predict.diagnose(runs, [prediction(listing())])
     assert "older than the PTX ISA needs" in found[0]
     assert "driver >= 13.0" in found[0]
 
 
 def test_prediction_mismatch_when_native_passes_without_sass() -> None:
     # The JIT-cache pitfall: a PTX-only build must not pass natively.
-    check = checks.prediction_check(
-        "check", listing(sass=()), H200, Version(13, 0), [ok(ExecPath.NATIVE), ok(ExecPath.JIT)]
-    )
+    check = prediction(listing(sass=())).check([ok(ExecPath.NATIVE), ok(ExecPath.JIT)])
     assert not check.passed
-    assert "native passed but inspection predicted it would fail" in check.message
+    assert check.cause is Cause.PREDICTION
+    assert "native: predicted cannot run" in check.message
     assert "JIT cache" in check.message
 
 
 def test_prediction_matches_for_sass_only_build() -> None:
-    runs = [ok(ExecPath.NATIVE), execution(ExecPath.JIT, 1, NO_IMAGE)]
-    check = checks.prediction_check("check", listing(ptx=()), H200, Version(13, 0), runs)
+    runs = [ok(ExecPath.NATIVE), run(ExecPath.JIT, 1, NO_IMAGE)]
+    check = prediction(listing(ptx=())).check(runs)
     assert check.passed, check.message
 
 
 def test_prediction_for_foreign_target_expects_both_to_fail() -> None:
     lst = listing(sass=("sm_120",), ptx=("compute_120",))
-    runs = [execution(ExecPath.NATIVE, 1, NO_IMAGE), execution(ExecPath.JIT, 1, NO_IMAGE)]
-    assert checks.prediction_check("check", lst, H200, Version(13, 0), runs).passed
+    runs = [run(ExecPath.NATIVE, 1, NO_IMAGE), run(ExecPath.JIT, 1, NO_IMAGE)]
+    assert prediction(lst).check(runs).passed
+
+
+def test_a_run_that_fails_for_want_of_code_where_code_was_predicted_is_a_finding() -> None:
+    runs = [run(ExecPath.NATIVE, 1, NO_IMAGE), ok(ExecPath.JIT)]
+    check = prediction(listing()).check(runs)
+    assert not check.passed
+    assert "native: predicted runs" in check.message
+
+
+def test_a_vendor_library_without_ptx_blocks_only_whole_program_jit() -> None:
+    torch_like = listing(sass=("sm_80", "sm_90", "sm_120"), ptx=())
+    p = prediction(torch_like, own=False)
+    assert p.native.can_run is True
+    assert p.jit.can_run is False
+    assert p.jit_blocked_by_library
+    assert "libvendor.so ships no PTX" in p.jit.basis
+    failed_jit = run(ExecPath.JIT, 1, NO_IMAGE)
+    # The project has no device code of its own here: nothing to prove, the failure is excused.
+    assert predict.excuse(failed_jit, [p], Proofs((), ())) is not None
+    # A run that failed for another reason is never excused.
+    assert predict.excuse(run(ExecPath.JIT, 1, "segfault\n"), [p], Proofs((), ())) is None
+
+
+def test_a_project_library_without_ptx_is_a_real_jit_failure() -> None:
+    p = prediction(listing(ptx=()), own=True)
+    assert p.jit.can_run is False
+    assert not p.jit_blocked_by_library
+    assert predict.excuse(run(ExecPath.JIT, 1, NO_IMAGE), [p], Proofs((), ())) is None
+
+
+def test_own_ptx_must_be_proved_before_a_blocked_jit_run_is_excused() -> None:
+    own = predict.Source("libext.so", listing(), True)
+    vendor = predict.Source("libtorch_cuda.so", listing(ptx=()), False)
+    sources = (own, vendor)
+    p = predict.Prediction(
+        "ext",
+        H200,
+        sources,
+        predict.expect_native(sources, H200),
+        predict.expect_jit(sources, H200, CUDA13),
+        (),
+    )
+    assert p.jit_blocked_by_library
+    failed = run(ExecPath.JIT, 1, NO_IMAGE, name="ext")
+    assert predict.excuse(failed, [p], Proofs((), ())) is None
+    assert predict.excuse(failed, [p], Proofs((), (("libext.so", False),))) is None
+    assert predict.excuse(failed, [p], Proofs((), (("libext.so", True),))) is not None
 
 
 @pytest.mark.parametrize("failure", list(RuntimeFailure))

@@ -90,13 +90,52 @@ def test_a_full_configuration_loads_into_records(tmp_path: Path) -> None:
     assert loaded.required_targets(SM121) == (SM121,)
 
 
-def test_an_entry_point_becomes_the_execute_record_with_extra_env(tmp_path: Path) -> None:
+def test_an_entry_point_becomes_the_execute_record(tmp_path: Path) -> None:
     write(tmp_path, GOOD)
-    entry = config.load(tmp_path).entry_points[0].entry_point({"LD_DEBUG": "libs"})
+    entry = config.load(tmp_path).entry_points[0].entry_point()
     assert entry.argv == ("build/app", "f32")
     assert entry.cwd == str(tmp_path.resolve() / "build")
-    assert dict(entry.env) == {"A": "1", "LD_DEBUG": "libs"}
+    assert dict(entry.env) == {"A": "1"}
     assert (entry.timeout, entry.expected_returncode, entry.expected_output) == (30.0, 0, "PASS")
+
+
+PYTHON_ENTRY = """
+python = "venv/bin/python"
+[[entry_point]]
+name = "ext-f16"
+command = ["{python}", "check.py", "--dtype", "float16"]
+env = { HELPER = "{python}" }
+"""
+
+
+def test_entry_points_take_python_and_nvcc_placeholders_only(tmp_path: Path) -> None:
+    write(tmp_path, PYTHON_ENTRY)
+    loaded = config.load(tmp_path)
+    assert loaded.python == str(tmp_path.resolve() / "venv" / "bin" / "python")
+    assert loaded.uses("python")
+    entry = loaded.entry_points[0].entry_point({"python": "/opt/py/bin/python3"})
+    assert entry.argv == ("/opt/py/bin/python3", "check.py", "--dtype", "float16")
+    assert dict(entry.env) == {"HELPER": "/opt/py/bin/python3"}
+    with pytest.raises(ConfigError, match=r"\{python\} used, but the gate knows no python"):
+        loaded.entry_points[0].entry_point({})
+    write(tmp_path, '[[entry_point]]\ncommand = ["app", "{sm}"]\n')
+    with pytest.raises(
+        ConfigError, match=r"entry_point\[0\]\.command\[1\]: placeholder \{sm\} is not allowed here"
+    ):
+        config.load(tmp_path)
+
+
+def test_the_smoke_programs_name_is_reserved(tmp_path: Path) -> None:
+    write(tmp_path, '[[entry_point]]\nname = "smoke"\ncommand = ["app"]\n')
+    with pytest.raises(ConfigError, match="built-in smoke program"):
+        config.load(tmp_path)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-5", "0", "1e9"])
+def test_timeouts_must_be_finite_positive_and_sane(tmp_path: Path, value: str) -> None:
+    write(tmp_path, f'[[entry_point]]\ncommand = ["app"]\ntimeout = {value}\n')
+    with pytest.raises(ConfigError, match=r"entry_point\[0\]\.timeout: expected a positive number"):
+        config.load(tmp_path)
 
 
 def test_a_build_step_renders_command_and_env_for_the_targets(tmp_path: Path) -> None:
@@ -322,11 +361,12 @@ def test_escapes_shell_variables_and_other_braces_are_left_alone() -> None:
         "cmake_archs",
         "torch_arch_list",
         "nvcc",
+        "python",
     }
 
 
 def test_nvcc_is_the_gates_own_and_required_when_used() -> None:
-    assert substitute("-DCMAKE_CUDA_COMPILER={nvcc}", [SM90], nvcc="/x/nvcc") == (
+    assert substitute("-DCMAKE_CUDA_COMPILER={nvcc}", [SM90], tools={"nvcc": "/x/nvcc"}) == (
         "-DCMAKE_CUDA_COMPILER=/x/nvcc"
     )
     with pytest.raises(ConfigError, match=r"^cmd\[0\]: \{nvcc\} used, but the gate knows no nvcc"):
@@ -345,7 +385,7 @@ def test_the_init_template_loads_as_written_and_with_every_example(
     assert plain.builds == ()
     examples = config.parse_text(re.sub(r"(?m)^# ?", "", text), tmp_path / name)
     assert [b.name for b in examples.builds] == ["configure", "compile"]
-    configure = examples.builds[0].render([SM121], "/opt/cuda/bin/nvcc").argv
+    configure = examples.builds[0].render([SM121], {"nvcc": "/opt/cuda/bin/nvcc"}).argv
     assert configure[-2:] == (
         "-DCMAKE_CUDA_ARCHITECTURES=121",
         "-DCMAKE_CUDA_COMPILER=/opt/cuda/bin/nvcc",
@@ -395,7 +435,7 @@ def test_the_example_configurations_load(name: str) -> None:
     loaded = config.load(EXAMPLE, EXAMPLE / name)
     assert {e.name for e in loaded.entry_points} == {"app-f32", "app-f64", "app-sum"}
     assert loaded.artifacts[0].kernels == ("scale_f32", "scale_f64", "sum_f32")
-    argv = loaded.builds[0].render([SM90], "/usr/local/cuda/bin/nvcc").argv
+    argv = loaded.builds[0].render([SM90], {"nvcc": "/usr/local/cuda/bin/nvcc"}).argv
     assert "-DCMAKE_CUDA_ARCHITECTURES=90" in argv
     assert "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc" in argv
     assert ("-DDROP_ARCH=ON" in argv) == (name == "cuda-gate-drop-arch.toml")

@@ -18,7 +18,7 @@ from gate import machine as environment
 from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind
 from gate.reader.targets import Target
-from gate.stages import checks, execute, probe
+from gate.stages import execute, probe
 from gate.stages import inspect as inspection
 from gate.stages.loaded import loader_env, parse_loaded
 
@@ -36,7 +36,7 @@ def build(tmp: Path, config_name: str, target: Target = SM90) -> config.Config:
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("build", "build-*"))
     loaded = config.load(project, project / config_name)
     for step in loaded.builds:
-        command = step.render(loaded.required_targets(target), environment.nvcc_path())
+        command = step.render(loaded.required_targets(target), {"nvcc": environment.nvcc_path()})
         result = proc.run(
             command.argv, env_set=dict(command.env), cwd=command.cwd, timeout=command.timeout
         )
@@ -54,7 +54,7 @@ def dropped(tmp_path_factory: pytest.TempPathFactory) -> config.Config:
     return build(tmp_path_factory.mktemp("dropped"), "cuda-gate-drop-arch.toml")
 
 
-def inspect(path: Path, tmp_path: Path) -> inspection.InspectedArtifact:
+def inspect(path: Path, tmp_path: Path) -> inspection.Inspected:
     return inspection.inspect_artifact(path, EvidenceDir.create(tmp_path / "evidence"))
 
 
@@ -82,7 +82,7 @@ def test_the_artifacts_resolve_and_the_library_carries_every_kernel_for_sm_90(
     assert artifact.listing.targets(Kind.PTX) == (SM90.as_ptx(),)
     assert set(artifact.listing.kernels_for(Kind.SASS, SM90)) == set(KERNELS)
     assert set(artifact.listing.kernels_for(Kind.PTX, SM90.as_ptx())) == set(KERNELS)
-    found = checks.listing_checks(artifact.name, artifact.listing, SM90, library.kernels)
+    found = inspection.listing_checks(artifact.name, artifact.listing, SM90, library.kernels)
     assert all(c.passed for c in found), [c.message for c in found if not c.passed]
 
 
@@ -98,8 +98,9 @@ def test_the_app_is_not_linked_against_the_library_and_has_no_device_code(
 @pytest.mark.integration
 def test_running_the_app_records_the_dlopened_library(good: config.Config, tmp_path: Path) -> None:
     """No GPU here: the app fails with the runtime's own error, after loading libkernels.so."""
-    entry = good.entry_points[0].entry_point(loader_env(tmp_path))
-    result = proc.run(entry.argv, env_set=dict(entry.env), cwd=entry.cwd, timeout=entry.timeout)
+    entry = good.entry_points[0].entry_point()
+    env = {**dict(entry.env), **loader_env(tmp_path)}
+    result = proc.run(entry.argv, env_set=env, cwd=entry.cwd, timeout=entry.timeout)
     loaded = {lib.path for lib in parse_loaded(tmp_path, cwd=Path(entry.cwd or "."))}
     assert (good.project_dir / "build" / "libkernels.so").resolve() in loaded
     if not result.ok:
@@ -119,7 +120,7 @@ def test_the_dropped_arch_build_lacks_sm_90_and_the_checks_name_it(
     assert artifact.listing.targets(Kind.SASS) == (Target.parse("sm_80"),)
     failed = [
         c
-        for c in checks.listing_checks(artifact.name, artifact.listing, SM90, library.kernels)
+        for c in inspection.listing_checks(artifact.name, artifact.listing, SM90, library.kernels)
         if not c.passed
     ]
     names = {c.name for c in failed}
@@ -141,13 +142,11 @@ def test_every_entry_point_passes_both_paths_on_the_device(
     device_target: Target, tmp_path: Path
 ) -> None:
     built = build(tmp_path, "cuda-gate.toml", device_target)
+    library = (built.project_dir / "build" / "libkernels.so").resolve()
     for spec in built.entry_points:
-        log = tmp_path / f"ld-{spec.name}"
-        log.mkdir()
-        for run in execute.run_both(spec.entry_point(loader_env(log))):
+        for run in execute.run_both(spec.entry_point()):
             assert run.passed, f"{spec.name} [{run.path.value}]: {run.reason()}"
-        library = (built.project_dir / "build" / "libkernels.so").resolve()
-        assert library in {lib.path for lib in parse_loaded(log, cwd=spec.cwd)}
+            assert library in run.loaded
 
 
 @pytest.mark.gpu

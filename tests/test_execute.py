@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from gate import proc
-from gate.stages.execute import EntryPoint, ExecPath, RuntimeFailure, run_both, run_entry_point
+from gate.config import EntryPoint
+from gate.record import ExecPath
+from gate.stages.execute import RuntimeFailure, run_both, run_entry_point
 
 pytestmark = pytest.mark.integration
 

@@ -55,11 +55,14 @@ def failed(result: dict[str, Any]) -> dict[str, str]:
 def test_the_project_builds_for_the_target_and_every_artifact_is_inspected(project: Path) -> None:
     done, result = gate(project, "--target", "sm_90", "--config", str(project / "cuda-gate.toml"))
     assert "Verdict: not accepted: execution not verified" in done.stdout, done.stderr
+    assert done.returncode == 4  # a clean static run: only the missing device stands in the way
     commands = (project / "ev" / "commands.txt").read_text(encoding="utf-8")
     assert "-DCMAKE_CUDA_ARCHITECTURES=90 " in commands
     names = [a["name"] for a in result["artifacts"]]
-    assert names == ["check", "libkernels.so", "app"]
-    assert set(failed(result)) == {"driver", "compute capability"}  # only the missing GPU
+    assert names == ["smoke", "libkernels.so", "app"]
+    assert failed(result) == {}
+    skipped = {c["name"] for c in result["checks"] if c["skipped"]}
+    assert {"driver", "compute capability", "app-f32 [native]", "app-f32 [jit]"} <= skipped
     lib = project / "ev" / "artifacts" / "libkernels.so"
     assert "sm_90" in (lib / "device-code.txt").read_text(encoding="utf-8")
     assert (lib / "sha256.txt").exists() is False  # one sha256.txt for every artifact
@@ -74,11 +77,15 @@ def test_a_build_that_drops_the_target_is_caught_naming_artifact_and_target(proj
     done, result = gate(
         project, "--target", "sm_90", "--config", str(project / "cuda-gate-drop-arch.toml")
     )
-    assert done.returncode != 0
+    # A defect found without a GPU is the verdict (exit 1), not "no device" (exit 4).
+    assert done.returncode == 1, done.stderr
     problems = failed(result)
     assert problems["libkernels.so: SASS for sm_90"] == "no SASS for sm_90; SASS targets: sm_80"
     assert problems["libkernels.so: PTX for compute_90"].startswith("no PTX for compute_90")
-    assert "libkernels.so: SASS for sm_90" in done.stdout
+    headline = "libkernels.so: SASS for sm_90: no SASS for sm_90; SASS targets: sm_80"
+    assert done.stderr.strip().splitlines()[-1] == f"cuda-gate: {headline}"
+    assert result["verdict"]["statement"] == f"not accepted: {headline}"
+    assert result["verdict"]["cause"] == "missing-sass"
 
 
 @pytest.mark.integration
@@ -145,7 +152,7 @@ def test_a_wheel_artifact_is_inspected_library_by_library(tmp_path: Path) -> Non
 
     source = tmp_path / "k.cu"
     source.write_text(
-        cuda_source("check.cu").replace("int main()", "int unused_main()"), encoding="utf-8"
+        cuda_source("smoke.cu").replace("int main()", "int unused_main()"), encoding="utf-8"
     )
     lib = tmp_path / "libk.so"
     subprocess.run(
@@ -174,7 +181,7 @@ def test_a_wheel_artifact_is_inspected_library_by_library(tmp_path: Path) -> Non
         encoding="utf-8",
     )
     done, result = gate(tmp_path, "--target", "sm_90")
-    assert done.returncode != 0
+    assert done.returncode == 1
     assert [a["name"] for a in result["artifacts"]] == ["libk.so"]
     problems = failed(result)
     assert problems["libk.so: SASS for sm_90"] == "no SASS for sm_90; SASS targets: sm_80"

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from gate.stages.execute import EntryPoint, ExecPath, run_entry_point
+from gate.config import EntryPoint
+from gate.record import ExecPath
+from gate.stages.execute import run_entry_point
 
 pytestmark = pytest.mark.gpu
 
@@ -111,7 +113,7 @@ def test_ptx_only_fails_native_even_with_a_warm_cache_and_passes_jit(
     assert "revisit the native target and the final link step" in done.stdout
     # Warm a cache with the same artifact, as a user's default cache would be after one
     # normal run; the gate's native run must still fail.
-    binary = tmp_path / "ptx-build" / "check"
+    binary = tmp_path / "ptx-build" / "smoke"
     warm = tmp_path / "warm-cache"
     normal = subprocess.run(
         [str(binary)],

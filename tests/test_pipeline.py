@@ -98,13 +98,19 @@ def test_explicit_target_builds_and_inspects_but_is_never_accepted(tmp_path: Pat
     artifacts = result["artifacts"]
     assert isinstance(artifacts, list)
     (artifact,) = artifacts
-    assert artifact["sha256"] == hashlib.sha256((build / "check").read_bytes()).hexdigest()
+    assert artifact["sha256"] == hashlib.sha256((build / "smoke").read_bytes()).hexdigest()
     assert (ev / "sha256.txt").read_text(encoding="utf-8").startswith(artifact["sha256"])
     root = ET.parse(ev / "junit.xml").getroot()  # noqa: S314
     skipped = [
         str(c.get("classname")) for c in root.iter("testcase") if c.find("skipped") is not None
     ]
-    assert sorted(skipped) == ["gate.execute.jit", "gate.execute.native"]
+    assert sorted(skipped) == [
+        "gate.environment",
+        "gate.execute.jit",
+        "gate.execute.native",
+        "gate.probe",
+    ]
+    assert done.returncode == 4
     inspect_cases = [c for c in root.iter("testcase") if c.get("classname") == "gate.inspect"]
     assert inspect_cases
     assert all(c.find("failure") is None for c in inspect_cases)
@@ -144,7 +150,11 @@ def test_broken_nvidia_smi_is_recorded_with_its_own_words(tmp_path: Path) -> Non
     assert done.returncode != 0
     driver = (tmp_path / "ev" / "driver.txt").read_text(encoding="utf-8")
     assert "Driver/library version mismatch" in driver
-    assert "nvidia-smi failed with exit status 18: Failed to initialize NVML" in done.stdout
+    checks = {c["name"]: c for c in result_of(tmp_path / "ev")["checks"]}
+    assert checks["driver"]["message"].startswith(
+        "nvidia-smi failed with exit status 18: Failed to initialize NVML"
+    )
+    assert "Failed to initialize" in done.stdout
 
 
 def test_unwritable_evidence_folder_is_one_line(tmp_path: Path) -> None:
@@ -281,10 +291,10 @@ def test_without_cuobjdump_our_reader_alone_inspects(tmp_path: Path) -> None:
     assert "ELF file" in (ev / "elf-list.txt").read_text(encoding="utf-8")
     result = result_of(ev)
     checks = {c["name"]: c for c in result["checks"]}
-    cross = checks["check: cuobjdump agrees with the cuda-gate reader"]
+    cross = checks["smoke: cuobjdump agrees with the cuda-gate reader"]
     assert cross["skipped"] is True
     assert "--no-cuobjdump" in cross["message"]
-    assert checks["check: kernel write_value in sm_90 SASS"]["passed"] is True
+    assert checks["smoke: kernel write_value in sm_90 SASS"]["passed"] is True
 
 
 def test_a_cuobjdump_without_nvdisasm_still_lists_and_says_why_sass_is_absent(
@@ -307,4 +317,4 @@ def test_a_cuobjdump_without_nvdisasm_still_lists_and_says_why_sass_is_absent(
     ev = tmp_path / "ev"
     assert "nvdisasm" in (ev / "sass-not-dumped.txt").read_text(encoding="utf-8")
     assert not (ev / "sass.txt").exists()
-    assert "check.1.sm_90.cubin" in (ev / "elf-list.txt").read_text(encoding="utf-8")
+    assert "smoke.1.sm_90.cubin" in (ev / "elf-list.txt").read_text(encoding="utf-8")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from gate.record import Cause, Check, ExecPath
 from gate.render import junit
 from gate.render import text as report
-from gate.stages.checks import Check, Verdict, verdict
+from tests.records import both, execution, make_record
 
 pytestmark = pytest.mark.unit
 
@@ -23,6 +24,7 @@ CHECKS = [
         "forced PTX JIT: no kernel image",
         0.5,
         output="no kernel image is available for execution on the device\n",
+        cause=Cause.NO_KERNEL_IMAGE,
     ),
     Check("other [native]", "gate.execute.native", False, "not run: no device", skipped=True),
 ]
@@ -41,13 +43,24 @@ def test_junit_has_time_on_every_case_and_distinct_path_classnames() -> None:
     assert out is not None
     assert "no kernel image" in (out.text or "")
     assert cases[3].find("skipped") is not None
+    failure = jit.find("failure")
+    assert failure is not None
+    assert failure.get("type") == "no-kernel-image"
     suite = root.find("testsuite")
     assert suite is not None
     assert (suite.get("failures"), suite.get("skipped")) == ("1", "1")
 
 
 def test_console_table_aligns_and_ends_with_the_verdict() -> None:
-    text = report.console(CHECKS, verdict(CHECKS, executed=True), ["check: native passes but..."])
+    record = make_record(
+        CHECKS,
+        executions=(
+            execution("check", ExecPath.NATIVE),
+            execution("check", ExecPath.JIT, passed=False),
+        ),
+        diagnoses=["check: native passes but..."],
+    )
+    text = report.console(record, total=100)
     lines = text.splitlines()
     assert lines[0].split() == ["result", "stage", "check", "detail"]
     assert lines[2].split()[:2] == ["PASS", "inspect"]
@@ -57,12 +70,20 @@ def test_console_table_aligns_and_ends_with_the_verdict() -> None:
     assert lines[-1] == "Verdict: not accepted: check [jit]: forced PTX JIT: no kernel image"
 
 
+@pytest.mark.parametrize("width", [60, 80, 100, 170])
+def test_console_table_fits_the_width_without_cutting_the_reason(width: int) -> None:
+    reason = "no SASS for sm_121; SASS targets: sm_80 sm_86 sm_90 sm_100 sm_120 " * 3
+    record = make_record([Check("libkernels.so: SASS for sm_121", "gate.inspect", False, reason)])
+    text = report.console(record, total=width)
+    table = text.split("\n\n")[0]
+    assert max(len(line) for line in table.splitlines()) <= width
+    assert " ".join(table.split()).count("sm_120") == 3  # every word of the reason is there
+
+
 def test_markdown_summary_escapes_pipes_and_states_the_verdict() -> None:
-    accepted = Verdict(
-        True, "Passed with the current driver, current artifacts, and tested entry points.", ()
-    )
     md = report.markdown(
-        [Check("a|b", "gate.inspect", True, "x")], accepted, [], [("driver", "NVIDIA H200, 580")]
+        make_record([Check("a|b", "gate.inspect", True, "x")], executions=both()),
+        [("driver", "NVIDIA H200, 580")],
     )
     assert md.startswith("## cuda-gate: ✅ Passed with the current driver")
     assert "a\\|b" in md

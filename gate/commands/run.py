@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gate.reader.targets import Target
 
 STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
 
@@ -41,8 +45,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--target",
         default=None,
-        help="build and inspect for this target (sm_121 or 12.1) instead of the "
-        "detected one; without a GPU the verdict stays 'not accepted'",
+        help="build and inspect for this target (sm_121, sm_90a, sm_120f or 12.1) instead of "
+        "the detected one; without a GPU the verdict stays 'not accepted' (exit 4 when "
+        "nothing else failed)",
     )
     parser.add_argument(
         "--sass",
@@ -60,9 +65,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=300.0,
-        help="seconds each execution may take before its process group is killed",
+        help="seconds each execution of the smoke program may take before its process group "
+        "is killed (entry points set their own)",
     )
     parser.add_argument(
         "--stop-after",
@@ -78,6 +84,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--nvcc", default=None, help="the nvcc to use (default: CUDA_GATE_NVCC, PATH, CUDA_HOME)"
+    )
+    parser.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="the project's Python (the one with torch) for {python} in builds and entry "
+        "points (default: CUDA_GATE_PYTHON, the config's python, else the first python3 on "
+        "PATH outside the gate's own virtual environment)",
     )
     parser.add_argument(
         "--signing-key",
@@ -106,26 +120,40 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=handle)
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse type)."""
+    from gate.config.values import positive_seconds
+
+    def fail(why: str) -> Exception:
+        return argparse.ArgumentTypeError(why)
+
+    return positive_seconds(_float(text), fail)
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from e
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run the pipeline and print the table, the diagnosis and the verdict."""
+    from gate import config
     from gate.attest.signing import load_signer_from_env_or_file
-    from gate.pipeline import run
-    from gate.reader.targets import Target, parse_target_or_capability
-    from gate.render import text as report
-    from gate.stages.execute import DEFAULT_TIMEOUT
-    from gate.stages.state import RunOptions
+    from gate.pipeline import RunOptions, run
+    from gate.reader.targets import Target
+    from gate.render import text
+    from gate.store import load_settings
 
     def progress(line: str) -> None:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
-    from gate import config
-    from gate.store import load_settings
-
-    target = parse_target_or_capability(args.target).sm() if args.target else None
+    target = _target(args.target) if args.target else None
     # Settings and key are read before anything runs: a bad one fails at once.
-    store = None if args.no_store else load_settings(url=args.store)
     project = config.load(Path.cwd(), args.config)
+    store = None if args.no_store else load_settings(url=args.store, config=project)
     options = RunOptions(
         evidence=args.evidence,
         build_dir=args.build_dir,
@@ -133,25 +161,36 @@ def handle(args: argparse.Namespace) -> int:
         target=target,
         sass=tuple(Target.parse(t).as_sass() for t in args.sass) if args.sass is not None else None,
         ptx=tuple(Target.parse(t).as_ptx() for t in args.ptx) if args.ptx is not None else None,
-        timeout=args.timeout if args.timeout > 0 else DEFAULT_TIMEOUT,
+        timeout=args.timeout,
         stop_after=args.stop_after,
         dump_sass=args.dump_sass,
         nvcc=args.nvcc,
+        python=args.python,
         use_cuobjdump=not args.no_cuobjdump,
         store_settings=store,
-        # Loaded before anything runs: a configured key that cannot be used fails at once.
         signer=load_signer_from_env_or_file(args.signing_key or project.signing_key),
         project_config=project,
     )
     outcome = run(options, progress)
-    done = outcome.report
-    print(report.console(outcome.state.checks, done.verdict, done.diagnoses))
+    record = outcome.record
+    verdict = record.verdict
+    print(text.console(record))
     print(f"Evidence: {outcome.evidence}/ ({outcome.manifest}; {outcome.stored})")
-    if done.headline and not done.verdict.accepted:
-        print(f"cuda-gate: {done.headline}", file=sys.stderr)
+    if not verdict.accepted:
+        print(f"cuda-gate: {verdict.headline}", file=sys.stderr)
     if outcome.store_error is not None:
         # Nothing is lost: the evidence folder and the spool hold it for `upload --resume`.
         print(f"cuda-gate: error: {outcome.store_error.one_line()}", file=sys.stderr)
-        if done.verdict.accepted:
+        if verdict.accepted:
             return int(outcome.store_error.exit_code)
-    return int(done.exit_code)
+    return int(verdict.exit_code)
+
+
+def _target(text: str) -> Target:
+    """``sm_90a`` keeps its variant; ``compute_121`` and ``12.1`` mean ``sm_121``."""
+    from gate.reader.targets import Target, parse_target_or_capability
+
+    stripped = text.strip()
+    if stripped.startswith(("sm_", "compute_")):
+        return Target.parse(stripped).as_sass()
+    return parse_target_or_capability(stripped).sm()

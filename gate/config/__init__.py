@@ -8,10 +8,12 @@ Relative paths in the file (``cwd``, artifact globs, ``key_file``) are relative 
 the folder holding the file. The shape (keys of a cuda-gate.toml; in pyproject.toml
 every table sits under ``tool.cuda-gate``)::
 
+    python = "/opt/venv/bin/python"  # the project's interpreter for {python} (optional)
     targets = ["sm_90"]        # required targets; the detected one is always required
     devices = ["12.1", "9.0"]  # capabilities to predict routes for in the report
     kernels = ["scale_f32"]    # kernels every artifact must carry (plain or mangled names)
     smoke = true               # also build and run the built-in smoke program
+    strict_libraries = ["libmine*.so*"]  # loaded libraries judged per kernel, like artifacts
 
     [[build]]                  # run in order before inspection
     name = "configure"         # optional: build-1, build-2, ...
@@ -30,6 +32,7 @@ every table sits under ``tool.cuda-gate``)::
     cwd = "."; env = {}; timeout = 300
     expected_returncode = 0
     expected_output = "PASS"   # optional regular expression searched in stdout + stderr
+    # command and env may use {python} and {nvcc} (nothing else is substituted)
 
     [signing]
     key_file = "keys/gate.pem" # optional Ed25519 private key for the manifest
@@ -45,6 +48,7 @@ ConfigError line naming the file and the key, such as
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import re
 import tomllib
@@ -55,10 +59,9 @@ from typing import Any
 
 from gate.config import placeholders
 from gate.config import values as tv
-from gate.config.placeholders import PLACEHOLDERS, substitute, substitute_argv
+from gate.config.placeholders import PLACEHOLDERS, TOOLS, substitute, substitute_argv
 from gate.errors import ConfigError
 from gate.reader.targets import Capability, Target, parse_target_or_capability
-from gate.stages.execute import EntryPoint
 
 __all__ = [
     "PLACEHOLDERS",
@@ -66,6 +69,7 @@ __all__ = [
     "BuildCommand",
     "BuildStep",
     "Config",
+    "EntryPoint",
     "EntryPointSpec",
     "ResolvedArtifact",
     "find_config",
@@ -83,8 +87,8 @@ BUILD_TIMEOUT = 1800.0
 ENTRY_TIMEOUT = 300.0
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = frozenset(
-    {"targets", "devices", "kernels", "smoke", "build", "artifact", "entry_point"}
-    | {"signing", "store"}
+    {"python", "targets", "devices", "kernels", "smoke", "build", "artifact", "entry_point"}
+    | {"strict_libraries", "signing", "store"}
 )
 _BUILD_KEYS = frozenset({"name", "command", "cwd", "env", "timeout"})
 _ARTIFACT_KEYS = frozenset({"path", "kernels"})
@@ -92,6 +96,22 @@ _ENTRY_KEYS = _BUILD_KEYS | {"expected_returncode", "expected_output"}
 _SIGNING_KEYS = frozenset({"key_file"})
 
 Scalar = str | int | float | bool
+ENTRY_PASS = r"(?m)^PASS$"  # noqa: S105 - the smoke program prints PASS, not a password
+# The built-in smoke program's entry point; a configured one may not take its name.
+SMOKE_NAME = "smoke"
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """A program to run under both paths, and what a good run looks like."""
+
+    name: str
+    argv: tuple[str, ...]
+    cwd: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float = ENTRY_TIMEOUT
+    expected_returncode: int = 0
+    expected_output: str = ENTRY_PASS
 
 
 @dataclass(frozen=True)
@@ -116,11 +136,13 @@ class BuildStep:
     env: tuple[tuple[str, str], ...] = ()
     timeout: float = BUILD_TIMEOUT
 
-    def render(self, targets: Sequence[Target], nvcc: str | None = None) -> BuildCommand:
-        """The command and environment for ``targets`` (the detected first) and ``nvcc``."""
-        argv = substitute_argv(self.command, targets, where=f"{self.key}.command", nvcc=nvcc)
+    def render(
+        self, targets: Sequence[Target], tools: Mapping[str, str] | None = None
+    ) -> BuildCommand:
+        """The command and environment for ``targets`` (the detected first) and ``tools``."""
+        argv = substitute_argv(self.command, targets, where=f"{self.key}.command", tools=tools)
         env = tuple(
-            (name, substitute(value, targets, where=f"{self.key}.env.{name}", nvcc=nvcc))
+            (name, substitute(value, targets, where=f"{self.key}.env.{name}", tools=tools))
             for name, value in self.env
         )
         return BuildCommand(self.name, argv, self.cwd, env, self.timeout)
@@ -163,12 +185,16 @@ class EntryPointSpec:
     expected_returncode: int = 0
     expected_output: str | None = None
 
-    def entry_point(self, extra_env: Mapping[str, str] | None = None) -> EntryPoint:
-        """The gate.execute record; ``extra_env`` (such as gate.loaded's) is added last."""
-        env = {**dict(self.env), **(extra_env or {})}
+    def entry_point(self, tools: Mapping[str, str] | None = None) -> EntryPoint:
+        """The entry point to run, with ``{python}`` and ``{nvcc}`` filled in from ``tools``."""
+        where = f"{self.key}"
+        env = {
+            name: substitute(value, (), where=f"{where}.env.{name}", tools=tools)
+            for name, value in self.env
+        }
         return EntryPoint(
             name=self.name,
-            argv=self.command,
+            argv=substitute_argv(self.command, (), where=f"{where}.command", tools=tools),
             cwd=str(self.cwd),
             env=tuple(env.items()),
             timeout=self.timeout,
@@ -194,6 +220,18 @@ class Config:
     entry_points: tuple[EntryPointSpec, ...] = ()
     signing_key: Path | None = None
     store: tuple[tuple[str, Scalar], ...] = ()
+    python: str | None = None
+    strict_libraries: tuple[str, ...] = ()
+
+    def is_strict(self, library: Path) -> bool:
+        """Whether a loaded library is judged per kernel (a ``strict_libraries`` glob matches)."""
+        return any(fnmatch.fnmatchcase(library.name, g) for g in self.strict_libraries)
+
+    def uses(self, placeholder: str) -> bool:
+        """Whether a build or entry point names ``{placeholder}``."""
+        texts = [a for b in self.builds for a in (*b.command, *(v for _, v in b.env))]
+        texts += [a for e in self.entry_points for a in (*e.command, *(v for _, v in e.env))]
+        return any(placeholder in placeholders.names_in(text) for text in texts)
 
     def required_targets(self, detected: Target | None) -> tuple[Target, ...]:
         """The detected target first, then the configured ones, each once, as SASS targets."""
@@ -263,6 +301,8 @@ def _name(table: Mapping[str, Any], at: tv.At, default: str, seen: set[str]) -> 
         raise at.child("name").fail(f"{name!r}: use letters, digits, '.', '_' and '-' only")
     if name in seen:
         raise at.child("name").fail(f"{name!r} is used twice")
+    if name == SMOKE_NAME:
+        raise at.child("name").fail(f"{name!r} is the built-in smoke program's name")
     seen.add(name)
     return name
 
@@ -299,6 +339,11 @@ def _artifact(table: dict[str, Any], at: tv.At) -> ArtifactSpec:
 def _entry(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> EntryPointSpec:
     tv.check_keys(table, _ENTRY_KEYS, at)
     command = tv.command(table, at)
+    for index, arg in enumerate(command):
+        placeholders.check(arg, str(at.child("command").child(index)), TOOLS)
+    env = tv.environment(table.get("env", {}), at.child("env"))
+    for name, value in env:
+        placeholders.check(value, str(at.child("env").child(name)), TOOLS)
     expected = table.get("expected_output")
     if expected is not None:
         expected = tv.text(expected, at.child("expected_output"))
@@ -311,10 +356,11 @@ def _entry(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> Entr
         name=_name(table, at, f"entry-{len(seen) + 1}", seen),
         command=command,
         cwd=base / tv.text(table.get("cwd", "."), at.child("cwd")),
-        env=tv.environment(table.get("env", {}), at.child("env")),
+        env=env,
         timeout=tv.seconds(table.get("timeout", ENTRY_TIMEOUT), at.child("timeout")),
+        # A signal shows as a negative status (-11 for SIGSEGV), an exit as 0-255.
         expected_returncode=tv.integer(
-            table.get("expected_returncode", 0), at.child("expected_returncode")
+            table.get("expected_returncode", 0), at.child("expected_returncode"), low=-64, high=255
         ),
         expected_output=expected,
     )
@@ -390,10 +436,20 @@ def parse(
             else None
         ),
         store=_scalars(doc.get("store", {}), at("store")),
+        python=_python(doc.get("python"), at("python"), base),
+        strict_libraries=tv.texts(doc.get("strict_libraries", []), at("strict_libraries")),
     )
     if not config.smoke and not config.entry_points:
         raise at("smoke").fail("false, but no entry_point is configured: nothing would run")
     return config
+
+
+def _python(value: object, at: tv.At, base: Path) -> str | None:
+    """The configured interpreter: a command name, or a path relative to the file's folder."""
+    if value is None:
+        return None
+    text = tv.text(value, at)
+    return str(base / text) if "/" in text and not text.startswith("/") else text
 
 
 def resolve_artifact_specs(config: Config) -> tuple[ResolvedArtifact, ...]:

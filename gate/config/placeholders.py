@@ -14,9 +14,14 @@ first). For ``sm_90`` / ``sm_121`` / ``sm_110``:
 * ``{torch_arch_list}``: ``9.0+PTX`` / ``12.1+PTX``, ``;``-joined (``TORCH_CUDA_ARCH_LIST``)
 * ``{nvcc}``: the gate's own nvcc, such as ``/usr/local/cuda/bin/nvcc``
   (``-DCMAKE_CUDA_COMPILER={nvcc}``)
+* ``{python}``: the project's Python interpreter (the one with torch), named by
+  ``--python``, ``CUDA_GATE_PYTHON`` or the ``python`` key; by default the first
+  ``python3`` on PATH outside the gate's own virtual environment
 
 ``{nvcc}`` makes the build use the toolkit the gate recorded in its evidence, not
-whichever nvcc CMake or a setup script finds first.
+whichever nvcc CMake or a setup script finds first; ``{python}`` makes builds and
+entry points use the user's interpreter, not the virtual environment Nox put first
+on PATH. Entry points take only these two (tool) placeholders.
 
 * ``{sm}``, ``{compute}``, ``{cc}`` and ``{capability}`` name ONE target; with several
   required targets they are an error (use the list forms). ``a``/``f`` variants keep
@@ -34,17 +39,32 @@ whichever nvcc CMake or a setup script finds first.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from gate.errors import ConfigError
 from gate.reader.targets import Target
-from gate.stages.build import gencode
 
 _TOKEN = re.compile(r"(\$\{)|\{\{(\w+)\}\}|\{(\w+)\}")
 SINGLE = ("sm", "compute", "cc", "capability")
 LISTS = ("gencode", "cmake_archs", "torch_arch_list")
-TOOLS = ("nvcc",)
+TOOLS = ("nvcc", "python")
 PLACEHOLDERS = SINGLE + LISTS + TOOLS
+
+
+def gencode(sass: Sequence[Target], ptx: Sequence[Target]) -> list[str]:
+    """``-gencode`` flags for SASS and PTX targets, grouped per virtual architecture.
+
+    ``a``/``f`` variants are kept: ``sm_90a`` gives ``arch=compute_90a,code=[sm_90a,...]``.
+    """
+    by_arch: dict[str, list[str]] = {}
+    for target in sass:
+        by_arch.setdefault(str(target.as_ptx()), []).append(str(target.as_sass()))
+    for target in ptx:
+        by_arch.setdefault(str(target.as_ptx()), []).append(str(target.as_ptx()))
+    flags: list[str] = []
+    for arch, codes in by_arch.items():
+        flags += ["-gencode", f"arch={arch},code=[{','.join(dict.fromkeys(codes))}]"]
+    return flags
 
 
 def _single(name: str, target: Target) -> str:
@@ -82,18 +102,27 @@ def names_in(text: str) -> Iterator[str]:
             yield match.group(3)
 
 
-def check(text: str, where: str) -> None:
-    """Raise ConfigError naming ``where`` if ``text`` uses an unknown placeholder."""
+def check(text: str, where: str, allowed: Sequence[str] = PLACEHOLDERS) -> None:
+    """Raise ConfigError naming ``where`` if ``text`` uses a placeholder not in ``allowed``."""
     for name in names_in(text):
-        if name not in PLACEHOLDERS:
-            known = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+        if name not in allowed:
+            known = ", ".join(f"{{{p}}}" for p in allowed)
+            if name in PLACEHOLDERS:
+                raise ConfigError(f"{where}: placeholder {{{name}}} is not allowed here ({known})")
             raise ConfigError(f"{where}: unknown placeholder {{{name}}} (known: {known})")
 
 
 def substitute(
-    text: str, targets: Sequence[Target], *, where: str = "value", nvcc: str | None = None
+    text: str,
+    targets: Sequence[Target],
+    *,
+    where: str = "value",
+    tools: Mapping[str, str] | None = None,
 ) -> str:
-    """``text`` with every placeholder filled in for ``targets`` (the detected one first)."""
+    """``text`` with every placeholder filled in for ``targets`` (the detected one first).
+
+    ``tools`` maps ``nvcc`` and ``python`` to the programs the gate uses.
+    """
 
     def replace(match: re.Match[str]) -> str:
         if match.group(1):
@@ -103,10 +132,11 @@ def substitute(
         name = match.group(3)
         if name not in PLACEHOLDERS:
             check(text, where)
-        if name == "nvcc":
-            if nvcc is None:
-                raise ConfigError(f"{where}: {{nvcc}} used, but the gate knows no nvcc here")
-            return nvcc
+        if name in TOOLS:
+            found = (tools or {}).get(name)
+            if found is None:
+                raise ConfigError(f"{where}: {{{name}}} used, but the gate knows no {name} here")
+            return found
         if not targets:
             raise ConfigError(f"{where}: {{{name}}} used, but no target is known")
         if name in LISTS:
@@ -127,7 +157,7 @@ def substitute_argv(
     targets: Sequence[Target],
     *,
     where: str = "command",
-    nvcc: str | None = None,
+    tools: Mapping[str, str] | None = None,
 ) -> tuple[str, ...]:
     """A command with placeholders filled in; ``{gencode}`` alone expands to several arguments."""
     out: list[str] = []
@@ -135,5 +165,5 @@ def substitute_argv(
         if arg == "{gencode}":
             out += gencode_args(targets)
         else:
-            out.append(substitute(arg, targets, where=f"{where}[{index}]", nvcc=nvcc))
+            out.append(substitute(arg, targets, where=f"{where}[{index}]", tools=tools))
     return tuple(out)

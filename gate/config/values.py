@@ -6,8 +6,9 @@ raises ConfigError with that position and what it expected, on one line.
 
 from __future__ import annotations
 
+import math
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gate.errors import ConfigError
@@ -72,19 +73,35 @@ def texts(value: object, at: At) -> tuple[str, ...]:
     return tuple(text(item, at.child(i)) for i, item in enumerate(value))
 
 
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
 def seconds(value: object, at: At) -> float:
-    """A positive number (integer or float, never a boolean)."""
+    """A positive, finite number of seconds up to a week (never a boolean)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise at.fail(f"expected a number, got {show(value)}")
-    if value <= 0:
-        raise at.fail(f"expected a positive number of seconds, got {value!r}")
-    return float(value)
+    return positive_seconds(value, at.fail)
 
 
-def integer(value: object, at: At) -> int:
-    """An integer (never a boolean)."""
+def positive_seconds(value: float, fail: Callable[[str], Exception]) -> float:
+    """``value`` as seconds when it is finite, > 0 and at most a week; else ``fail(why)``."""
+    try:
+        number = float(value)
+    except (OverflowError, ValueError) as e:
+        raise fail(f"expected a positive number of seconds, got {show(value)}") from e
+    if not math.isfinite(number) or not 0 < number <= MAX_SECONDS:
+        raise fail(
+            f"expected a positive number of seconds up to {MAX_SECONDS:g}, got {show(value)}"
+        )
+    return number
+
+
+def integer(value: object, at: At, *, low: int = -(2**31), high: int = 2**31 - 1) -> int:
+    """An integer in ``[low, high]`` (never a boolean)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise at.fail(f"expected an integer, got {show(value)}")
+    if not low <= value <= high:
+        raise at.fail(f"expected an integer from {low} to {high}, got {show(value)}")
     return value
 
 

@@ -1,60 +1,124 @@
-"""Human-readable results: the console table and the Markdown summary.
+"""Human-readable results: the console table and the Markdown summary of a run record.
 
 The same rows feed both, so the terminal and the GitHub step summary never disagree.
+The console table fits the terminal (100 columns when output goes to a log) by
+wrapping long cells onto continuation lines; nothing is cut.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.stages.checks import Check, Verdict
+from gate.record import Check, RunRecord, StageStatus, Verdict
+
+LOG_WIDTH = 100
+_MIN_DETAIL = 20
 
 
-def _status(check: Check) -> str:
-    if check.skipped:
-        return "SKIP"
-    return "PASS" if check.passed else "FAIL"
+def count(n: int, one: str, many: str | None = None) -> str:
+    """``1 kernel``, ``3 kernels``: the count with its noun in the right number."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, max_width: int = 90) -> str:
-    """A plain-text table with aligned columns; long cells are cut with an ellipsis."""
-    cells = [[_cut(str(c), max_width) for c in row] for row in rows]
+def width() -> int:
+    """The terminal's width when stdout is one, else LOG_WIDTH."""
+    if sys.stdout.isatty():
+        return max(60, shutil.get_terminal_size((LOG_WIDTH, 24)).columns)
+    return LOG_WIDTH
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, total: int = LOG_WIDTH) -> str:
+    """A plain-text table whose last column wraps so every line fits in ``total`` columns.
+
+    Earlier columns keep their natural width up to a third of the line each (wrapped
+    beyond that); the last column gets the rest, at least ``_MIN_DETAIL`` characters.
+    """
+    cells = [[" ".join(str(c).split()) for c in row] for row in rows]
+    count_ = len(headers)
     widths = [len(h) for h in headers]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    line = "  ".join("-" * w for w in widths)
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), line]
-    out += [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
-    ]
+    cap = max(8, total // 3)
+    widths[:-1] = [min(w, cap) for w in widths[:-1]]
+    gaps = 2 * (count_ - 1)
+    # A narrow terminal: take from the widest earlier column until the last one fits.
+    while total - sum(widths[:-1]) - gaps < _MIN_DETAIL and max(widths[:-1]) > 8:
+        widest = widths.index(max(widths[:-1]))
+        widths[widest] -= 1
+    widths[-1] = max(_MIN_DETAIL, total - sum(widths[:-1]) - gaps)
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    out.append("  ".join("-" * w for w in widths))
+    for row in cells:
+        wrapped = [
+            textwrap.wrap(c, w, break_on_hyphens=False) or [""]
+            for c, w in zip(row, widths, strict=True)
+        ]
+        for i in range(max(len(lines) for lines in wrapped)):
+            parts = [
+                (lines[i] if i < len(lines) else "").ljust(w)
+                for lines, w in zip(wrapped, widths, strict=True)
+            ]
+            out.append("  ".join(parts).rstrip())
     return "\n".join(out)
 
 
-def _cut(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _rows(checks: Sequence[Check]) -> list[tuple[str, str, str, str]]:
+    return [(c.status, c.classname.removeprefix("gate."), c.name, c.message) for c in checks]
 
 
-def console(checks: Sequence[Check], verdict: Verdict, diagnoses: Sequence[str]) -> str:
-    """The console report: one row per check, then diagnoses and the verdict."""
-    rows = [(_status(c), c.classname.removeprefix("gate."), c.name, c.message) for c in checks]
-    parts = [table(("result", "stage", "check", "detail"), rows)]
-    if diagnoses:
-        parts.append("\nDiagnosis:")
-        parts += [f"  - {d}" for d in diagnoses]
+def console(record: RunRecord, *, total: int | None = None) -> str:
+    """The console report: one row per check, then what the run learned, then the verdict."""
+    verdict = record.verdict
+    parts = [
+        table(("result", "stage", "check", "detail"), _rows(record.checks), total=total or width())
+    ]
+    for title, lines in _sections(record):
+        parts.append(f"\n{title}:")
+        parts += [
+            textwrap.fill(line, (total or width()), initial_indent="  - ", subsequent_indent="    ")
+            for line in lines
+        ]
     parts.append(f"\nVerdict: {verdict.statement}")
     return "\n".join(parts)
 
 
-def markdown(
-    checks: Sequence[Check],
-    verdict: Verdict,
-    diagnoses: Sequence[str],
-    facts: Sequence[tuple[str, str]],
-) -> str:
-    """The Markdown summary: facts, a check table, diagnoses, and the verdict."""
+def _sections(record: RunRecord) -> list[tuple[str, Sequence[str]]]:
+    found: list[tuple[str, Sequence[str]]] = []
+    # A failed stage's detail is the verdict's headline: not repeated here.
+    stages = [
+        f"{s.name}: {s.status.value}"
+        + (f" ({s.detail})" if s.detail and s.status is StageStatus.SKIPPED else "")
+        for s in record.stages
+    ]
+    if any(s.status is not StageStatus.RAN for s in record.stages):
+        found.append(("Stages", stages))
+    if record.loaded_libraries:
+        found.append(
+            (
+                "Loaded libraries with device code",
+                [
+                    f"{Path(lib.path).name}: {lib.route or 'not judged'}"
+                    + (" (project)" if lib.declared or lib.strict else "")
+                    + ("" if lib.runs is not False else " - NOTHING RUNS HERE")
+                    for lib in record.loaded_libraries
+                ],
+            )
+        )
+    if record.paths_proved:
+        found.append(("Paths proved", record.paths_proved))
+    if record.diagnoses:
+        found.append(("Diagnosis", record.diagnoses))
+    return found
+
+
+def markdown(record: RunRecord, facts: Sequence[tuple[str, str]]) -> str:
+    """The Markdown summary: verdict, facts, a check table, what the run learned, reasons."""
+    verdict: Verdict = record.verdict
     icon = "✅" if verdict.accepted else "❌"
     lines = [f"## cuda-gate: {icon} {_md(verdict.statement)}", ""]
     if facts:
@@ -62,13 +126,9 @@ def markdown(
         lines += [f"| {_md(k)} | {_md(v)} |" for k, v in facts]
         lines.append("")
     lines += ["| result | stage | check | detail |", "|---|---|---|---|"]
-    lines += [
-        f"| {_status(c)} | {_md(c.classname.removeprefix('gate.'))} | {_md(c.name)} | "
-        f"{_md(c.message)} |"
-        for c in checks
-    ]
-    if diagnoses:
-        lines += ["", "### Diagnosis", ""] + [f"- {_md(d)}" for d in diagnoses]
+    lines += [f"| {' | '.join(_md(c) for c in row)} |" for row in _rows(record.checks)]
+    for title, items in _sections(record):
+        lines += ["", f"### {title}", ""] + [f"- {_md(i)}" for i in items]
     if not verdict.accepted and len(verdict.reasons) > 1:
         lines += ["", "### Reasons", ""] + [f"- {_md(r)}" for r in verdict.reasons]
     return "\n".join(lines) + "\n"

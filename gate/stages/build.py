@@ -1,60 +1,147 @@
-"""The build stage: compile the smoke program for the detected target, recording the command.
+"""Stage 3, build: the smoke program for the target, then the project's build commands.
 
-The gencode form is the seed's: ``arch=compute_XY,code=[sm_XY,compute_XY]`` asks for
-native SASS and PTX of the same target in one fat binary.
+The smoke program (the seed's ``check.cu``, shipped as ``gate/cuda/smoke.cu``) is built
+with ``-gencode arch=compute_XY,code=[sm_XY,compute_XY]``: native SASS and PTX of the
+same target in one fat binary. The project's own build commands run in order with the
+required targets substituted (gate.config.placeholders). Every command is recorded
+exactly as it ran; the first failing one stops the pipeline, its log kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from gate import proc
-from gate.errors import ToolError
+from gate.config import SMOKE_NAME, Config
+from gate.config.placeholders import gencode
+from gate.errors import GateError, ToolError
+from gate.evidence import EvidenceDir, safe_name
 from gate.reader.targets import Target
+from gate.record import Build, Cause, Check
 from gate.stages.probe import BUILD_TIMEOUT, cuda_source
+
+SMOKE = SMOKE_NAME
+SMOKE_KERNEL = "write_value"
 
 
 @dataclass(frozen=True)
-class Build:
-    """One finished build: its output and the exact command that produced it."""
+class BuildOutcome:
+    """The required targets, every build as it ran, and the smoke program's path."""
 
-    name: str
-    output: Path
-    result: proc.Result
+    required: tuple[Target, ...]
+    builds: tuple[Build, ...]
+    smoke: Path | None
+    commands: tuple[proc.Result, ...]
+    checks: tuple[Check, ...]
+    failure: GateError | None = None
 
 
-def gencode(sass: Sequence[Target], ptx: Sequence[Target]) -> list[str]:
-    """``-gencode`` flags for SASS and PTX targets, grouped per virtual architecture."""
-    by_arch: dict[str, list[str]] = {}
-    for target in sass:
-        by_arch.setdefault(str(target.as_ptx()), []).append(str(target.as_sass()))
-    for target in ptx:
-        by_arch.setdefault(str(target.as_ptx()), []).append(str(target.as_ptx()))
-    flags: list[str] = []
-    for arch, codes in by_arch.items():
-        flags += ["-gencode", f"arch={arch},code=[{','.join(dict.fromkeys(codes))}]"]
-    return flags
+def build_record(name: str, result: proc.Result) -> Build:
+    """A finished command as the run record keeps it."""
+    return Build(
+        name=name,
+        command=result.command_line(),
+        argv=result.argv,
+        cwd=result.cwd,
+        returncode=result.returncode,
+        duration=result.duration,
+        timed_out=result.timed_out,
+    )
 
 
 def build_smoke(
-    nvcc: str,
-    workdir: Path,
-    sass: Sequence[Target],
-    ptx: Sequence[Target],
-    *,
-    name: str = "check",
-) -> Build:
-    """Compile check.cu with the given targets into ``workdir/name``."""
-    source = workdir / "check.cu"
-    source.write_text(cuda_source("check.cu"), encoding="utf-8")
-    output = workdir / name
+    nvcc: str, workdir: Path, sass: Sequence[Target], ptx: Sequence[Target]
+) -> tuple[Path, proc.Result]:
+    """Compile smoke.cu with the given targets into ``workdir/smoke``."""
+    source = workdir / f"{SMOKE}.cu"
+    source.write_text(cuda_source(f"{SMOKE}.cu"), encoding="utf-8")
+    output = workdir / SMOKE
     argv = [nvcc, "-O2", *gencode(sass, ptx), str(source), "-o", str(output)]
-    result = proc.run(argv, cwd=workdir, timeout=BUILD_TIMEOUT)
-    if not result.ok:
-        raise ToolError(
-            f"building {name} failed with exit status {result.returncode}: "
-            f"{result.last_line() or 'no output'}"
+    return output, proc.run(argv, cwd=workdir, timeout=BUILD_TIMEOUT)
+
+
+def _log(result: proc.Result) -> str:
+    head = f"# {result.command_line()}\n# cwd: {result.cwd or '.'}\n"
+    if result.strays:
+        head += "# left running after it exited (killed): " + "; ".join(result.strays) + "\n"
+    return head + result.output()
+
+
+def run(
+    evidence: EvidenceDir,
+    *,
+    config: Config,
+    target: Target,
+    workdir: Path,
+    tools: Mapping[str, str],
+    sass: tuple[Target, ...] | None = None,
+    ptx: tuple[Target, ...] | None = None,
+) -> BuildOutcome:
+    """Build the smoke program (unless the config turns it off), then the configured steps."""
+    required = config.required_targets(target)
+    builds: list[Build] = []
+    commands: list[proc.Result] = []
+    checks: list[Check] = []
+    smoke = None
+
+    def outcome(failure: GateError | None = None) -> BuildOutcome:
+        return BuildOutcome(required, tuple(builds), smoke, tuple(commands), tuple(checks), failure)
+
+    if config.smoke:
+        output, result = build_smoke(
+            tools["nvcc"],
+            workdir,
+            sass if sass is not None else (target.as_sass(),),
+            ptx if ptx is not None else (target.as_ptx(),),
         )
-    return Build(name, output, result)
+        commands.append(result)
+        builds.append(build_record(SMOKE, result))
+        evidence.write_text("build.log", _log(result))
+        checks.append(_build_check(SMOKE, result, "the smoke program"))
+        if not result.ok:
+            return outcome(
+                ToolError(result.describe_failure("building the smoke program", BUILD_TIMEOUT))
+            )
+        smoke = output
+    for step in config.builds:
+        try:
+            command = step.render(required, tools)
+            result = proc.run(
+                command.argv, env_set=dict(command.env), cwd=command.cwd, timeout=command.timeout
+            )
+        except GateError as e:
+            checks.append(
+                Check(
+                    f"build {step.name}", "gate.build", False, e.one_line(), cause=Cause.TOOLCHAIN
+                )
+            )
+            return outcome(
+                type(e)(f"build step {step.name!r} ({step.key}): {e.message}", hint=e.hint)
+            )
+        commands.append(result)
+        builds.append(build_record(step.name, result))
+        evidence.write_text(f"build-{safe_name(step.name)}.log", _log(result))
+        checks.append(_build_check(step.name, result, f"{step.key}"))
+        if not result.ok:
+            label = f"build step {step.name!r} ({step.key})"
+            return outcome(ToolError(result.describe_failure(label, command.timeout)))
+    return outcome()
+
+
+def _build_check(name: str, result: proc.Result, what: str) -> Check:
+    if result.ok:
+        message = result.command_line()
+        if result.strays:
+            message += f" (left {len(result.strays)} process(es) running; killed)"
+        return Check(f"build {name}", "gate.build", True, message, duration=result.duration)
+    return Check(
+        f"build {name}",
+        "gate.build",
+        False,
+        result.describe_failure(what),
+        duration=result.duration,
+        output=result.output(),
+        cause=Cause.TIMEOUT if result.timed_out else Cause.TOOLCHAIN,
+    )

@@ -1,4 +1,4 @@
-"""The execute stage: run an entry point twice, native SASS only and forced PTX JIT.
+"""Stage 5, execute: every entry point twice, native SASS only and forced PTX JIT.
 
 Native: ``CUDA_DISABLE_PTX_JIT=1`` and the JIT cache made unusable. On a real H200 a
 PTX-only program passed under ``CUDA_DISABLE_PTX_JIT=1`` when the default cache was
@@ -9,7 +9,12 @@ from PTX, now or earlier, can stand in for SASS.
 JIT: ``CUDA_FORCE_PTX_JIT=1`` with ``CUDA_CACHE_DISABLE=1`` and its own empty cache
 folder, checked empty afterwards, so the run neither reuses nor leaves cache state.
 
-Each run is a fresh process; the variables apply to that child only.
+Each run is a fresh process; the variables apply to that child only. glibc's loader
+log records every shared library each run really loaded (gate.stages.loaded); the
+libraries with device code are judged (gate.stages.libraries), each run is compared
+with what inspection predicted (gate.stages.predict), and where the whole program
+cannot run under forced JIT because of a library outside the project, the project's
+own PTX is loaded by the driver's JIT module by module (gate.stages.jitproof).
 """
 
 from __future__ import annotations
@@ -18,31 +23,22 @@ import enum
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gate import proc
+from gate.config import Config, EntryPoint
+from gate.errors import GateError
+from gate.evidence import EvidenceDir, safe_name
+from gate.fsutil import sha256_file
+from gate.reader.targets import Capability, Version
+from gate.record import Cause, Check, ExecPath, Execution, LoadedLibrary
+from gate.stages import jitproof, libraries, loaded, predict
+from gate.stages.build import SMOKE
+from gate.stages.inspect import Inspected
 
 DEFAULT_TIMEOUT = 300.0
-
-
-class ExecPath(enum.Enum):
-    """The two execution paths the gate proves separately."""
-
-    NATIVE = "native"
-    JIT = "jit"
-
-    @property
-    def log_name(self) -> str:
-        """The seed's log file name for this path."""
-        return "native.log" if self is ExecPath.NATIVE else "ptx-jit.log"
-
-    @property
-    def title(self) -> str:
-        """Human name of the path."""
-        return "native SASS (PTX JIT disabled)" if self is ExecPath.NATIVE else "forced PTX JIT"
-
 
 # Variables each path sets and removes. CUDA_CACHE_PATH is added per run (a fresh folder).
 PATH_ENV: dict[ExecPath, tuple[dict[str, str], tuple[str, ...]]] = {
@@ -78,6 +74,32 @@ class RuntimeFailure(enum.Enum):
         """The runtime's message."""
         return str(self.value[1])
 
+    @property
+    def cause(self) -> Cause:
+        """The ranked cause this failure stands for."""
+        return _FAILURE_CAUSES[self]
+
+    @property
+    def is_code_failure(self) -> bool:
+        """The device had no usable code for a kernel (what inspection predicts)."""
+        return self in (
+            RuntimeFailure.NO_KERNEL_IMAGE,
+            RuntimeFailure.JIT_DISABLED,
+            RuntimeFailure.UNSUPPORTED_PTX,
+            RuntimeFailure.INVALID_PTX,
+        )
+
+
+_FAILURE_CAUSES = {
+    RuntimeFailure.NO_KERNEL_IMAGE: Cause.NO_KERNEL_IMAGE,
+    RuntimeFailure.JIT_DISABLED: Cause.JIT_DISABLED,
+    RuntimeFailure.UNSUPPORTED_PTX: Cause.UNSUPPORTED_PTX,
+    RuntimeFailure.INVALID_PTX: Cause.INVALID_PTX,
+    RuntimeFailure.JIT_NOT_FOUND: Cause.INVALID_PTX,
+    RuntimeFailure.NO_DEVICE: Cause.EXIT_STATUS,
+    RuntimeFailure.DRIVER_TOO_OLD: Cause.DRIVER_TOO_OLD,
+}
+
 
 def classify(log: str) -> RuntimeFailure | None:
     """The first known runtime failure whose message appears in ``log``."""
@@ -89,21 +111,8 @@ def classify(log: str) -> RuntimeFailure | None:
 
 
 @dataclass(frozen=True)
-class EntryPoint:
-    """A program to run under both paths, and what a good run looks like."""
-
-    name: str
-    argv: tuple[str, ...]
-    cwd: str | None = None
-    env: tuple[tuple[str, str], ...] = ()
-    timeout: float = DEFAULT_TIMEOUT
-    expected_returncode: int = 0
-    expected_output: str = r"(?m)^PASS$"
-
-
-@dataclass(frozen=True)
-class Execution:
-    """One entry point run on one path."""
+class Run:
+    """One entry point run on one path: the process, the verdict on it, what it loaded."""
 
     entry_point: EntryPoint
     path: ExecPath
@@ -112,16 +121,29 @@ class Execution:
     output_ok: bool
     cache_clean: bool
     failure: RuntimeFailure | None
+    loaded: tuple[Path, ...] = ()
+
+    def record(self, log_sha256: str | None = None) -> Execution:
+        """The run as the run record keeps it (which decides whether it passed)."""
+        return Execution(
+            entry_point=self.entry_point.name,
+            path=self.path,
+            command=self.result.command_line(),
+            returncode=None if self.result.timed_out else self.result.returncode,
+            timed_out=self.result.timed_out,
+            duration=self.result.duration,
+            log=self.log_name,
+            log_sha256=log_sha256,
+            output_ok=self.output_ok,
+            expected_returncode=self.entry_point.expected_returncode,
+            cache_clean=self.cache_clean,
+            failure=self.failure.text if self.failure else None,
+        )
 
     @property
     def passed(self) -> bool:
-        """Exit status as expected, expected output present, not killed, no cache left."""
-        return (
-            not self.result.timed_out
-            and self.result.returncode == self.entry_point.expected_returncode
-            and self.output_ok
-            and self.cache_clean
-        )
+        """As the run record decides it."""
+        return self.record().passed
 
     def reason(self) -> str:
         """Why it failed (or 'passed'), in one phrase."""
@@ -138,24 +160,46 @@ class Execution:
             return f"expected output /{self.entry_point.expected_output}/ not found"
         return "the run left files in its JIT cache folder"
 
+    def cause(self) -> Cause | None:
+        """The ranked cause of a failed run."""
+        if self.passed:
+            return None
+        if self.result.timed_out:
+            return Cause.TIMEOUT
+        if self.failure is not None:
+            return self.failure.cause
+        if self.result.returncode != self.entry_point.expected_returncode:
+            return Cause.EXIT_STATUS
+        return Cause.OUTPUT if not self.output_ok else Cause.JIT_CACHE
 
-def run_entry_point(entry: EntryPoint, path: ExecPath, log_name: str | None = None) -> Execution:
+
+def run_entry_point(
+    entry: EntryPoint, path: ExecPath, log_name: str | None = None, *, record_loaded: bool = True
+) -> Run:
     """Run ``entry`` once on ``path`` in a fresh process with its own empty JIT cache folder."""
     env_set, env_unset = PATH_ENV[path]
     cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-"))
+    log_dir = Path(tempfile.mkdtemp(prefix="cuda-gate-ld-"))
     try:
+        extra = loaded.loader_env(log_dir) if record_loaded else {}
         result = proc.run(
             entry.argv,
-            env_set={**dict(entry.env), **env_set, "CUDA_CACHE_PATH": str(cache_dir)},
+            env_set={**dict(entry.env), **extra, **env_set, "CUDA_CACHE_PATH": str(cache_dir)},
             env_unset=env_unset,
             cwd=entry.cwd,
             timeout=entry.timeout,
         )
         cache_clean = not any(cache_dir.rglob("*"))
+        found = loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or ".")) if record_loaded else ()
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
+        shutil.rmtree(log_dir, ignore_errors=True)
+    if record_loaded:
+        # The loader variables are the gate's instrument, not part of the command to repeat.
+        names = set(loaded.loader_env(log_dir))
+        result = replace(result, env_set=tuple((k, v) for k, v in result.env_set if k not in names))
     output = result.output()
-    return Execution(
+    return Run(
         entry_point=entry,
         path=path,
         result=result,
@@ -163,26 +207,176 @@ def run_entry_point(entry: EntryPoint, path: ExecPath, log_name: str | None = No
         output_ok=re.search(entry.expected_output, output) is not None,
         cache_clean=cache_clean,
         failure=None if result.ok else classify(output),
+        loaded=tuple(lib.path for lib in found),
     )
 
 
-def run_both(entry: EntryPoint, log_names: Sequence[str] | None = None) -> tuple[Execution, ...]:
+def run_both(entry: EntryPoint, log_names: Sequence[str] | None = None) -> tuple[Run, ...]:
     """Native first, then JIT; each a fresh process."""
     names = list(log_names) if log_names else [p.log_name for p in ExecPath]
     return tuple(run_entry_point(entry, p, n) for p, n in zip(ExecPath, names, strict=True))
 
 
-def log_text(execution: Execution) -> str:
+def log_text(run: Run) -> str:
     """The log file for one run: the exact command, then everything it printed."""
-    r = execution.result
+    r = run.result
     header = [
-        f"# entry point: {execution.entry_point.name}",
-        f"# path: {execution.path.title}",
+        f"# entry point: {run.entry_point.name}",
+        f"# path: {run.path.title}",
         f"# command: {r.command_line()}",
         f"# cwd: {r.cwd or '.'}",
         f"# exit status: {'killed (timeout)' if r.timed_out else r.returncode}",
         f"# duration: {r.duration:.3f} s",
-        f"# JIT cache folder empty afterwards: {'yes' if execution.cache_clean else 'NO'}",
-        "",
+        f"# JIT cache folder empty afterwards: {'yes' if run.cache_clean else 'NO'}",
     ]
-    return "\n".join(header) + r.output()
+    if r.strays:
+        header.append("# left running after it exited (killed): " + "; ".join(r.strays))
+    return "\n".join([*header, ""]) + r.output()
+
+
+@dataclass(frozen=True)
+class ExecuteOutcome:
+    """Every run, the loaded libraries judged, the prediction checks, the JIT proofs."""
+
+    executions: tuple[Execution, ...]
+    loaded: tuple[LoadedLibrary, ...]
+    checks: tuple[Check, ...]
+    diagnoses: tuple[str, ...]
+    paths_proved: tuple[str, ...]
+    commands: tuple[proc.Result, ...] = ()
+    failure: GateError | None = None
+
+
+def entry_points(
+    config: Config, smoke: Path | None, timeout: float, tools: Mapping[str, str]
+) -> list[EntryPoint]:
+    """The smoke program (the seed's log names) and the configured entry points, in order."""
+    out = [EntryPoint(SMOKE, (str(smoke),), timeout=timeout)] if smoke is not None else []
+    return out + [spec.entry_point(tools) for spec in config.entry_points]
+
+
+def entry_names(config: Config) -> list[str]:
+    """The entry points' names, before anything is built (for a run that stops early)."""
+    return ([SMOKE] if config.smoke else []) + [spec.name for spec in config.entry_points]
+
+
+def skipped_checks(names: Sequence[str], reason: str) -> list[Check]:
+    """Every entry point and path as a skipped JUnit case with the one reason."""
+    return [
+        Check(f"{name} [{path.value}]", f"gate.execute.{path.value}", False, reason, skipped=True)
+        for name in names
+        for path in ExecPath
+    ]
+
+
+def skipped(
+    evidence: EvidenceDir, points: Sequence[EntryPoint], artifacts: Sequence[Inspected], reason: str
+) -> list[Check]:
+    """No device: every run skipped with the one reason; codeless artifacts unproven."""
+    checks = skipped_checks([entry.name for entry in points], reason)
+    checks += [
+        Check(
+            f"{a.name}: device code",
+            "gate.inspect",
+            False,
+            f"no device code of its own: covered only by execution, {reason}",
+            skipped=True,
+        )
+        for a in artifacts
+        if not a.smoke and not a.listing.entries
+    ]
+    evidence.write_text(
+        "execution-status.txt", f"native=not run\nptx_jit=not run\nreason={reason}\n"
+    )
+    return checks
+
+
+def run(
+    evidence: EvidenceDir,
+    *,
+    config: Config,
+    points: Sequence[EntryPoint],
+    artifacts: Sequence[Inspected],
+    capability: Capability,
+    driver_cuda: Version | None,
+) -> ExecuteOutcome:
+    """Run every entry point on both paths, judge what they loaded, check the predictions."""
+    runs: list[Run] = []
+    checks: list[Check] = []
+    status: list[str] = []
+    for entry in points:
+        smoke = entry.name == SMOKE
+        pair = []
+        for path in ExecPath:
+            log_name = path.log_name if smoke else f"entry-{safe_name(entry.name)}.{path.log_name}"
+            done = run_entry_point(entry, path, log_name)
+            evidence.write_text(log_name, log_text(done))
+            pair.append(done)
+        runs += pair
+        codes = {
+            r.path: "timeout" if r.result.timed_out else str(r.result.returncode) for r in pair
+        }
+        line = f"native={codes[ExecPath.NATIVE]}\nptx_jit={codes[ExecPath.JIT]}\n"
+        status.append(line if smoke else f"{entry.name}: {line.replace(chr(10), ' ').strip()}\n")
+    evidence.write_text("execution-status.txt", "".join(status))
+    judged = libraries.judge(
+        evidence,
+        runs=runs,
+        artifacts=artifacts,
+        cap=capability,
+        driver=driver_cuda,
+        config=config,
+    )
+    checks += judged.checks
+    predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)
+    proofs = jitproof.prove(evidence, predictions, artifacts, capability)
+    for done in runs:
+        checks.append(execution_check(done, predict.excuse(done, predictions, proofs)))
+    checks += [p.check(runs) for p in predictions]
+    checks += proofs.checks
+    checks += libraries.codeless_checks(artifacts, runs, judged)
+    executions = tuple(
+        r.record(
+            sha256_file(evidence.path(r.log_name)) if evidence.path(r.log_name).exists() else None
+        )
+        for r in runs
+    )
+    return ExecuteOutcome(
+        executions=executions,
+        loaded=judged.records,
+        checks=tuple(checks),
+        diagnoses=tuple(predict.diagnose(runs, predictions)),
+        paths_proved=tuple(predict.paths_proved(runs, predictions, proofs)),
+        commands=proofs.commands,
+    )
+
+
+def execution_check(done: Run, excuse: str | None = None) -> Check:
+    """One JUnit case per entry point and path, classname by path, log in system-out.
+
+    ``excuse`` (from gate.stages.predict) turns an explained failure of the whole-program
+    JIT run into a skip: a library outside the project ships no PTX, as predicted, and
+    the project's own PTX was proved by loading it.
+    """
+    name = f"{done.entry_point.name} [{done.path.value}]"
+    classname = f"gate.execute.{done.path.value}"
+    message = f"{done.path.title}: {done.reason()}"
+    if excuse is not None and not done.passed:
+        return Check(
+            name,
+            classname,
+            False,
+            f"{message}; {excuse}",
+            duration=done.result.duration,
+            output=done.result.output(),
+            skipped=True,
+        )
+    return Check(
+        name,
+        classname,
+        done.passed,
+        message,
+        duration=done.result.duration,
+        output=done.result.output(),
+        cause=done.cause(),
+    )

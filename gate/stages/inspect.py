@@ -1,44 +1,45 @@
-"""The inspect stage: host format, hash, dependencies and device-code listings of an artifact.
+"""Stage 4, inspect: host format, hash, dependencies and device code of every final artifact.
 
 Our own fatbin reader (gate.reader) is the primary inspector: it needs no toolkit and
 sees ``f`` targets and containers outside ``.nv_fatbin``. Where cuobjdump is available
 it runs too, as an independent cross-check: any disagreement on what cuobjdump can
 show (kinds, archs, order, kernel names, PTX ISA) fails the gate, with both listings in
-the evidence. Every listing is parsed for content (an empty listing, or PTX without
-``.version``/``.target``, fails), never judged by a tool's exit status.
+the evidence. Every listing is judged by its content, never by a tool's exit status.
+
+Per artifact the seed's checks: the host ELF machine, the required targets as SASS
+and as PTX, the required kernels in both, every kernel in every target, PTX headers,
+and (when the driver is known) whether the driver can JIT the PTX's ISA.
 """
 
 from __future__ import annotations
 
+import re
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import cuobjdump
-from gate.errors import ToolError
-from gate.evidence import EvidenceDir, sha256_file
-from gate.machine import ld_cache
+from gate import cuobjdump, fsutil, machine
+from gate.config import Config, resolve_artifact_specs
+from gate.errors import BadInputError, GateError, ToolError
+from gate.evidence import EvidenceDir, unique_name
+from gate.reader import artifacts as found_files
 from gate.reader import read as reader
-from gate.reader import summary as inspect_view
+from gate.reader import summary
 from gate.reader.hostelf import Dependency, HostFormat, dependencies, read_format
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.targets import Capability, Target, Variant
-from gate.stages.checks import Check
+from gate.reader.targets import Capability, Target, Variant, Version, min_driver_for_ptx
+from gate.record import Artifact, Cause, Check, CrossCheck
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
 SASS_DUMP_LIMIT = 16 * 1024 * 1024
+INSPECTOR = "cuda-gate reader"
+_SASS_FUNCTION = re.compile(r"^\s*Function : \S", re.MULTILINE)
+_SHARED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
 
 
 @dataclass(frozen=True)
-class CrossCheck:
-    """cuobjdump's view of the same artifact, and where it disagrees with ours."""
-
-    tool: str
-    listing: Listing
-    disagreements: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class InspectedArtifact:
+class Inspected:
     """Everything the gate learned about one final artifact."""
 
     name: str
@@ -48,45 +49,154 @@ class InspectedArtifact:
     host: HostFormat
     dependencies: tuple[Dependency, ...]
     listing: Listing
-    inspector: str
-    ptx_modules: tuple[cuobjdump.PtxText, ...]
+    kernels: tuple[str, ...]  # the kernels it must carry
+    smoke: bool
+    prefix: str  # its evidence files' folder ("" for the smoke program)
+    ptx_modules: tuple[cuobjdump.PtxText, ...] = ()
     cross_check: CrossCheck | None = None
     cross_check_note: str = ""
 
+    def record(self) -> Artifact:
+        """The artifact as the run record keeps it."""
+        return Artifact(
+            name=self.name,
+            path=str(self.path),
+            sha256=self.sha256,
+            size=self.size,
+            host_format=self.host.description,
+            elf_machine=self.host.machine_text,
+            dependencies=self.dependencies,
+            listing=self.listing,
+            inspector=INSPECTOR,
+            cross_check=self.cross_check,
+        )
+
 
 @dataclass(frozen=True)
-class LoadedRecord:
-    """A shared library an entry point really loaded that carries device code."""
+class InspectOutcome:
+    """Every inspected artifact and the checks on them."""
 
-    path: Path
-    sha256: str
-    entry_points: tuple[str, ...]
-    declared: bool
-    listing: Listing
-    evidence_prefix: str
+    artifacts: tuple[Inspected, ...]
+    checks: tuple[Check, ...]
+    failure: GateError | None = None
 
 
-def host_facts(path: Path) -> tuple[str, int, HostFormat, tuple[Dependency, ...]]:
-    """SHA-256, size, host ELF format and resolved dependencies of ``path``."""
-    fmt = read_format(path)
-    return sha256_file(path), path.stat().st_size, fmt, dependencies(path, fmt, ld_cache())
+def read_device_code(path: Path) -> tuple[reader.ArtifactReport, str, int]:
+    """Our reader's report of ``path`` with names, and the file's SHA-256 and size."""
+    digest, size = fsutil.digest_file(path)
+    return reader.read_artifact(path, names=True), digest, size
+
+
+def run(
+    evidence: EvidenceDir,
+    *,
+    config: Config,
+    smoke: Path | None,
+    smoke_kernels: tuple[str, ...],
+    target: Target,
+    required: tuple[Target, ...],
+    capability: Capability | None,
+    driver_cuda: Version | None,
+    host_arch: str,
+    workdir: Path,
+    dump_sass: str = "auto",
+    use_cuobjdump: bool = True,
+) -> InspectOutcome:
+    """Inspect the smoke program and every configured artifact (wheels library by library)."""
+    devices: tuple[Capability, ...] = (capability,) if capability else (target.capability,)
+    devices += tuple(d for d in config.devices if d not in devices)
+    done: list[Inspected] = []
+    checks: list[Check] = []
+    seen: set[str] = set()
+    try:
+        wanted = [(smoke, smoke_kernels, True)] if smoke is not None else []
+        wanted += [(p, k, False) for p, k in configured_artifacts(config, workdir)]
+        for path, kernels, is_smoke in wanted:
+            prefix = "" if is_smoke else f"artifacts/{unique_name(path.name, seen)}/"
+            artifact = inspect_artifact(
+                path,
+                evidence,
+                kernels=kernels,
+                smoke=is_smoke,
+                prefix=prefix,
+                dump_sass=dump_sass,
+                devices=devices,
+                use_cuobjdump=use_cuobjdump,
+            )
+            done.append(artifact)
+            evidence.write_text("sha256.txt", "".join(f"{a.sha256}  {a.path}\n" for a in done))
+            checks += artifact_checks(
+                artifact, evidence, host_arch, (target,) if is_smoke else required, driver_cuda
+            )
+    except GateError as e:
+        return InspectOutcome(tuple(done), tuple(checks), e)
+    return InspectOutcome(tuple(done), tuple(checks))
+
+
+def configured_artifacts(config: Config, workdir: Path) -> list[tuple[Path, tuple[str, ...]]]:
+    """Every configured artifact file with its kernels; wheels give their shared libraries."""
+    found: list[tuple[Path, tuple[str, ...]]] = []
+    for spec in resolve_artifact_specs(config):
+        if spec.is_wheel:
+            found += [(lib, spec.kernels) for lib in unpack_wheel(spec.path, workdir / "wheels")]
+        else:
+            found.append((spec.path, spec.kernels))
+    return found
+
+
+def unpack_wheel(wheel: Path, into: Path) -> list[Path]:
+    """The shared libraries inside a wheel, written out so they can be hashed, run and verified.
+
+    Members are read with the reader's bounds (never a size the zip claims); a broken
+    member is a BadInputError naming the wheel and the member.
+    """
+    target = into / wheel.name
+    written = []
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for info in found_files.wheel_members(archive):
+                base = info.filename.rsplit("/", 1)[-1]
+                if not _SHARED_LIBRARY.search(base):
+                    continue
+                data = found_files.read_member(archive, info, f"{wheel}!{info.filename}")
+                path = target.joinpath(*_safe_member_parts(info.filename, wheel))
+                fsutil.write_atomic(path, bytes(data), mode=0o755)
+                written.append(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise BadInputError(f"{wheel}: not a readable wheel: {e}") from e
+    return written
+
+
+def _safe_member_parts(name: str, wheel: Path) -> list[str]:
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise BadInputError(f"{wheel}: member {name!r} would be written outside the wheel folder")
+    return parts
 
 
 def inspect_artifact(
     path: Path,
     evidence: EvidenceDir,
     *,
+    kernels: tuple[str, ...] = (),
+    smoke: bool = False,
     prefix: str = "",
     dump_sass: str = "auto",
     devices: tuple[Capability, ...] = (),
     use_cuobjdump: bool = True,
-) -> InspectedArtifact:
+) -> Inspected:
     """Inspect one artifact with our reader, cross-checked by cuobjdump where available."""
-    digest, size, fmt, deps = host_facts(path)
-    report = reader.read_artifact(path, names=True)
-    view = inspect_view.artifact_json(report, devices)
-    evidence.write_text(f"{prefix}device-code.txt", inspect_view.console(view))
+    fmt = read_format(path)
+    report, digest, size = read_device_code(path)
+    deps = dependencies(path, fmt, machine.ld_cache())
+    view = summary.artifact_json(report, devices)
+    evidence.write_text(f"{prefix}device-code.txt", summary.console(view))
     evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
+    evidence.write_text(f"{prefix}binary-format.txt", fmt.description + "\n")
+    evidence.write_text(
+        f"{prefix}dependencies.txt",
+        "".join(f"{d.needed_by}: {d.name} => {d.resolved or 'not found'}\n" for d in deps),
+    )
     try:
         tool = cuobjdump.find() if use_cuobjdump else None
         note = "cuobjdump cross-check not run: turned off with --no-cuobjdump"
@@ -100,10 +210,11 @@ def inspect_artifact(
         theirs, modules = _cuobjdump_listing(
             tool, path, evidence, prefix=prefix, dump_sass=dump_sass, size=size
         )
-        tool_name = f"cuobjdump ({cuobjdump.version(tool)})"
-        cross = CrossCheck(tool_name, theirs, compare(report.listing, theirs))
+        cross = CrossCheck(
+            f"cuobjdump ({cuobjdump.version(tool)})", compare(report.listing, theirs)
+        )
         note = ""
-    return InspectedArtifact(
+    return Inspected(
         name=path.name,
         path=path.resolve(),
         sha256=digest,
@@ -111,7 +222,9 @@ def inspect_artifact(
         host=fmt,
         dependencies=deps,
         listing=report.listing,
-        inspector="cuda-gate reader",
+        kernels=kernels,
+        smoke=smoke,
+        prefix=prefix,
         ptx_modules=modules,
         cross_check=cross,
         cross_check_note=note,
@@ -184,71 +297,67 @@ def compare(ours: Listing, theirs: Listing) -> tuple[str, ...]:
     return tuple(out)
 
 
-def cross_check(artifact: InspectedArtifact) -> Check:
-    """The cuobjdump cross-check as a check (skipped, with the reason, when it did not run)."""
-    name = f"{artifact.name}: cuobjdump agrees with the cuda-gate reader"
-    if artifact.cross_check is None:
-        return Check(name, "gate.inspect", True, artifact.cross_check_note, skipped=True)
-    issues = artifact.cross_check.disagreements
+# --- checks -------------------------------------------------------------------------------
+
+
+def artifact_checks(
+    artifact: Inspected,
+    evidence: EvidenceDir,
+    host_arch: str,
+    required: Sequence[Target],
+    driver_cuda: Version | None,
+) -> list[Check]:
+    """Every check on one artifact; an artifact without device code of its own gets fewer."""
+    has_code = artifact.smoke or bool(artifact.listing.entries)
+    checks = [host_check(artifact, host_arch)]
+    if has_code:
+        checks += content_checks(artifact, evidence)
+        for target in required:
+            checks += listing_checks(artifact.name, artifact.listing, target, artifact.kernels)
+        checks.append(coverage_check(artifact.name, artifact.listing))
+        checks += driver_checks(artifact.name, artifact.listing, required, driver_cuda)
+    checks.append(cross_check(artifact))
+    return checks
+
+
+def host_check(artifact: Inspected, host_arch: str) -> Check:
+    """The artifact's ELF machine is the one this host runs."""
+    ok = artifact.host.matches_host(host_arch)
     return Check(
-        name,
+        f"{artifact.name}: host ELF machine",
         "gate.inspect",
-        not issues,
-        f"{artifact.cross_check.tool}: same kinds, archs, order and kernel names"
-        if not issues
-        else "; ".join(issues[:5]) + (" ..." if len(issues) > 5 else ""),
+        ok,
+        f"{artifact.host.machine_text} matches host {host_arch}"
+        if ok
+        else f"{artifact.host.machine_text} does not run on host {host_arch}",
+        cause=None if ok else Cause.HOST_ARCH,
     )
 
 
-def content_checks(
-    artifact: InspectedArtifact,
-    evidence: EvidenceDir,
-    host_arch: str,
-    prefix: str = "",
-    *,
-    expect_device_code: bool = True,
-) -> list[Check]:
-    """Checks on what the listings contain: host machine, non-empty listings, PTX headers.
+def content_checks(artifact: Inspected, evidence: EvidenceDir) -> list[Check]:
+    """The listings and dumps hold what their names say: ELF entries, SASS code, PTX text.
 
-    An artifact that carries no device code by design (a host program that dlopens a
-    kernel library) passes ``expect_device_code=False``: its listings are empty on purpose.
+    ``sass.txt`` with only cuobjdump's "Fatbin ptx code" header is not a SASS dump.
     """
-    cls = "gate.inspect"
-    name = artifact.name
-    checks = [
-        Check(
-            f"{name}: host ELF machine",
-            cls,
-            artifact.host.matches_host(host_arch),
-            f"{artifact.host.machine_text} matches host {host_arch}"
-            if artifact.host.matches_host(host_arch)
-            else f"{artifact.host.machine_text} does not run on host {host_arch}",
-        )
-    ]
-    for file_name, what in (
-        (
-            ("elf-list.txt", "ELF listing"),
-            ("ptx.txt", "PTX dump"),
-            ("sass.txt", "SASS dump"),
-        )
-        if expect_device_code
-        else ()
-    ):
+    cls, name, prefix = "gate.inspect", artifact.name, artifact.prefix
+    checks = []
+    holds: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
+        ("elf-list.txt", "ELF listing lists a cubin", _lists_cubin),
+        ("ptx.txt", "PTX dump holds PTX", _holds_ptx),
+        ("sass.txt", "SASS dump holds SASS", _holds_sass),
+    )
+    for file_name, what, test in holds:
         path = evidence.path(prefix + file_name)
         if not path.exists():
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        empty = not text.strip() or "does not contain device code" in text
-        if file_name == "elf-list.txt":
-            empty = empty or not cuobjdump.parse_list(text, "ELF")
+        ok = test(path.read_text(encoding="utf-8", errors="replace"))
         checks.append(
             Check(
-                f"{name}: {what} not empty",
+                f"{name}: {what}",
                 cls,
-                not empty,
-                f"{prefix}{file_name} has content"
-                if not empty
-                else f"{prefix}{file_name} is empty",
+                ok,
+                f"{prefix}{file_name} has it" if ok else f"{prefix}{file_name} has none",
+                cause=None if ok else Cause.NO_DEVICE_CODE,
             )
         )
     for module in artifact.ptx_modules:
@@ -262,9 +371,170 @@ def content_checks(
                 f"{name}: PTX {module.arch} declares .version and .target",
                 cls,
                 not missing,
-                f".version {module.version}, .target {module.target}, {len(module.entries)} entries"
+                f".version {module.version}, .target {module.target}, "
+                f"{_count(len(module.entries), 'entry', 'entries')}"
                 if not missing
                 else f"PTX {module.arch} lacks {', '.join(missing)}",
+                cause=Cause.INVALID_PTX if missing else None,
             )
         )
     return checks
+
+
+def _lists_cubin(text: str) -> bool:
+    return bool(cuobjdump.parse_list(text, "ELF"))
+
+
+def _holds_ptx(text: str) -> bool:
+    return ".target" in text or ".entry" in text
+
+
+def _holds_sass(text: str) -> bool:
+    return bool(_SASS_FUNCTION.search(text))
+
+
+def kernel_matches(found: str, wanted: str) -> bool:
+    """``_Z11write_valuePi`` matches ``write_value``: exact, or as an Itanium-mangled name."""
+    return found == wanted or f"{len(wanted)}{wanted}" in found
+
+
+def has_kernel(names: Iterable[str], wanted: str) -> bool:
+    """Whether any of ``names`` is the kernel ``wanted``."""
+    return any(kernel_matches(n, wanted) for n in names)
+
+
+def listing_checks(
+    artifact: str, listing: Listing, target: Target, kernels: Sequence[str]
+) -> list[Check]:
+    """The seed's inspection checks: the target and the kernels, in SASS and in PTX.
+
+    A target's ``a``/``f`` variants count for it (``sm_90a`` SASS is SASS for sm_90).
+    """
+    cls = "gate.inspect"
+    sass, ptx = target.as_sass(), target.as_ptx()
+    sass_targets = listing.targets(Kind.SASS)
+    in_sass = frozenset(
+        k for e in listing.of_kind(Kind.SASS) if e.target.number == sass.number for k in e.kernels
+    )
+    ptx_entries = [e for e in listing.of_kind(Kind.PTX) if e.target.number == ptx.number]
+    has_sass = any(t.number == sass.number for t in sass_targets)
+    checks = [
+        Check(
+            f"{artifact}: SASS for {sass}",
+            cls,
+            has_sass,
+            f"SASS for {sass} present"
+            if has_sass
+            else f"no SASS for {sass}; SASS targets: {_names(sass_targets)}",
+            cause=None if has_sass else Cause.MISSING_SASS,
+        )
+    ]
+    for kernel in kernels:
+        ok = has_kernel(in_sass, kernel)
+        checks.append(
+            Check(
+                f"{artifact}: kernel {kernel} in {sass} SASS",
+                cls,
+                ok,
+                f"{kernel} {'present in' if ok else 'missing from'} {sass} SASS",
+                cause=None if ok else Cause.MISSING_KERNEL,
+            )
+        )
+    checks.append(
+        Check(
+            f"{artifact}: PTX for {ptx}",
+            cls,
+            bool(ptx_entries),
+            f"PTX for {ptx} present (ISA {ptx_entries[0].ptx_isa})"
+            if ptx_entries
+            else f"no PTX for {ptx}; PTX targets: {_names(listing.targets(Kind.PTX))}",
+            cause=None if ptx_entries else Cause.MISSING_PTX,
+        )
+    )
+    for kernel in kernels:
+        ok = any(has_kernel(e.kernels, kernel) for e in ptx_entries)
+        checks.append(
+            Check(
+                f"{artifact}: kernel {kernel} in {ptx} PTX",
+                cls,
+                ok,
+                f".entry {kernel} {'present in' if ok else 'missing from'} {ptx} PTX",
+                cause=None if ok else Cause.MISSING_KERNEL,
+            )
+        )
+    return checks
+
+
+def coverage_check(name: str, listing: Listing) -> Check:
+    """Per kernel: present for one target but missing for another, or from the PTX."""
+    missing = listing.missing_kernels()
+    by_kernel: dict[str, list[str]] = {}
+    for target, kernels in missing.items():
+        for kernel in kernels:
+            by_kernel.setdefault(kernel, []).append(target)
+    shown = list(by_kernel.items())[:5]
+    detail = "; ".join(f"{k} missing from {', '.join(ts)}" for k, ts in shown)
+    if len(by_kernel) > 5:
+        detail += f"; and {_count(len(by_kernel) - 5, 'more kernel', 'more kernels')}"
+    total = len(listing.kernels())
+    return Check(
+        f"{name}: every kernel for every target",
+        "gate.inspect",
+        not by_kernel,
+        f"{_count(total, 'kernel', 'kernels')} in every SASS and PTX target"
+        if not by_kernel
+        else detail,
+        cause=Cause.MISSING_KERNEL if by_kernel else None,
+    )
+
+
+def driver_checks(
+    name: str, listing: Listing, required: Sequence[Target], driver_cuda: Version | None
+) -> list[Check]:
+    """The driver can JIT the required targets' PTX: its CUDA version covers the PTX ISA."""
+    if driver_cuda is None:
+        return []
+    checks = []
+    numbers = {t.number for t in required}
+    for entry in listing.of_kind(Kind.PTX):
+        if entry.target.number not in numbers or entry.ptx_isa is None:
+            continue
+        need = min_driver_for_ptx(entry.ptx_isa)
+        ok = need is None or driver_cuda >= need
+        checks.append(
+            Check(
+                f"{name}: driver can JIT {entry.target} PTX",
+                "gate.inspect",
+                ok,
+                f"PTX ISA {entry.ptx_isa} needs driver CUDA >= {need or '?'}; "
+                f"the driver is CUDA {driver_cuda}",
+                cause=None if ok else Cause.DRIVER_TOO_OLD,
+            )
+        )
+        numbers.discard(entry.target.number)  # one check per target is enough
+    return checks
+
+
+def cross_check(artifact: Inspected) -> Check:
+    """The cuobjdump cross-check as a check (skipped, with the reason, when it did not run)."""
+    name = f"{artifact.name}: cuobjdump agrees with the cuda-gate reader"
+    if artifact.cross_check is None:
+        return Check(name, "gate.inspect", True, artifact.cross_check_note, skipped=True)
+    issues = artifact.cross_check.disagreements
+    return Check(
+        name,
+        "gate.inspect",
+        not issues,
+        f"{artifact.cross_check.tool}: same kinds, archs, order and kernel names"
+        if not issues
+        else "; ".join(issues[:5]) + (" ..." if len(issues) > 5 else ""),
+        cause=Cause.CROSS_CHECK if issues else None,
+    )
+
+
+def _names(targets: Iterable[Target]) -> str:
+    return " ".join(str(t) for t in targets) or "none"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

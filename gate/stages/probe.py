@@ -1,7 +1,10 @@
-"""The probe stage: build and run the shipped probe to read device 0's compute capability.
+"""Stage 2, probe: build and run the shipped probe to read device 0's compute capability.
 
-The target is never guessed: it is what the CUDA runtime reports, and it must be in
-the toolkit's own list of supported targets, or the gate stops with that message.
+The target is never guessed: it is what the CUDA runtime reports (or what ``--target``
+names, ``a``/``f`` variant kept), and it must be in the toolkit's own list of
+supported targets, or the gate stops with that message. Without a usable device the
+stage says once which of "no driver", "no device visible", "driver older than the
+toolkit" holds, and what to do next.
 """
 
 from __future__ import annotations
@@ -11,26 +14,34 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from gate import proc
-from gate.errors import NoDeviceError, ToolError, UnsupportedTargetError
+from gate import machine, proc
+from gate.errors import GateError, NoDeviceError, ToolError, UnsupportedTargetError
+from gate.evidence import EvidenceDir
 from gate.reader.targets import Capability, Target
+from gate.record import Cause, Check
 
 PROBE_TIMEOUT = 120.0
-BUILD_TIMEOUT = 600.0
+# The probe and the smoke program compile in seconds; a hung nvcc must not take ten minutes.
+BUILD_TIMEOUT = 180.0
 _CAPABILITY_RE = re.compile(r"^\s*(\d{2,3})\s*$", re.MULTILINE)
+_JIT_VARIABLES = ("CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT")
 
 
 @dataclass(frozen=True)
-class ProbeResult:
-    """What the probe printed, and the capability it read."""
+class ProbeOutcome:
+    """The device (or why there is none) and the target the run builds and checks for."""
 
-    capability: Capability
-    build: proc.Result
-    run: proc.Result
+    capability: Capability | None
+    device_error: str | None
+    target: Target | None
+    target_source: str | None
+    commands: tuple[proc.Result, ...]
+    checks: tuple[Check, ...]
+    failure: GateError | None = None
 
 
 def cuda_source(name: str) -> str:
-    """The text of a CUDA source shipped in gate/cuda (probe.cu, check.cu)."""
+    """The text of a CUDA source shipped in gate/cuda (probe.cu, smoke.cu, ...)."""
     return resources.files("gate").joinpath(f"cuda/{name}").read_text(encoding="utf-8")
 
 
@@ -41,28 +52,34 @@ def build_probe(nvcc: str, workdir: Path) -> tuple[Path, proc.Result]:
     binary = workdir / "probe"
     result = proc.run([nvcc, str(source), "-o", str(binary)], cwd=workdir, timeout=BUILD_TIMEOUT)
     if not result.ok:
-        raise ToolError(f"building the probe failed: {result.last_line() or 'no output'}")
+        raise ToolError(result.describe_failure("building the probe", BUILD_TIMEOUT))
     return binary, result
 
 
 def run_probe(binary: Path) -> tuple[Capability, proc.Result]:
-    """Run the probe; NoDeviceError with the runtime's own text when no device is usable."""
+    """Run the probe; NoDeviceError saying why no device is usable, and what to do."""
     result = proc.run([str(binary)], timeout=PROBE_TIMEOUT, env_unset=_JIT_VARIABLES)
     if result.timed_out:
         raise NoDeviceError(f"the probe did not finish within {PROBE_TIMEOUT:g} s; it was killed")
-    if result.returncode != 0:
-        text = result.stderr.strip().splitlines()
-        reason = text[0] if text else f"probe exited with status {result.returncode}"
-        raise NoDeviceError(f"no CUDA device was usable: {reason}")
     match = _CAPABILITY_RE.search(result.stdout)
-    if not match:
-        raise NoDeviceError(f"the probe printed no compute capability: {result.stdout.strip()!r}")
+    if result.returncode != 0 or not match:
+        report = machine.parse_probe_report(result.stderr)
+        raise NoDeviceError(
+            f"no CUDA device was usable: {machine.diagnose_no_device(report)}",
+            hint="to check the artifacts without a GPU, run with --target naming the device "
+            "you ship to: sm_121 for DGX Spark",
+        )
     return Capability.parse(match.group(1)), result
 
 
 def require_supported(target: Target, supported: tuple[Target, ...]) -> None:
-    """Stop when the toolkit cannot build ``target``; never substitute an older one."""
-    if target.as_sass() not in supported:
+    """Stop when the toolkit cannot build ``target``; never substitute an older one.
+
+    nvcc lists plain targets only; ``sm_90a`` and ``sm_120f`` build where ``sm_90``
+    and ``sm_120`` are listed.
+    """
+    plain = Target(target.major, target.minor, virtual=False)
+    if plain not in supported:
         listed = " ".join(str(t) for t in supported) or "none"
         raise UnsupportedTargetError(
             f"{target.as_sass()} is not in this toolkit's supported targets ({listed})",
@@ -70,4 +87,59 @@ def require_supported(target: Target, supported: tuple[Target, ...]) -> None:
         )
 
 
-_JIT_VARIABLES = ("CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT")
+def run(
+    evidence: EvidenceDir,
+    *,
+    nvcc: str,
+    supported: tuple[Target, ...],
+    workdir: Path,
+    explicit_target: Target | None,
+) -> ProbeOutcome:
+    """Read the device's capability; pick the target; fail when the toolkit lacks it."""
+    commands: list[proc.Result] = []
+    checks: list[Check] = []
+    capability, device_error = None, None
+    try:
+        binary, built = build_probe(nvcc, workdir)
+        commands.append(built)
+        try:
+            capability, ran = run_probe(binary)
+            commands.append(ran)
+            evidence.write_text("compute-capability.txt", f"{capability.number}\n")
+            evidence.write_text("probe.log", ran.output())
+            checks.append(
+                Check("compute capability", "gate.probe", True, f"device 0 is {capability}")
+            )
+        except NoDeviceError as e:
+            device_error = e.message
+            evidence.write_text("compute-capability.txt", f"unavailable: {e.one_line()}\n")
+            if explicit_target is None:
+                return ProbeOutcome(None, device_error, None, None, tuple(commands), (), e)
+            checks.append(Check("compute capability", "gate.probe", True, e.message, skipped=True))
+        if explicit_target is not None:
+            target, source = explicit_target.as_sass(), "--target"
+        else:
+            assert capability is not None  # noqa: S101 - no device and no target returned above
+            target, source = capability.sm(), "probe"
+        if capability is not None and not target.sass_runs_on(capability):
+            checks.append(
+                Check(
+                    f"{target} serves the device",
+                    "gate.probe",
+                    False,
+                    f"{target} SASS cannot run on the detected device {capability}",
+                    cause=Cause.WRONG_TARGET,
+                )
+            )
+        require_supported(target, supported)
+        checks.append(
+            Check(
+                f"{target} supported by the toolkit",
+                "gate.probe",
+                True,
+                f"{Target(target.major, target.minor)} is in nvcc --list-gpu-code",
+            )
+        )
+    except GateError as e:
+        return ProbeOutcome(capability, device_error, None, None, tuple(commands), tuple(checks), e)
+    return ProbeOutcome(capability, device_error, target, source, tuple(commands), tuple(checks))

@@ -1,0 +1,124 @@
+"""The project's own PTX, loaded by the driver's JIT one module per process.
+
+When the whole program cannot run under forced JIT because a library outside the
+project ships no PTX (torch's ``libtorch_cuda.so``: 2,789 cubins, no PTX), the seed's
+JIT run fails for a reason outside the user's artifacts. The JIT path of the user's
+own code is still proved: each PTX entry of the project's artifacts that targets this
+device is written to a file and handed to ``python -m gate.stages.jitcheck`` in a
+fresh process with ``CUDA_FORCE_PTX_JIT=1``, ``CUDA_CACHE_DISABLE=1`` and an empty
+``CUDA_CACHE_PATH``; it must load, and every kernel it declares must be found.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gate import proc
+from gate.errors import BadInputError
+from gate.evidence import EvidenceDir, safe_name
+from gate.reader.ptx import ptx_modules
+from gate.reader.targets import Capability
+from gate.record import Cause, Check, ExecPath
+from gate.stages.inspect import Inspected
+
+if TYPE_CHECKING:
+    from gate.stages.predict import Prediction
+
+_TIMEOUT = 600.0
+_ENV = {"CUDA_FORCE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"}
+
+
+@dataclass(frozen=True)
+class Proofs:
+    """Each PTX module load as a check, per artifact name whether all of its loads passed."""
+
+    checks: tuple[Check, ...]
+    outcomes: tuple[tuple[str, bool], ...]
+    commands: tuple[proc.Result, ...] = ()
+
+    def proved(self, names: Sequence[str]) -> bool:
+        """Every named artifact had at least one PTX load, and all of them passed."""
+        results = dict(self.outcomes)
+        return all(results.get(name, False) for name in names)
+
+
+def prove(
+    evidence: EvidenceDir,
+    predictions: Sequence[Prediction],
+    artifacts: Sequence[Inspected],
+    cap: Capability,
+) -> Proofs:
+    """Load the PTX of every project artifact behind an entry point whose JIT run is blocked."""
+    wanted = {s.name for p in predictions if p.jit_blocked_by_library for s in p.sources if s.own}
+    checks: list[Check] = []
+    outcomes: list[tuple[str, bool]] = []
+    commands: list[proc.Result] = []
+    for artifact in artifacts:
+        if artifact.name not in wanted:
+            continue
+        try:
+            modules = [m for m in ptx_modules(artifact.path) if m.target.ptx_jits_for(cap)]
+        except BadInputError as e:
+            checks.append(_check(artifact.name, "PTX", False, e.one_line()))
+            outcomes.append((artifact.name, False))
+            continue
+        if not modules:
+            checks.append(
+                _check(artifact.name, "PTX", False, f"no PTX that JIT-compiles for {cap}")
+            )
+            outcomes.append((artifact.name, False))
+            continue
+        passed = True
+        for index, module in enumerate(modules, 1):
+            label = f"{module.target} PTX #{index}" if len(modules) > 1 else f"{module.target} PTX"
+            ok, detail, result = _load(module.text, module.kernels)
+            commands.append(result)
+            log = f"ptx-load-{safe_name(artifact.name)}-{index}.log"
+            evidence.write_text(log, f"# {result.command_line()}\n{result.output()}")
+            checks.append(_check(artifact.name, label, ok, f"{detail} (log {log})"))
+            passed = passed and ok
+        outcomes.append((artifact.name, passed))
+    return Proofs(tuple(checks), tuple(outcomes), tuple(commands))
+
+
+def _check(artifact: str, label: str, ok: bool, detail: str) -> Check:
+    return Check(
+        f"{artifact}: {label} loads under forced JIT",
+        f"gate.execute.{ExecPath.JIT.value}",
+        ok,
+        detail,
+        cause=None if ok else Cause.PTX_LOAD,
+    )
+
+
+def _load(text: bytes, kernels: Sequence[str]) -> tuple[bool, str, proc.Result]:
+    """One module load in a fresh process with an empty, disabled JIT cache."""
+    folder = Path(tempfile.mkdtemp(prefix="cuda-gate-ptx-"))
+    try:
+        source = folder / "module.ptx"
+        source.write_bytes(text)
+        cache = folder / "cache"
+        cache.mkdir()
+        result = proc.run(
+            [sys.executable, "-m", "gate.stages.jitcheck", str(source), *kernels],
+            env_set={**_ENV, "CUDA_CACHE_PATH": str(cache)},
+            env_unset=("CUDA_DISABLE_PTX_JIT",),
+            timeout=_TIMEOUT,
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        answer = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return False, result.describe_failure("the PTX load", _TIMEOUT), result
+    if answer.get("ok"):
+        return True, f"loaded by the driver's JIT; {len(kernels)} kernel(s) found", result
+    log = " ".join(str(answer.get("log", "")).split())[:300]
+    return False, f"{answer.get('error')}" + (f": {log}" if log else ""), result

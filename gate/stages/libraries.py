@@ -1,0 +1,290 @@
+"""Loaded libraries judged the way they work.
+
+Every shared library an entry point really loaded (gate.stages.loaded) that carries
+device code is hashed and inspected. How it is judged depends on whose it is:
+
+* the project's own artifacts (matched by SHA-256, wherever they were loaded from)
+  and libraries named by ``strict_libraries`` keep the strict per-kernel rule:
+  every kernel needs a route on the device;
+* any other (vendor) library fails only when nothing in it can run on the device:
+  cuBLAS ships arch-specific kernels for devices it never runs them on, and that is
+  information, not a defect. One short line says how the device runs it: exact SASS,
+  family SASS, compatible SASS, PTX JIT, or nothing.
+
+A library with the same file name as an artifact but different bytes is a finding:
+the entry point ran another build than the one inspected. Runtime compilers (NVRTC,
+nvJitLink, the PTX compiler library, NVVM, Triton) are named: the kernels they make
+are invisible to inspection, and only the entry point's runs stand behind them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gate.config import Config
+from gate.errors import BadInputError
+from gate.evidence import EvidenceDir, unique_name
+from gate.reader import read as reader
+from gate.reader import summary
+from gate.reader.listing import Kind, Listing
+from gate.reader.targets import Capability, Route, Version, ptx_route, sass_route
+from gate.reader.targets import Path as RoutePath
+from gate.record import Cause, Check, LoadedLibrary
+from gate.stages.inspect import Inspected, read_device_code
+
+if TYPE_CHECKING:  # gate.stages.execute imports this module
+    from gate.stages.execute import Run
+
+# The driver's own libraries: their device code is CUDA's, not the application's.
+_DRIVER_PARTS = re.compile(r"^lib(cuda|nvidia-|cudadebugger)")
+# Libraries that compile device code at run time.
+_RUNTIME_COMPILERS = (
+    (re.compile(r"^libnvrtc"), "NVRTC"),
+    (re.compile(r"^libnvJitLink"), "nvJitLink"),
+    (re.compile(r"^libnvptxcompiler"), "the PTX compiler library"),
+    (re.compile(r"^libnvvm"), "NVVM"),
+    (re.compile(r"^libtriton"), "Triton"),
+)
+
+
+@dataclass(frozen=True)
+class Library:
+    """One loaded library with device code, judged."""
+
+    path: Path
+    sha256: str
+    listing: Listing
+    entry_points: tuple[str, ...]
+    artifact: Inspected | None  # the project's artifact it is (same bytes), if any
+    strict: bool
+    route: Route
+    runs: bool
+    prefix: str
+
+    @property
+    def own(self) -> bool:
+        """Part of the project: an artifact, or named strict."""
+        return self.artifact is not None or self.strict
+
+    def record(self) -> LoadedLibrary:
+        """As the run record keeps it."""
+        return LoadedLibrary(
+            path=str(self.path),
+            sha256=self.sha256,
+            declared=self.artifact is not None,
+            entry_points=self.entry_points,
+            evidence=self.prefix,
+            listing=self.listing,
+            route=self.route.describe(),
+            runs=self.runs,
+            strict=self.strict,
+        )
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The loaded libraries, per entry point what it loaded, the checks on them."""
+
+    libraries: tuple[Library, ...]
+    by_entry: dict[str, tuple[Library, ...]]
+    compilers: dict[str, tuple[str, ...]]  # entry point -> runtime compilers it loaded
+    checks: tuple[Check, ...]
+
+    @property
+    def records(self) -> tuple[LoadedLibrary, ...]:
+        """Every library as the run record keeps it."""
+        return tuple(lib.record() for lib in self.libraries)
+
+
+def library_route(listing: Listing, cap: Capability, driver: Version | None) -> tuple[Route, bool]:
+    """How ``cap`` runs a library: its best route over every target, and whether anything runs.
+
+    Per target, not per kernel: linear in the entries, for libraries of thousands.
+    """
+    ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in listing.of_kind(Kind.PTX)))
+    best = (
+        sass_route(listing.targets(Kind.SASS), cap) or ptx_route(ptx, cap) or Route(RoutePath.NONE)
+    )
+    runs = best.path is not RoutePath.NONE
+    if best.path is RoutePath.PTX_JIT and driver and best.min_driver:
+        runs = driver >= best.min_driver
+    return best, runs
+
+
+def runtime_compiler(path: Path) -> str | None:
+    """The runtime compiler a library is, if it is one."""
+    return next((name for pattern, name in _RUNTIME_COMPILERS if pattern.match(path.name)), None)
+
+
+def judge(
+    evidence: EvidenceDir,
+    *,
+    runs: Sequence[Run],
+    artifacts: Sequence[Inspected],
+    cap: Capability,
+    driver: Version | None,
+    config: Config,
+) -> Judged:
+    """Inspect and judge every library the runs loaded; write loaded-libraries.txt."""
+    users: dict[Path, list[str]] = {}
+    compilers: dict[str, list[str]] = {}
+    for done in runs:
+        for path in done.loaded:
+            _add(users.setdefault(path, []), done.entry_point.name)
+            found = runtime_compiler(path)
+            if found:
+                _add(compilers.setdefault(done.entry_point.name, []), found)
+    lines: list[str] = []
+    # The same bytes loaded through two paths (a symlink, a copy) are one library.
+    with_code: dict[str, tuple[Path, reader.ArtifactReport, list[str]]] = {}
+    for path, entry_names in users.items():
+        mark, read = _read(path)
+        lines.append(f"{path}  [{mark}]  loaded by {', '.join(entry_names)}\n")
+        if read is None:
+            continue
+        report, digest = read
+        if digest in with_code:
+            for name in entry_names:
+                _add(with_code[digest][2], name)
+            continue
+        with_code[digest] = (path, report, list(entry_names))
+    evidence.write_text("loaded-libraries.txt", "".join(lines) or "nothing recorded\n")
+    by_digest = {a.sha256: a for a in artifacts}
+    by_name = {a.path.name: a for a in artifacts}
+    prefixes: set[str] = set()
+    libraries: list[Library] = []
+    checks: list[Check] = []
+    for digest, (path, report, entry_names) in with_code.items():
+        artifact = by_digest.get(digest)
+        prefix = artifact.prefix if artifact else f"loaded/{unique_name(path.name, prefixes)}/"
+        if artifact is None:
+            view = summary.artifact_json(report, (cap,))
+            evidence.write_text(f"{prefix}device-code.txt", summary.console(view))
+            evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
+        route, runs_here = library_route(report.listing, cap, driver)
+        library = Library(
+            path=path,
+            sha256=digest,
+            listing=report.listing,
+            entry_points=tuple(entry_names),
+            artifact=artifact,
+            strict=artifact is None and config.is_strict(path),
+            route=route,
+            runs=runs_here,
+            prefix=prefix,
+        )
+        libraries.append(library)
+        checks.append(_check(library, cap))
+        twin = by_name.get(path.name)
+        if artifact is None and twin is not None:
+            checks.append(
+                Check(
+                    f"loaded {path.name}: the inspected artifact",
+                    "gate.loaded",
+                    False,
+                    f"{', '.join(entry_names)} loaded {path} (sha256 {digest[:16]}…), "
+                    f"not the artifact inspected as {twin.path} (sha256 {twin.sha256[:16]}…)",
+                    cause=Cause.LOADED_LIBRARY,
+                )
+            )
+    for entry, names in compilers.items():
+        checks.append(
+            Check(
+                f"{entry}: code generated at run time",
+                "gate.loaded",
+                True,
+                f"loads {', '.join(names)}: kernels it compiles at run time are invisible to "
+                "inspection; only this entry point's runs stand behind them",
+            )
+        )
+    by_entry = {
+        name: tuple(lib for lib in libraries if name in lib.entry_points)
+        for name in dict.fromkeys(d.entry_point.name for d in runs)
+    }
+    return Judged(
+        tuple(libraries), by_entry, {k: tuple(v) for k, v in compilers.items()}, tuple(checks)
+    )
+
+
+def _add(names: list[str], name: str) -> None:
+    if name not in names:
+        names.append(name)
+
+
+def _read(path: Path) -> tuple[str, tuple[reader.ArtifactReport, str] | None]:
+    """The loaded-libraries.txt mark of one library, and its report and digest if it has code."""
+    if _DRIVER_PARTS.match(path.name):
+        return "CUDA driver component (not inspected)", None
+    try:
+        report, digest, _ = read_device_code(path)
+    except BadInputError as e:
+        return f"not readable: {e.one_line()}", None
+    if not report.listing.entries:
+        return "no device code", None
+    return "device code", (report, digest)
+
+
+def _check(library: Library, cap: Capability) -> Check:
+    """Own libraries: every kernel needs a route; vendor libraries: something must run."""
+    name = f"loaded {library.path.name}: device code for {cap}"
+    users = ", ".join(library.entry_points)
+    sass = " ".join(str(t) for t in library.listing.targets(Kind.SASS)) or "none"
+    ptx = " ".join(str(t) for t in library.listing.targets(Kind.PTX)) or "none"
+    where = f"SASS {sass}; PTX {ptx}; sha256 {library.sha256[:16]}…; loaded by {users}"
+    if library.own:
+        prediction = library.listing.predict(cap)
+        ok = prediction.runnable or not prediction.kernels
+        kind = "artifact" if library.artifact else "strict library"
+        return Check(
+            name,
+            "gate.loaded",
+            ok,
+            f"{kind}: {prediction.verdict()} on {cap}: {where}",
+            cause=None if ok else Cause.LOADED_LIBRARY,
+        )
+    how = library.route.describe()
+    if library.runs:
+        only_jit = library.route.path is RoutePath.PTX_JIT
+        note = " (runs only through PTX JIT: no SASS for this device)" if only_jit else ""
+        return Check(name, "gate.loaded", True, f"{how} on {cap}{note}: {where}")
+    why = "nothing in it runs on this device"
+    if library.route.path is RoutePath.PTX_JIT:
+        why = f"its PTX needs a newer driver ({how})"
+    return Check(name, "gate.loaded", False, f"{why}: {where}", cause=Cause.LOADED_LIBRARY)
+
+
+def codeless_checks(
+    artifacts: Sequence[Inspected], runs: Sequence[Run], judged: Judged
+) -> list[Check]:
+    """An artifact with no device code of its own: its GPU work comes from elsewhere; say where."""
+    checks = []
+    configured = [d for d in runs if d.entry_point.name != "smoke"]
+    passed = bool(configured) and all(d.passed for d in configured)
+    for artifact in artifacts:
+        if artifact.smoke or artifact.listing.entries:
+            continue
+        from_libs = [lib.path.name for lib in judged.libraries]
+        if from_libs:
+            message = f"no device code of its own; its kernels come from {', '.join(from_libs)}"
+        else:
+            message = "no device code of its own and none loaded: covered only by execution"
+        checks.append(
+            Check(
+                f"{artifact.name}: device code",
+                "gate.inspect",
+                passed,
+                message if passed else f"{message}, and execution did not pass",
+                cause=None if passed else Cause.NO_DEVICE_CODE,
+            )
+        )
+    return checks
+
+
+def summary_line(library: Library, cap: Capability) -> str:
+    """One short line per loaded library for the report."""
+    kind = "project" if library.own else "vendor"
+    return f"{library.path.name} ({kind}): {library.route.describe()} on {cap}"

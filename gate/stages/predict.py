@@ -1,0 +1,329 @@
+"""What inspection predicts for each entry point's two runs, checked against what happened.
+
+An entry point's device code comes from its *sources*: the project's artifacts it
+ran or loaded (judged per kernel) and the vendor libraries it loaded (judged as a
+whole, see gate.stages.libraries). For each path the prediction is "can run",
+"cannot run" (naming what stops it) or unknown (no inspected code stands behind the
+entry point: its kernels are generated at run time, or it launches none).
+
+A prediction is contradicted when a run passed where inspection said nothing could
+run (something else supplied code: a JIT cache, a library loaded some other way,
+code generated at run time), or when a run failed for want of code (no kernel image,
+JIT disabled, unsupported PTX) where inspection said it could run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gate.reader.listing import Kind, Listing
+from gate.reader.targets import Capability, Version, min_driver_for_ptx, ptx_route, sass_route
+from gate.record import Cause, Check, ExecPath
+from gate.stages.inspect import Inspected
+from gate.stages.libraries import Judged, Library
+
+if TYPE_CHECKING:  # gate.stages.execute imports this module
+    from gate.stages.execute import Run
+    from gate.stages.jitproof import Proofs
+
+
+@dataclass(frozen=True)
+class Source:
+    """One body of device code an entry point runs: its name, listing, whose it is."""
+
+    name: str
+    listing: Listing
+    own: bool
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """Whether one path can run, and why; ``blocker`` names what stops it."""
+
+    can_run: bool | None
+    basis: str
+    blocker: Source | None = None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """An entry point's sources and the expectation for each path."""
+
+    entry: str
+    capability: Capability
+    sources: tuple[Source, ...]
+    native: Expectation
+    jit: Expectation
+    compilers: tuple[str, ...]
+
+    @property
+    def jit_blocked_by_library(self) -> bool:
+        """Whole-program forced JIT is impossible because of a library outside the project."""
+        return (
+            self.jit.can_run is False and self.jit.blocker is not None and not self.jit.blocker.own
+        )
+
+    def expected(self, path: ExecPath) -> Expectation:
+        """The expectation for one path."""
+        return self.native if path is ExecPath.NATIVE else self.jit
+
+    def check(self, runs: Sequence[Run]) -> Check:
+        """Prediction against the runs: a failing ``gate.predict`` check with both sides."""
+        name = f"{self.entry}: runs match inspection on {self.capability}"
+        parts, mismatches = [], []
+        for done in (r for r in runs if r.entry_point.name == self.entry):
+            want = self.expected(done.path)
+            if want.can_run is None:
+                continue
+            said = "runs" if want.can_run else "cannot run"
+            got = "passed" if done.passed else f"failed ({done.reason()})"
+            line = f"{done.path.value}: predicted {said} ({want.basis}), {got}"
+            code_failure = done.failure is not None and done.failure.is_code_failure
+            if not want.can_run and done.passed:
+                extra = (
+                    "; something let code other than the inspected SASS run: a JIT cache, a "
+                    "library loaded some other way, or code generated at run time"
+                    if done.path is ExecPath.NATIVE
+                    else "; the kernels it launched did not need the missing PTX"
+                )
+                mismatches.append(line + extra)
+            elif want.can_run and code_failure and not self.compilers:
+                mismatches.append(line)
+            else:
+                parts.append(line)
+        if not parts and not mismatches:
+            return Check(
+                name,
+                "gate.predict",
+                False,
+                "no inspected device code stands behind this entry point: only its runs do",
+                skipped=True,
+            )
+        if mismatches:
+            return Check(
+                name, "gate.predict", False, "; ".join(mismatches + parts), cause=Cause.PREDICTION
+            )
+        return Check(name, "gate.predict", True, "; ".join(parts))
+
+
+def sources_of(
+    entry: str, argv0: str, cwd: str | None, artifacts: Sequence[Inspected], judged: Judged
+) -> tuple[Source, ...]:
+    """The device code behind one entry point: the program itself if inspected, what it loaded."""
+    program = Path(argv0) if Path(argv0).is_absolute() else Path(cwd or ".") / argv0
+    resolved = program.resolve() if program.exists() else None
+    found: list[Source] = []
+    seen: set[str] = set()
+    for artifact in artifacts:
+        if artifact.path == resolved and artifact.listing.kernels():
+            found.append(Source(artifact.name, artifact.listing, own=True))
+            seen.add(artifact.sha256)
+    for library in judged.by_entry.get(entry, ()):
+        if library.sha256 not in seen:
+            found.append(_library_source(library))
+            seen.add(library.sha256)
+    return tuple(found)
+
+
+def _library_source(library: Library) -> Source:
+    name = library.artifact.name if library.artifact else library.path.name
+    return Source(name, library.listing, own=library.own)
+
+
+def expect_native(sources: Sequence[Source], cap: Capability) -> Expectation:
+    """Native: every kernel of the project's code has SASS for ``cap``; each vendor library some."""
+    if not sources:
+        return Expectation(None, "no inspected device code")
+    for source in sources:
+        if source.own:
+            missing = [k for k in _kernels(source.listing) if k not in _native(source.listing, cap)]
+            if missing:
+                return Expectation(
+                    False, f"{source.name}: {len(missing)} kernel(s) without SASS for {cap}", source
+                )
+        elif sass_route(source.listing.targets(Kind.SASS), cap) is None:
+            return Expectation(False, f"{source.name} has no SASS for {cap}", source)
+    return Expectation(True, f"SASS for {cap} in {_names(sources)}")
+
+
+def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | None) -> Expectation:
+    """Forced JIT: every kernel of the project's code has usable PTX; each vendor library some."""
+    if not sources:
+        return Expectation(None, "no inspected device code")
+    for source in sorted(sources, key=lambda s: not s.own):  # the project's own code first
+        if source.own:
+            usable = _jittable(source.listing, cap, driver)
+            missing = [k for k in _kernels(source.listing) if k not in usable]
+            if missing:
+                return Expectation(
+                    False, f"{source.name}: {len(missing)} kernel(s) without usable PTX", source
+                )
+            continue
+        ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in source.listing.of_kind(Kind.PTX)))
+        route = ptx_route(ptx, cap)
+        if route is None:
+            return Expectation(
+                False,
+                f"{source.name} ships no PTX for {cap}: whole-program forced JIT cannot run",
+                source,
+            )
+        if driver and route.min_driver and driver < route.min_driver:
+            return Expectation(
+                False, f"{source.name}'s PTX needs driver CUDA >= {route.min_driver}", source
+            )
+    return Expectation(True, f"PTX for {cap} in {_names(sources)}")
+
+
+def _kernels(listing: Listing) -> frozenset[str]:
+    return frozenset(k for e in listing.entries if e.kind is not Kind.LTOIR for k in e.kernels)
+
+
+def _native(listing: Listing, cap: Capability) -> frozenset[str]:
+    return frozenset(
+        k for e in listing.of_kind(Kind.SASS) if e.target.sass_runs_on(cap) for k in e.kernels
+    )
+
+
+def _jittable(listing: Listing, cap: Capability, driver: Version | None) -> frozenset[str]:
+    usable: set[str] = set()
+    for e in listing.of_kind(Kind.PTX):
+        if not e.target.ptx_jits_for(cap):
+            continue
+        need = min_driver_for_ptx(e.ptx_isa) if e.ptx_isa else None
+        if driver is None or need is None or driver >= need:
+            usable.update(e.kernels)
+    return frozenset(usable)
+
+
+def _names(sources: Sequence[Source]) -> str:
+    return ", ".join(s.name for s in sources)
+
+
+def predict_all(
+    runs: Sequence[Run],
+    artifacts: Sequence[Inspected],
+    judged: Judged,
+    cap: Capability,
+    driver: Version | None,
+) -> tuple[Prediction, ...]:
+    """One prediction per entry point that ran."""
+    out = []
+    for entry in dict.fromkeys(r.entry_point for r in runs):
+        sources = sources_of(entry.name, entry.argv[0], entry.cwd, artifacts, judged)
+        out.append(
+            Prediction(
+                entry.name,
+                cap,
+                sources,
+                expect_native(sources, cap),
+                expect_jit(sources, cap, driver),
+                judged.compilers.get(entry.name, ()),
+            )
+        )
+    return tuple(out)
+
+
+def excuse(done: Run, predictions: Sequence[Prediction], proofs: Proofs) -> str | None:
+    """Why a failed whole-program JIT run does not count against the project, or None.
+
+    Only when inspection predicted it (a library outside the project ships no PTX), the
+    run failed for want of code, and the project's own PTX loaded under forced JIT.
+    """
+    if done.path is not ExecPath.JIT or done.passed:
+        return None
+    if done.failure is None or not done.failure.is_code_failure:
+        return None
+    prediction = next((p for p in predictions if p.entry == done.entry_point.name), None)
+    if prediction is None or not prediction.jit_blocked_by_library:
+        return None
+    own = [s.name for s in prediction.sources if s.own]
+    if not proofs.proved(own):
+        return None
+    proved = (
+        f"the project's own PTX ({', '.join(own)}) loads under forced JIT"
+        if own
+        else ("the project has no device code of its own here")
+    )
+    return f"as predicted, {prediction.jit.basis}; {proved}"
+
+
+def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str]:
+    """The seed's diagnosis for each failure combination, with the evidence behind it."""
+    out: list[str] = []
+    for prediction in predictions:
+        pair = {r.path: r for r in runs if r.entry_point.name == prediction.entry}
+        native, jit = pair.get(ExecPath.NATIVE), pair.get(ExecPath.JIT)
+        if native is None or jit is None or (native.passed and jit.passed):
+            continue
+        code = _code_summary(prediction.sources)
+        name = prediction.entry
+        if not native.passed and jit.passed:
+            out.append(
+                f"{name}: native fails ({native.reason()}) but PTX JIT passes: revisit the native "
+                f"target and the final link step. {code}; device {prediction.capability}."
+            )
+        elif native.passed and prediction.jit_blocked_by_library:
+            out.append(
+                f"{name}: native passes; whole-program forced JIT cannot run because "
+                f"{prediction.jit.basis.split(':')[0]} (the run: {jit.reason()}). {code}."
+            )
+        elif native.passed:
+            note = ""
+            if jit.failure is not None and jit.failure.cause is Cause.UNSUPPORTED_PTX:
+                note = " The driver is older than the PTX ISA needs."
+            out.append(
+                f"{name}: native passes but PTX JIT fails ({jit.reason()}): check that PTX is "
+                f"present and that the driver supports its ISA version. {code}.{note}"
+            )
+        else:
+            out.append(
+                f"{name}: both paths fail (native: {native.reason()}; JIT: {jit.reason()}): "
+                "investigate the toolchain, runtime libraries and device state using these "
+                f"errors. {code}; device {prediction.capability}."
+            )
+    return out
+
+
+def _code_summary(sources: Sequence[Source]) -> str:
+    if not sources:
+        return "No inspected device code"
+    parts = []
+    for s in sources[:4]:
+        sass = " ".join(str(t) for t in s.listing.targets(Kind.SASS)) or "none"
+        ptx = []
+        for e in s.listing.of_kind(Kind.PTX):
+            need = min_driver_for_ptx(e.ptx_isa) if e.ptx_isa else None
+            text = f"{e.target} ISA {e.ptx_isa or '?'}" + (f" (driver >= {need})" if need else "")
+            ptx.append(text)
+        parts.append(f"{s.name}: SASS {sass}; PTX {', '.join(dict.fromkeys(ptx)) or 'none'}")
+    return " | ".join(parts)
+
+
+def paths_proved(
+    runs: Sequence[Run], predictions: Sequence[Prediction], proofs: Proofs
+) -> list[str]:
+    """Per entry point, which paths were proved for which code (the verdict's fine print)."""
+    out = []
+    for prediction in predictions:
+        pair = {r.path: r for r in runs if r.entry_point.name == prediction.entry}
+        native, jit = pair.get(ExecPath.NATIVE), pair.get(ExecPath.JIT)
+        words = [f"native {'proved' if native and native.passed else 'NOT proved'}"]
+        if jit is not None and jit.passed:
+            words.append("forced JIT proved for the whole program")
+        elif prediction.jit_blocked_by_library:
+            own = [s.name for s in prediction.sources if s.own]
+            mine = (
+                f"the project's own PTX ({', '.join(own)}) proved by driver module load"
+                if own and proofs.proved(own)
+                else "no project PTX proved"
+                if own
+                else "no project device code to prove"
+            )
+            words.append(f"whole-program forced JIT impossible ({prediction.jit.basis}); {mine}")
+        else:
+            words.append("forced JIT NOT proved")
+        out.append(f"{prediction.entry}: {'; '.join(words)}")
+    return out
