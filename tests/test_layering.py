@@ -1,0 +1,142 @@
+"""The package's layers, enforced from its imports: lower layers never import higher ones.
+
+A module may import modules of a lower layer, and modules of its own part (the same
+subpackage); never a higher layer, and never another part of the same layer (attest
+and store do not know each other). Imports inside functions and under TYPE_CHECKING
+count too: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gate"
+
+# (module prefix, layer); the longest matching prefix decides.
+LAYERS = (
+    ("gate", 0),  # gate/__init__.py: the version only
+    ("gate.errors", 0),
+    ("gate.reader", 1),
+    ("gate.fsutil", 1),
+    ("gate.redact", 1),
+    ("gate.proc", 2),
+    ("gate.config", 3),
+    ("gate.git", 3),
+    ("gate.machine", 3),
+    ("gate.evidence", 3),
+    ("gate.cuobjdump", 3),
+    ("gate.record", 4),
+    ("gate.render", 5),
+    ("gate.attest", 5),
+    ("gate.store", 5),
+    ("gate.github", 6),
+    ("gate.stages", 7),
+    ("gate.pipeline", 8),
+    ("gate.commands", 9),
+    ("gate.cli", 9),
+    ("gate.__main__", 10),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer(module: str) -> tuple[str, int]:
+    """The part (matching prefix) and layer of a module."""
+    matches = [(p, n) for p, n in LAYERS if module == p or module.startswith(p + ".")]
+    if not matches:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+    return max(matches, key=lambda m: len(m[0]))
+
+
+@cache
+def imports() -> dict[str, set[str]]:
+    """Every gate module and the gate modules it imports (anywhere in the file)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name.startswith("gate")}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.startswith("gate"):
+                    # `from gate.stages import execute` imports gate.stages.execute.
+                    for alias in node.names:
+                        candidate = f"{node.module}.{alias.name}"
+                        is_module = (
+                            PACKAGE.parent / (candidate.replace(".", "/") + ".py")
+                        ).exists()
+                        is_package = (PACKAGE.parent / candidate.replace(".", "/")).is_dir()
+                        targets.add(candidate if is_module or is_package else node.module)
+        found[name] = targets
+    return found
+
+
+def violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that goes up a layer or sideways into another part."""
+    out = []
+    for source, targets in graph.items():
+        part, rank = layer(source)
+        for target in targets:
+            if target == "gate":
+                continue
+            other, other_rank = layer(target)
+            if other == part or other_rank < rank:
+                continue
+            out.append(f"{source} (layer {rank}) imports {target} (layer {other_rank})")
+    return sorted(out)
+
+
+def test_no_module_imports_a_higher_layer_or_another_part_of_its_own() -> None:
+    assert violations(imports()) == []
+
+
+def test_the_rule_catches_a_lower_layer_importing_a_higher_one() -> None:
+    graph = {"gate.reader.fatbin": {"gate.stages.inspect"}, "gate.attest.verify": {"gate.store.s3"}}
+    assert violations(graph) == [
+        "gate.attest.verify (layer 5) imports gate.store.s3 (layer 5)",
+        "gate.reader.fatbin (layer 1) imports gate.stages.inspect (layer 7)",
+    ]
+
+
+def closure(start: str, graph: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += [t for t in graph.get(name, ()) if t in graph]
+    return seen
+
+
+def test_inspect_needs_no_stage_and_no_pipeline() -> None:
+    reached = closure("gate.commands.inspect", imports())
+    assert not {m for m in reached if m.startswith(("gate.stages", "gate.pipeline"))}
+    assert not {m for m in reached if m.startswith(("gate.store", "gate.attest"))}
+
+
+def test_the_reader_imports_nothing_but_itself_and_errors() -> None:
+    graph = imports()
+    for module in (m for m in graph if m.startswith("gate.reader")):
+        outside = {t for t in graph[module] if not t.startswith(("gate.reader", "gate.errors"))}
+        assert outside <= {"gate"}, f"{module} imports {outside}"
+
+
+def test_configuration_does_not_pull_in_the_stages() -> None:
+    reached = closure("gate.config", imports())
+    assert not {m for m in reached if m.startswith("gate.stages")}
