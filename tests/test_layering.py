@@ -71,17 +71,22 @@ def imports() -> dict[str, set[str]]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets |= {a.name for a in node.names if a.name.startswith("gate")}
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                if node.module.startswith("gate"):
-                    # `from gate.stages import execute` imports gate.stages.execute.
-                    for alias in node.names:
-                        candidate = f"{node.module}.{alias.name}"
-                        is_module = (
-                            PACKAGE.parent / (candidate.replace(".", "/") + ".py")
-                        ).exists()
-                        is_package = (PACKAGE.parent / candidate.replace(".", "/")).is_dir()
-                        targets.add(candidate if is_module or is_package else node.module)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                targets |= _from_import(node)
         found[name] = targets
+    return found
+
+
+def _from_import(node: ast.ImportFrom) -> set[str]:
+    """``from gate.stages import execute`` imports the module gate.stages.execute."""
+    if node.module is None or not node.module.startswith("gate"):
+        return set()
+    found = set()
+    for alias in node.names:
+        candidate = f"{node.module}.{alias.name}"
+        folder = PACKAGE.parent / candidate.replace(".", "/")
+        is_module = folder.with_suffix(".py").exists() or folder.is_dir()
+        found.add(candidate if is_module else node.module)
     return found
 
 
