@@ -110,7 +110,14 @@ def test_ptx_only_fails_native_even_with_a_warm_cache_and_passes_jit(
     assert (runs["native"]["passed"], runs["jit"]["passed"]) == (False, True)
     assert runs["native"]["failure"] == "PTX JIT compilation was disabled"
     assert done.returncode == 1
-    assert "revisit the native target and the final link step" in done.stdout
+    assert any(
+        "revisit the native target and the final link step" in d for d in result["diagnoses"]
+    )
+    # The headline is the cause (no SASS for the device), not the first failing row.
+    headline = f"smoke: SASS for sm_{target}: no SASS for sm_{target}; SASS targets: none"
+    assert result["verdict"]["statement"] == f"not accepted: {headline}"
+    assert done.stderr.strip().splitlines()[-1] == f"cuda-gate: {headline}"
+    print(f"\nheadline (PTX-only build): {headline}")
     # Warm a cache with the same artifact, as a user's default cache would be after one
     # normal run; the gate's native run must still fail.
     binary = tmp_path / "ptx-build" / "smoke"
@@ -137,7 +144,7 @@ def test_ptx_only_fails_native_even_with_a_warm_cache_and_passes_jit(
     assert by_path(result)["native"]["passed"] is False
     assert not result["verdict"]["accepted"]
     # The gate's runner isolates the cache even when called on a binary directly.
-    native = run_entry_point(EntryPoint("check", (str(binary),)), ExecPath.NATIVE)
+    native = run_entry_point(EntryPoint("smoke", (str(binary),)), ExecPath.NATIVE)
     assert not native.passed
 
 
@@ -147,7 +154,8 @@ def test_sass_only_passes_native_and_fails_jit(tmp_path: Path, target: str) -> N
     assert (runs["native"]["passed"], runs["jit"]["passed"]) == (True, False)
     assert runs["jit"]["failure"] == "no kernel image is available for execution on the device"
     assert done.returncode == 1
-    assert "check that PTX is present" in done.stdout
+    assert any("check that PTX is present" in d for d in result["diagnoses"])
+    assert result["verdict"]["cause"] == "missing-ptx"
     predicted = [c for c in result["checks"] if c["classname"] == "gate.predict"]
     assert predicted
     assert all(c["passed"] for c in predicted)
@@ -161,5 +169,5 @@ def test_foreign_target_fails_both_paths_with_no_kernel_image(tmp_path: Path, ta
     for run in runs.values():
         assert run["failure"] == "no kernel image is available for execution on the device"
     assert done.returncode == 1
-    assert "both paths fail" in done.stdout
+    assert any("both paths fail" in d for d in result["diagnoses"])
     assert not result["verdict"]["accepted"]

@@ -84,8 +84,16 @@ def test_a_dlopened_library_and_its_dependency_are_recorded(built: Path, tmp_pat
     assert any(p.name.startswith("libc.so") for p in paths)
     assert len(paths) == len(set(paths))
     assert len({lib.pid for lib in loaded}) == 1
-    # The main program is not a loaded library.
-    assert (built / "main").resolve() not in paths
+    # The program itself is recorded too: it is code the run executed.
+    assert (built / "main").resolve() in paths
+
+
+@pytest.mark.integration
+def test_programs_a_wrapper_script_runs_are_recorded(built: Path, tmp_path: Path) -> None:
+    run_logged(built, ["sh", "-c", "./main ./liblink.so"], tmp_path)
+    paths = [lib.path for lib in parse_loaded(tmp_path, cwd=built)]
+    assert (built / "main").resolve() in paths  # started as ./main, relative to the cwd
+    assert (built / "libanswer.so").resolve() in paths
 
 
 @pytest.mark.integration

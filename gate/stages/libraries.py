@@ -178,7 +178,8 @@ def judge(
             prefix=prefix,
         )
         libraries.append(library)
-        checks.append(_check(library, cap))
+        if artifact is None:  # an artifact was judged by the inspect stage already
+            checks.append(_check(library, cap))
         twin = by_name.get(path.name)
         if artifact is None and twin is not None:
             checks.append(
@@ -238,12 +239,11 @@ def _check(library: Library, cap: Capability) -> Check:
     if library.own:
         prediction = library.listing.predict(cap)
         ok = prediction.runnable or not prediction.kernels
-        kind = "artifact" if library.artifact else "strict library"
         return Check(
             name,
             "gate.loaded",
             ok,
-            f"{kind}: {prediction.verdict()} on {cap}: {where}",
+            f"strict library: {prediction.verdict()} on {cap}: {where}",
             cause=None if ok else Cause.LOADED_LIBRARY,
         )
     how = library.route.describe()
@@ -257,30 +257,22 @@ def _check(library: Library, cap: Capability) -> Check:
     return Check(name, "gate.loaded", False, f"{why}: {where}", cause=Cause.LOADED_LIBRARY)
 
 
-def codeless_checks(
-    artifacts: Sequence[Inspected], runs: Sequence[Run], judged: Judged
-) -> list[Check]:
-    """An artifact with no device code of its own: its GPU work comes from elsewhere; say where."""
+def codeless_checks(artifacts: Sequence[Inspected], judged: Judged) -> list[Check]:
+    """An artifact with no device code of its own: say where its GPU code came from.
+
+    Information, not a verdict: the runs of the entry points that use it pass or fail.
+    """
     checks = []
-    configured = [d for d in runs if d.entry_point.name != "smoke"]
-    passed = bool(configured) and all(d.passed for d in configured)
     for artifact in artifacts:
         if artifact.smoke or artifact.listing.entries:
             continue
-        from_libs = [lib.path.name for lib in judged.libraries]
-        if from_libs:
-            message = f"no device code of its own; its kernels come from {', '.join(from_libs)}"
-        else:
-            message = "no device code of its own and none loaded: covered only by execution"
-        checks.append(
-            Check(
-                f"{artifact.name}: device code",
-                "gate.inspect",
-                passed,
-                message if passed else f"{message}, and execution did not pass",
-                cause=None if passed else Cause.NO_DEVICE_CODE,
-            )
+        from_libs = [lib.path.name for lib in judged.libraries if lib.artifact is None]
+        message = (
+            f"no device code of its own; its kernels come from {', '.join(from_libs)}"
+            if from_libs
+            else "no device code of its own and none loaded: only its runs stand behind it"
         )
+        checks.append(Check(f"{artifact.name}: device code", "gate.inspect", True, message))
     return checks
 
 

@@ -21,9 +21,13 @@ What the log holds (glibc 2.36, observed)::
 
 ``calling init: NAME`` names each object as the loader knows it (``l_name``): the
 path found by a search, or the name given to ``dlopen`` when it held a slash, which
-is then relative to the process's working folder. A search that found its file ends
-with that file as its last ``trying file=``; it counts too, so that a library
-whose initialisation never ran (the process died first) is still recorded.
+is then relative to the process's working folder. ``initialize program: NAME`` names
+each process's own program as it was started (``./app``, ``/usr/bin/python3``,
+``sh``): an entry point that is a wrapper script still shows the programs it ran,
+which are recorded too (a name without a slash is looked up on PATH). A search that
+found its file ends with that file as its last ``trying file=``; it counts too, so
+that a library whose initialisation never ran (the process died first) is still
+recorded.
 
 Limits: glibc ignores ``LD_DEBUG`` and ``LD_DEBUG_OUTPUT`` for setuid and setgid
 programs (secure-execution mode), and statically linked programs have no dynamic
@@ -35,6 +39,7 @@ resolved against ``cwd``, which may then be wrong.
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +47,7 @@ from pathlib import Path
 LOG_NAME = "ld"
 _LINE = re.compile(r"^\s*(\d+):\s?(.*)$")
 _INIT = re.compile(r"^calling init: (.+)$")
+_PROGRAM = re.compile(r"^initialize program: (.+)$")
 _FIND = re.compile(r"^find library=(.+?) \[\d+\]; searching$")
 _TRYING = re.compile(r"^\s*trying file=(.+)$")
 # "search path=... (RPATH)", "search cache=...": the same search goes on.
@@ -64,16 +70,16 @@ def loader_env(folder: Path) -> dict[str, str]:
 def parse_loaded(folder: Path, *, cwd: Path | None = None) -> tuple[LoadedLibrary, ...]:
     """Every object the logged processes loaded, resolved and deduplicated.
 
-    Processes in pid order, objects in the order each process loaded them; relative
-    names are resolved against ``cwd`` (default: the current folder). The main
-    programs themselves are not listed, the dynamic loader is.
+    Processes in pid order, objects (each process's program too) in the order the
+    loader reported them; relative names are resolved against ``cwd`` (default: the
+    current folder). A program that cannot be found is left out.
     """
     base = (cwd or Path()).resolve()
     found: dict[Path, LoadedLibrary] = {}
     for pid, log in _logs(folder):
         for name in _names(log):
             path = _resolve(name, base)
-            if path not in found:
+            if path is not None and path not in found:
                 found[path] = LoadedLibrary(path, pid)
     return tuple(found.values())
 
@@ -110,12 +116,15 @@ def _names(log: str) -> list[str]:
             close_search()
             continue
         close_search()
-        if init := _INIT.match(text):
+        if init := _INIT.match(text) or _PROGRAM.match(text):
             names.append(init.group(1).strip())
     close_search()
     return names
 
 
-def _resolve(name: str, base: Path) -> Path:
+def _resolve(name: str, base: Path) -> Path | None:
+    if "/" not in name:  # a program started by name: found on PATH, or not at all
+        found = shutil.which(name)
+        return Path(found).resolve() if found else None
     path = Path(name)
     return (path if path.is_absolute() else base / path).resolve()
