@@ -19,8 +19,10 @@ are invisible to inspection, and only the entry point's runs stand behind them.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,13 +30,14 @@ from typing import TYPE_CHECKING
 from gate.config import Config
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, unique_name
+from gate.fsutil import sha256_file
 from gate.reader import read as reader
 from gate.reader import summary
 from gate.reader.listing import Kind, Listing
 from gate.reader.targets import Capability, Route, Version, ptx_route, sass_route
 from gate.reader.targets import Path as RoutePath
 from gate.record import Cause, Check, LoadedLibrary
-from gate.stages.inspect import Inspected, read_device_code
+from gate.stages.inspect import Inspected
 
 if TYPE_CHECKING:  # gate.stages.execute imports this module
     from gate.stages.execute import Run
@@ -138,21 +141,7 @@ def judge(
             found = runtime_compiler(path)
             if found:
                 _add(compilers.setdefault(done.entry_point.name, []), found)
-    lines: list[str] = []
-    # The same bytes loaded through two paths (a symlink, a copy) are one library.
-    with_code: dict[str, tuple[Path, reader.ArtifactReport, list[str]]] = {}
-    for path, entry_names in users.items():
-        mark, read = _read(path)
-        lines.append(f"{path}  [{mark}]  loaded by {', '.join(entry_names)}\n")
-        if read is None:
-            continue
-        report, digest = read
-        if digest in with_code:
-            for name in entry_names:
-                _add(with_code[digest][2], name)
-            continue
-        with_code[digest] = (path, report, list(entry_names))
-    evidence.write_text("loaded-libraries.txt", "".join(lines) or "nothing recorded\n")
+    with_code = _with_code(evidence, users)
     by_digest = {a.sha256: a for a in artifacts}
     by_name = {a.path.name: a for a in artifacts}
     prefixes: set[str] = set()
@@ -160,48 +149,40 @@ def judge(
     checks: list[Check] = []
     for digest, (path, report, entry_names) in with_code.items():
         artifact = by_digest.get(digest)
+        strict = artifact is None and config.is_strict(path)
+        # Judged per kernel (names needed), or per target (headers are enough).
+        listing = (
+            artifact.listing
+            if artifact
+            else reader.read_artifact(path, names=True).listing
+            if strict
+            else report.listing
+        )
         prefix = artifact.prefix if artifact else f"loaded/{unique_name(path.name, prefixes)}/"
-        if artifact is None:
-            view = summary.artifact_json(report, (cap,))
-            evidence.write_text(f"{prefix}device-code.txt", summary.console(view))
-            evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
-        route, runs_here = library_route(report.listing, cap, driver)
+        route, runs_here = library_route(listing, cap, driver)
         library = Library(
-            path=path,
-            sha256=digest,
-            listing=report.listing,
-            entry_points=tuple(entry_names),
-            artifact=artifact,
-            strict=artifact is None and config.is_strict(path),
-            route=route,
-            runs=runs_here,
-            prefix=prefix,
+            path, digest, listing, tuple(entry_names), artifact, strict, route, runs_here, prefix
         )
         libraries.append(library)
-        if artifact is None:  # an artifact was judged by the inspect stage already
-            checks.append(_check(library, cap))
+        if artifact is not None:
+            continue  # an artifact was judged by the inspect stage already
+        view = summary.artifact_json(report, (cap,))
+        evidence.write_text(f"{prefix}device-code.txt", summary.console(view))
+        evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
+        checks.append(_check(library, cap))
         twin = by_name.get(path.name)
-        if artifact is None and twin is not None:
-            checks.append(
-                Check(
-                    f"loaded {path.name}: the inspected artifact",
-                    "gate.loaded",
-                    False,
-                    f"{', '.join(entry_names)} loaded {path} (sha256 {digest[:16]}…), "
-                    f"not the artifact inspected as {twin.path} (sha256 {twin.sha256[:16]}…)",
-                    cause=Cause.LOADED_LIBRARY,
-                )
-            )
-    for entry, names in compilers.items():
-        checks.append(
-            Check(
-                f"{entry}: code generated at run time",
-                "gate.loaded",
-                True,
-                f"loads {', '.join(names)}: kernels it compiles at run time are invisible to "
-                "inspection; only this entry point's runs stand behind them",
-            )
+        if twin is not None:
+            checks.append(_not_the_artifact(library, twin))
+    checks += [
+        Check(
+            f"{entry}: code generated at run time",
+            "gate.loaded",
+            True,
+            f"loads {', '.join(names)}: kernels it compiles at run time are invisible to "
+            "inspection; only this entry point's runs stand behind them",
         )
+        for entry, names in compilers.items()
+    ]
     by_entry = {
         name: tuple(lib for lib in libraries if name in lib.entry_points)
         for name in dict.fromkeys(d.entry_point.name for d in runs)
@@ -211,21 +192,67 @@ def judge(
     )
 
 
+def _with_code(
+    evidence: EvidenceDir, users: dict[Path, list[str]]
+) -> dict[str, tuple[Path, reader.ArtifactReport, list[str]]]:
+    """Per SHA-256, the libraries with device code; loaded-libraries.txt lists them all.
+
+    The same bytes loaded through two paths (a symlink, a copy) are one library.
+    """
+    with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
+        reads = list(pool.map(_read, users))  # hashing releases the GIL
+    lines: list[str] = []
+    found: dict[str, tuple[Path, reader.ArtifactReport, list[str]]] = {}
+    for (path, entry_names), (mark, read) in zip(users.items(), reads, strict=True):
+        lines.append(f"{path}  [{mark}]  loaded by {', '.join(entry_names)}\n")
+        if read is None:
+            continue
+        report, digest = read
+        if digest in found:
+            for name in entry_names:
+                _add(found[digest][2], name)
+        else:
+            found[digest] = (path, report, list(entry_names))
+    evidence.write_text("loaded-libraries.txt", "".join(lines) or "nothing recorded\n")
+    return found
+
+
+def _not_the_artifact(library: Library, twin: Inspected) -> Check:
+    """The entry point loaded a library named like an artifact, with other bytes."""
+    return Check(
+        f"loaded {library.path.name}: the inspected artifact",
+        "gate.loaded",
+        False,
+        f"{', '.join(library.entry_points)} loaded {library.path} "
+        f"(sha256 {library.sha256[:16]}…), not the artifact inspected as {twin.path} "
+        f"(sha256 {twin.sha256[:16]}…)",
+        cause=Cause.LOADED_LIBRARY,
+    )
+
+
 def _add(names: list[str], name: str) -> None:
     if name not in names:
         names.append(name)
 
 
 def _read(path: Path) -> tuple[str, tuple[reader.ArtifactReport, str] | None]:
-    """The loaded-libraries.txt mark of one library, and its report and digest if it has code."""
+    """The loaded-libraries.txt mark of one library, and its report and digest if it has code.
+
+    Headers only (a vendor library is judged per target, not per kernel: reading every
+    kernel name of libtorch_cuda.so would cost seconds for nothing), and only a library
+    with device code is hashed.
+    """
     if _DRIVER_PARTS.match(path.name):
         return "CUDA driver component (not inspected)", None
     try:
-        report, digest, _ = read_device_code(path)
+        report = reader.read_artifact(path, names=False)
+        if not report.listing.entries:
+            return "no device code", None
+        digest = sha256_file(path)
     except BadInputError as e:
         return f"not readable: {e.one_line()}", None
-    if not report.listing.entries:
-        return "no device code", None
+    except OSError as e:
+        return f"not readable: {e.strerror or e}", None
     return "device code", (report, digest)
 
 

@@ -1,0 +1,97 @@
+"""Loaded libraries judged the way they work: vendors by what runs, the project per kernel."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gate.config import Config, EntryPoint
+from gate.evidence import EvidenceDir
+from gate.proc import Result
+from gate.reader.targets import Capability, Version
+from gate.record import Cause, ExecPath
+from gate.stages import libraries
+from gate.stages.execute import Run
+
+pytestmark = pytest.mark.unit
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "libkernels.so"  # sm_80+PTX, sm_120
+
+
+def ran(name: str, *loaded: Path) -> Run:
+    result = Result(("./app",), 0, "PASS\n", "", 0.1)
+    return Run(
+        EntryPoint(name, ("./app",)), ExecPath.NATIVE, result, "x.log", True, True, None, loaded
+    )
+
+
+def judged(tmp_path: Path, cap: str, *runs: Run, config: Config | None = None) -> libraries.Judged:
+    return libraries.judge(
+        EvidenceDir.create(tmp_path / "ev"),
+        runs=runs,
+        artifacts=(),
+        cap=Capability.parse(cap),
+        driver=Version(13, 0),
+        config=config or Config(project_dir=tmp_path),
+    )
+
+
+@pytest.mark.parametrize(
+    ("cap", "route", "runs"),
+    [
+        ("12.1", "compatible SASS (sm_120)", True),
+        ("9.0", "PTX JIT (compute_80, ISA 9.0, driver >= 13.0)", True),
+        ("7.5", "nothing", False),
+    ],
+)
+def test_a_vendor_library_fails_only_when_nothing_in_it_runs(
+    tmp_path: Path, cap: str, route: str, runs: bool
+) -> None:
+    found = judged(tmp_path, cap, ran("app", GOLDEN))
+    [library] = found.libraries
+    assert (library.route.describe(), library.runs, library.own) == (route, runs, False)
+    [check] = found.checks
+    assert check.passed is runs
+    assert check.message.startswith(route if runs else "nothing in it runs on this device")
+    if not runs:
+        assert check.cause is Cause.LOADED_LIBRARY
+    if cap == "9.0":
+        assert "runs only through PTX JIT" in check.message  # a torch wheel reaching 12.1 by PTX
+    assert (tmp_path / "ev" / "loaded" / "libkernels.so" / "device-code.txt").is_file()
+
+
+def test_the_same_file_through_a_symlink_is_one_library(tmp_path: Path) -> None:
+    link = tmp_path / "libkernels.so.1"
+    link.symlink_to(GOLDEN)
+    copy = tmp_path / "copy" / "libkernels.so"
+    copy.parent.mkdir()
+    shutil.copy(GOLDEN, copy)
+    found = judged(tmp_path, "12.1", ran("a", GOLDEN, link), ran("b", copy))
+    [library] = found.libraries
+    assert library.entry_points == ("a", "b")
+    listed = (tmp_path / "ev" / "loaded-libraries.txt").read_text(encoding="utf-8")
+    assert listed.count("[device code]") == 3  # every path is listed; judged once
+
+
+def test_a_strict_library_is_judged_per_kernel(tmp_path: Path) -> None:
+    config = Config(project_dir=tmp_path, strict_libraries=("libkernels*",))
+    # On 9.0 every kernel has a route (compute_80 PTX): a strict library passes too ...
+    assert all(
+        c.passed for c in judged(tmp_path / "a", "9.0", ran("app", GOLDEN), config=config).checks
+    )
+    # ... and on 7.5 nothing runs: named as a strict library, with the kernel count.
+    [check] = judged(tmp_path / "b", "7.5", ran("app", GOLDEN), config=config).checks
+    assert not check.passed
+    assert check.message.startswith("strict library: no code for")
+
+
+def test_runtime_compilers_are_named(tmp_path: Path) -> None:
+    nvrtc = tmp_path / "libnvrtc.so.13"
+    nvrtc.write_bytes(b"\x7fELF not really")
+    found = judged(tmp_path, "9.0", ran("cupy-demo", nvrtc))
+    assert found.compilers == {"cupy-demo": ("NVRTC",)}
+    [check] = found.checks
+    assert check.name == "cupy-demo: code generated at run time"
+    assert "invisible to inspection" in check.message
