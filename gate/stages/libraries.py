@@ -293,7 +293,7 @@ def codeless_checks(artifacts: Sequence[Inspected], judged: Judged) -> list[Chec
     for artifact in artifacts:
         if artifact.smoke or artifact.listing.entries:
             continue
-        from_libs = [lib.path.name for lib in judged.libraries if lib.artifact is None]
+        from_libs = [lib.path.name for lib in judged.libraries if lib.artifact is not artifact]
         message = (
             f"no device code of its own; its kernels come from {', '.join(from_libs)}"
             if from_libs
