@@ -334,7 +334,7 @@ def run(
         checks.append(execution_check(done, predict.excuse(done, predictions, proofs)))
     checks += [p.check(runs) for p in predictions]
     checks += proofs.checks
-    checks += libraries.codeless_checks(artifacts, judged)
+    checks += libraries.codeless_checks(artifacts, runs, judged)
     executions = tuple(
         r.record(
             sha256_file(evidence.path(r.log_name)) if evidence.path(r.log_name).exists() else None

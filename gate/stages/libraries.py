@@ -284,7 +284,9 @@ def _check(library: Library, cap: Capability) -> Check:
     return Check(name, "gate.loaded", False, f"{why}: {where}", cause=Cause.LOADED_LIBRARY)
 
 
-def codeless_checks(artifacts: Sequence[Inspected], judged: Judged) -> list[Check]:
+def codeless_checks(
+    artifacts: Sequence[Inspected], runs: Sequence[Run], judged: Judged
+) -> list[Check]:
     """An artifact with no device code of its own: say where its GPU code came from.
 
     Information, not a verdict: the runs of the entry points that use it pass or fail.
@@ -293,12 +295,14 @@ def codeless_checks(artifacts: Sequence[Inspected], judged: Judged) -> list[Chec
     for artifact in artifacts:
         if artifact.smoke or artifact.listing.entries:
             continue
-        from_libs = [lib.path.name for lib in judged.libraries if lib.artifact is not artifact]
-        message = (
-            f"no device code of its own; its kernels come from {', '.join(from_libs)}"
-            if from_libs
-            else "no device code of its own and none loaded: only its runs stand behind it"
-        )
+        users = {r.entry_point.name for r in runs if artifact.path in r.loaded}
+        from_libs = [lib.path.name for lib in judged.libraries if users & set(lib.entry_points)]
+        if from_libs:
+            message = f"no device code of its own; its kernels come from {', '.join(from_libs)}"
+        elif users:
+            message = "no device code of its own and none loaded: only its runs stand behind it"
+        else:
+            message = "no device code of its own, and no entry point ran it"
         checks.append(Check(f"{artifact.name}: device code", "gate.inspect", True, message))
     return checks
 
