@@ -56,12 +56,13 @@ def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
 def list_command(args: argparse.Namespace) -> int:
     """Print a table of the runs stored for the revision."""
     from gate.git import resolve
+    from gate.render.text import count
     from gate.store import list_runs
 
     store, repository = _open(args)
     revision = resolve(args.revision, Path.cwd())
     runs = list_runs(store, repository, revision)
-    print(f"{repository} @ {revision} in {store.describe()}: {len(runs)} run(s)")
+    print(f"{repository} @ {revision} in {store.describe()}: {count(len(runs), 'run')}")
     if runs:
         print(format_table(runs))
     return int(ExitCode.OK)

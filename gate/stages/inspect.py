@@ -30,6 +30,7 @@ from gate.reader.hostelf import Dependency, HostFormat, dependencies, read_forma
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.targets import Capability, Target, Variant, Version, min_driver_for_ptx
 from gate.record import Artifact, Cause, Check, CrossCheck
+from gate.render.text import count
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
 SASS_DUMP_LIMIT = 16 * 1024 * 1024
@@ -372,7 +373,7 @@ def content_checks(artifact: Inspected, evidence: EvidenceDir) -> list[Check]:
                 cls,
                 not missing,
                 f".version {module.version}, .target {module.target}, "
-                f"{_count(len(module.entries), 'entry', 'entries')}"
+                f"{count(len(module.entries), 'entry', 'entries')}"
                 if not missing
                 else f"PTX {module.arch} lacks {', '.join(missing)}",
                 cause=Cause.INVALID_PTX if missing else None,
@@ -475,13 +476,13 @@ def coverage_check(name: str, listing: Listing) -> Check:
     shown = list(by_kernel.items())[:5]
     detail = "; ".join(f"{k} missing from {', '.join(ts)}" for k, ts in shown)
     if len(by_kernel) > 5:
-        detail += f"; and {_count(len(by_kernel) - 5, 'more kernel', 'more kernels')}"
+        detail += f"; and {count(len(by_kernel) - 5, 'more kernel', 'more kernels')}"
     total = len(listing.kernels())
     return Check(
         f"{name}: every kernel for every target",
         "gate.inspect",
         not by_kernel,
-        f"{_count(total, 'kernel', 'kernels')} in every SASS and PTX target"
+        f"{count(total, 'kernel', 'kernels')} in every SASS and PTX target"
         if not by_kernel
         else detail,
         cause=Cause.MISSING_KERNEL if by_kernel else None,
@@ -534,7 +535,3 @@ def cross_check(artifact: Inspected) -> Check:
 
 def _names(targets: Iterable[Target]) -> str:
     return " ".join(str(t) for t in targets) or "none"
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"

@@ -26,6 +26,7 @@ from gate.evidence import EvidenceDir, safe_name
 from gate.reader.ptx import ptx_modules
 from gate.reader.targets import Capability
 from gate.record import Cause, Check, ExecPath
+from gate.render.text import count
 from gate.stages.inspect import Inspected
 
 if TYPE_CHECKING:
@@ -119,6 +120,6 @@ def _load(text: bytes, kernels: Sequence[str]) -> tuple[bool, str, proc.Result]:
     except (ValueError, IndexError):
         return False, result.describe_failure("the PTX load", _TIMEOUT), result
     if answer.get("ok"):
-        return True, f"loaded by the driver's JIT; {len(kernels)} kernel(s) found", result
+        return True, f"loaded by the driver's JIT; {count(len(kernels), 'kernel')} found", result
     log = " ".join(str(answer.get("log", "")).split())[:300]
     return False, f"{answer.get('error')}" + (f": {log}" if log else ""), result

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from gate.reader.listing import Kind, Listing
 from gate.reader.targets import Capability, Version, min_driver_for_ptx, ptx_route, sass_route
 from gate.record import Cause, Check, ExecPath
+from gate.render.text import count
 from gate.stages.inspect import Inspected
 from gate.stages.libraries import Judged, Library
 
@@ -142,7 +143,9 @@ def expect_native(sources: Sequence[Source], cap: Capability) -> Expectation:
             missing = [k for k in _kernels(source.listing) if k not in _native(source.listing, cap)]
             if missing:
                 return Expectation(
-                    False, f"{source.name}: {len(missing)} kernel(s) without SASS for {cap}", source
+                    False,
+                    f"{source.name}: {count(len(missing), 'kernel')} without SASS for {cap}",
+                    source,
                 )
         elif sass_route(source.listing.targets(Kind.SASS), cap) is None:
             return Expectation(False, f"{source.name} has no SASS for {cap}", source)
@@ -159,7 +162,9 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
             missing = [k for k in _kernels(source.listing) if k not in usable]
             if missing:
                 return Expectation(
-                    False, f"{source.name}: {len(missing)} kernel(s) without usable PTX", source
+                    False,
+                    f"{source.name}: {count(len(missing), 'kernel')} without usable PTX",
+                    source,
                 )
             continue
         ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in source.listing.of_kind(Kind.PTX)))
