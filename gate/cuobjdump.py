@@ -68,14 +68,12 @@ def run_tool(tool: str, args: list[str], artifact: Path) -> proc.Result:
     result = proc.run(
         [tool, *args, str(artifact)], timeout=TIMEOUT, env_set=_env_with_nvdisasm(tool)
     )
-    if result.timed_out:
-        raise ToolError(f"cuobjdump {' '.join(args)} {artifact}: killed after {TIMEOUT:g} s")
+    label = f"cuobjdump {' '.join(args)} {artifact}"
     fatal = [line for line in result.stderr.splitlines() if "fatal" in line]
-    if fatal or (result.returncode != 0 and not _no_device_code(result)):
-        raise ToolError(
-            f"cuobjdump {' '.join(args)} {artifact} failed: "
-            f"{(fatal[0] if fatal else result.last_line()) or result.returncode}"
-        )
+    if fatal and not result.timed_out:
+        raise ToolError(f"{label} failed: {fatal[0]}")
+    if not result.ok and not (result.returncode and _no_device_code(result)):
+        raise ToolError(result.describe_failure(label, TIMEOUT))
     return result
 
 

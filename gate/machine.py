@@ -114,14 +114,9 @@ def nvidia_smi() -> tuple[proc.Result, proc.Result | None]:
 
 def driver_from(full: proc.Result, query: proc.Result | None) -> DriverInfo:
     """The parsed driver record, or a ToolError with nvidia-smi's own last line."""
-    if full.timed_out:
-        raise ToolError("nvidia-smi did not answer in time; it was killed")
     if not full.ok or query is None or not query.ok:
         failed = query if full.ok and query is not None else full
-        raise ToolError(
-            f"nvidia-smi failed with exit status {failed.returncode}: "
-            f"{failed.last_line() or 'no output'}"
-        )
+        raise ToolError(failed.describe_failure("nvidia-smi", _SMI_TIMEOUT))
     return parse_nvidia_smi(full.stdout, query.stdout)
 
 
