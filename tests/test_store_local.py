@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from gate.errors import BadInputError, ConfigError, EvidenceChangedError, StorageError
+from gate.errors import (
+    BadInputError,
+    ConfigError,
+    EvidenceChangedError,
+    ExitCode,
+    StorageError,
+)
 from gate.git import parse_remote
 from gate.store import (
     LocalStore,
@@ -239,6 +245,66 @@ def test_an_index_of_another_version_is_refused() -> None:
         RunIndex.from_json(json.dumps({"version": 2}).encode(), "where")
     with pytest.raises(BadInputError, match="where: not a valid evidence index"):
         RunIndex.from_json(b'{"version": 1}', "where")
+
+
+HOSTILE = b'{"version": 1, "files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
+def test_a_hostile_index_is_one_line_not_a_recursion_error() -> None:
+    with pytest.raises(BadInputError, match="where: JSON nested too deeply"):
+        RunIndex.from_json(HOSTILE, "where")
+    # Deep enough to hurt a recursive reader, shallow enough for json.loads: refused too.
+    nested = b'{"version": 1, "x": ' + b"[" * 70 + b"]" * 70 + b"}"
+    with pytest.raises(BadInputError, match="over 64 levels"):
+        RunIndex.from_json(nested, "where")
+
+
+def test_evidence_list_shows_an_unreadable_run_as_one_row_and_lists_the_others(
+    tmp_path: Path,
+    settings: StoreSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    publish(make_evidence(tmp_path / "ev"), meta(), settings)
+    store = LocalStore(tmp_path / "store")
+    bad_key = f"acme/kernels/{REVISION}/gpu-box-2/20261129T170000Z-000000"
+    store.put_bytes(f"{bad_key}/driver.txt", b"x")
+    store.put_bytes(f"{bad_key}/index.json", HOSTILE)
+    with pytest.raises(BadInputError, match="nested too deeply"):
+        list_runs(store, "acme/kernels", REVISION)  # a decision never skips an unreadable run
+    code, out, err = run_cli(
+        monkeypatch,
+        capsys,
+        "evidence",
+        "list",
+        "--revision",
+        REVISION,
+        "--repository",
+        "acme/kernels",
+        "--store",
+        str(tmp_path / "store"),
+    )
+    assert code == int(ExitCode.BAD_INPUT)
+    rows = out.splitlines()[2:]
+    assert len(rows) == 2
+    assert rows[0].startswith("20261129T170000Z-000000  gpu-box-2")
+    assert (
+        f"unreadable: {tmp_path / 'store'}/{bad_key}/index.json: JSON nested too deeply"
+        in (rows[0])
+    )
+    assert rows[1].split() == [
+        "20261129T180000Z-1a2b3c",
+        "gpu-box-1",
+        "h200",
+        "accepted",
+        "4",
+        "complete",
+    ]
+    expected = (
+        "cuda-gate: error: 1 of 2 runs have an unreadable index "
+        "(first: run 20261129T170000Z-000000 of gpu-box-2)"
+    )
+    assert err.strip().splitlines() == [expected]
 
 
 # -- local store --------------------------------------------------------------------------

@@ -287,6 +287,22 @@ def test_a_wrong_key_or_a_foreign_payload_type(
         _verify(envelope, other)
 
 
+def test_a_hostile_envelope_or_payload_is_one_line_not_a_recursion_error(
+    signed: tuple[Evidence, Path, Path], pair: KeyPair
+) -> None:
+    from gate.attest.signing import sign_envelope
+
+    _, envelope, pub = signed
+    envelope.write_bytes(b'{"payload": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with pytest.raises(SignatureError, match=r"1\. signature: .*JSON nested too deeply"):
+        _verify(envelope, pub)
+    # Signed by the key holder, yet nested to break a recursive reader: bad input.
+    payload = b'{"_type": ' + b"[" * 900 + b"]" * 900 + b"}"
+    envelope.write_text(sign_envelope(payload, signer_from_pem(pair.private_pem, "t")).dumps())
+    with pytest.raises(BadInputError, match="the signed payload: JSON nested too deeply"):
+        _verify(envelope, pub)
+
+
 def test_a_signed_but_foreign_statement_is_bad_input(tmp_path: Path, pair: KeyPair) -> None:
     from gate.attest.signing import sign_envelope
 

@@ -22,14 +22,13 @@ exit status. Steps that could not run say so.
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate import jsonutil, proc
 from gate import machine as environment
-from gate import proc
 from gate.attest.manifest import (
     ENVELOPE_FILE,
     MANIFEST_FILE,
@@ -169,6 +168,8 @@ def verify(
 def _step_signature(data: bytes, source: str, key: PublicKey) -> tuple[bytes, str, StepResult]:
     """Step 1 (DSSE protocol): the signature over PAE(payloadType, payload) verifies."""
     try:
+        # Bounded first: parse_envelope's plain json.loads would recurse on hostile nesting.
+        jsonutil.loads(data, source)
         envelope = parse_envelope(data, source)
     except BadInputError as e:
         raise SignatureError(f"1. signature: {e.message}") from e
@@ -191,10 +192,7 @@ def _parse_statement(payload: bytes, source: str) -> dict[str, Any]:
 
     Signed but malformed is bad input, not a bad signature: the key holder wrote it.
     """
-    try:
-        statement = json.loads(payload)
-    except ValueError as e:
-        raise BadInputError(f"{source}: the signed payload is not JSON: {e}") from e
+    statement = jsonutil.loads(payload, f"{source}: the signed payload")
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
         raise BadInputError(f"{source}: the signed payload is not an in-toto Statement v1")
     if statement.get("predicateType") != PREDICATE_TYPE:

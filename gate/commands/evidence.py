@@ -54,16 +54,24 @@ def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """Print a table of the runs stored for the revision."""
+    """Print a table of the runs stored for the revision; exit 6 if an index is unreadable."""
+    from gate.errors import BadInputError
     from gate.git import resolve
     from gate.store import list_runs
 
     store, repository = _open(args)
     revision = resolve(args.revision, Path.cwd())
-    runs = list_runs(store, repository, revision)
+    runs = list_runs(store, repository, revision, keep_unreadable=True)
     print(f"{repository} @ {revision} in {store.describe()}: {len(runs)} run(s)")
     if runs:
         print(format_table(runs))
+    unreadable = [r for r in runs if r.problem is not None]
+    if unreadable:
+        # The table says why for each; the status tells a script that something is wrong.
+        raise BadInputError(
+            f"{len(unreadable)} of {len(runs)} runs have an unreadable index "
+            f"(first: run {unreadable[0].run_id} of {unreadable[0].runner})"
+        )
     return int(ExitCode.OK)
 
 
@@ -73,7 +81,8 @@ def format_table(runs: tuple[RunSummary, ...]) -> str:
     for run in runs:
         index = run.index
         if index is None:
-            rows.append((run.run_id, run.runner, "-", "-", "-", "incomplete"))
+            state = "incomplete" if run.problem is None else f"unreadable: {run.problem}"
+            rows.append((run.run_id, run.runner, "-", "-", "-", state))
             continue
         verdict = (
             "-"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate import jsonutil
 from gate.errors import BadInputError, ConfigError
 from gate.git import check_revision
 
@@ -156,7 +157,7 @@ class RunIndex:
     def from_json(cls, data: bytes, where: str) -> RunIndex:
         """Parse an index; BadInputError naming ``where`` when it is not one."""
         try:
-            doc = json.loads(data)
+            doc = jsonutil.loads(data, where)
             _check_version(doc, where)
             owner, repo = split_repository(doc["repository"])
             meta = RunMeta(
@@ -212,11 +213,16 @@ def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One run found under a revision: complete when its index exists."""
+    """One run found under a revision: complete when its index exists.
+
+    ``problem`` says why an index that exists could not be used (listings that
+    keep unreadable runs); such a run has no ``index`` and is not complete.
+    """
 
     runner: str
     run_id: str
     index: RunIndex | None
+    problem: str | None = None
 
     @property
     def complete(self) -> bool:
