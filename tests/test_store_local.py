@@ -201,9 +201,73 @@ def test_run_meta_from_result_json_and_environment(tmp_path: Path) -> None:
     m = run_meta_from_evidence(evidence, env={}, cwd=tmp_path)
     assert m == meta()
     overridden = run_meta_from_evidence(
-        evidence, env={}, cwd=tmp_path, overrides={"runner": "my runner #2", "run_id": None}
+        evidence, env={}, cwd=tmp_path, overrides={"runner": "box-2", "run_id": None}
     )
-    assert (overridden.runner, overridden.run_id) == ("my-runner-2", "20261129T180000Z-1a2b3c")
+    assert (overridden.runner, overridden.run_id) == ("box-2", "20261129T180000Z-1a2b3c")
+
+
+def test_names_the_machine_supplies_are_made_key_safe(tmp_path: Path) -> None:
+    evidence = tmp_path / "ev"
+    evidence.mkdir()
+    (evidence / "driver.txt").write_text("x")
+    env = {"GITHUB_REPOSITORY": "acme/kernels", "RUNNER_NAME": "my runner #2"}
+    m = run_meta_from_evidence(evidence, env=env, cwd=tmp_path, overrides={"revision": REVISION})
+    assert m.runner == "my-runner-2"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--run-id", "../.."), ("--run-id", ""), ("--runner", "a/b"), ("--runner", "my runner #2")],
+)
+def test_a_name_given_on_the_command_line_is_refused_not_rewritten(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+    value: str,
+) -> None:
+    message = f"{option} {value!r} cannot be used in a storage key"
+    evidence = make_evidence(tmp_path / "ev")
+    store = tmp_path / "store"
+    code, out, err = run_cli(
+        monkeypatch, capsys, "upload", str(evidence), "--store", str(store), option, value
+    )
+    assert code == int(ExitCode.CONFIG)
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("cuda-gate: error: ")
+    assert message in err
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("dest", [None, "got"])
+def test_evidence_get_refuses_a_run_id_that_is_not_one_segment(
+    tmp_path: Path,
+    settings: StoreSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    dest: str | None,
+) -> None:
+    publish(make_evidence(tmp_path / "ev"), meta(), settings)
+    monkeypatch.chdir(tmp_path)
+    argv = ["evidence", "get", "--revision", REVISION, "--repository", "acme/kernels"]
+    argv += ["--store", str(tmp_path / "store"), "--runner", "gpu-box-1", "--run", "../x"]
+    code, out, err = run_cli(monkeypatch, capsys, *argv, *(["--dest", dest] if dest else []))
+    assert code == int(ExitCode.CONFIG)
+    assert out == ""
+    assert err.strip() == (
+        "cuda-gate: error: --run '../x' cannot be used in a storage key (letters, digits, _.-)"
+    )
+    with pytest.raises(ConfigError, match=r"run id '\.\.' cannot be used"):
+        fetch_run(
+            LocalStore(tmp_path / "store"),
+            "acme/kernels",
+            REVISION,
+            runner="gpu-box-1",
+            run_id="..",
+            dest=tmp_path / "d",
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ev", "spool", "store"]
 
 
 def test_run_meta_without_result_json_uses_github_environment(tmp_path: Path) -> None:

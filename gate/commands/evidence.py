@@ -113,11 +113,13 @@ def get_command(args: argparse.Namespace) -> int:
     from gate.store import fetch_run, latest_run, list_runs
     from gate.store.records import check_segment
 
+    # Names first: a --run of ../x must never reach a key or a path.
+    runner = check_segment(args.runner, "--runner")
+    given = None if args.run is None else check_segment(args.run, "--run")
     store, repository = _open(args)
     revision = resolve(args.revision, Path.cwd())
-    runner = check_segment(args.runner, "runner")
-    run_id = args.run or latest_run(list_runs(store, repository, revision), runner).run_id
-    dest = args.dest or Path(f"evidence-{runner}-{check_segment(run_id, 'run id')}")
+    run_id = given or latest_run(list_runs(store, repository, revision), runner).run_id
+    dest = args.dest or Path(f"evidence-{runner}-{run_id}")
     index = fetch_run(store, repository, revision, runner=runner, run_id=run_id, dest=dest)
     verdict = "no verdict" if index.verdict is None else index.verdict.statement
     print(f"fetched {len(index.files)} files of run {run_id} ({runner}) into {dest}: {verdict}")

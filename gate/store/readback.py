@@ -11,7 +11,14 @@ from pathlib import Path
 
 from gate.errors import BadInputError, EvidenceChangedError, EvidenceError, StorageError
 from gate.store.base import EvidenceStore
-from gate.store.records import INDEX_NAME, RunIndex, RunSummary, natural_key, revision_key
+from gate.store.records import (
+    INDEX_NAME,
+    RunIndex,
+    RunSummary,
+    check_segment,
+    natural_key,
+    revision_key,
+)
 
 
 def list_runs(
@@ -75,7 +82,13 @@ def fetch_run(
     Files are written to a temporary sibling folder first; ``dest`` appears only when
     every file matched, so a failed fetch never leaves a folder that looks complete.
     """
-    run_key = f"{revision_key(repository, revision)}/{runner}/{run_id}"
+    run_key = "/".join(
+        (
+            revision_key(repository, revision),
+            check_segment(runner, "runner"),
+            check_segment(run_id, "run id"),
+        )
+    )
     index = read_index(store, run_key)
     if index is None:
         raise StorageError(f"{store.location(run_key)}: no index, the run is incomplete or absent")
