@@ -30,7 +30,7 @@ from gate.store import (
 from gate.store.s3 import S3Store
 from gate.store.settings import MIN_PART_SIZE, STORE_VARIABLES
 from tests.s3server import WeedServer, free_ports
-from tests.store_helpers import REVISION, make_evidence, meta, run_cli, validate_index
+from tests.store_helpers import REVISION, make_evidence, meta, reseal, run_cli, validate_index
 
 pytestmark = [
     pytest.mark.integration,
@@ -156,9 +156,10 @@ def test_conditional_write_refuses_to_overwrite(
     evidence = make_evidence(tmp_path / "ev")
     publish(evidence, meta(), settings)
     again = publish(evidence, meta(), settings)
-    assert (again.uploaded, len(again.already_present)) == ((), 5)
+    assert (again.uploaded, len(again.already_present)) == ((), 7)
 
     (evidence / "sass.txt").write_text("different SASS\n")
+    reseal(evidence)  # a second gate run that reused the run id
     with pytest.raises(ObjectExistsError, match="refusing to overwrite") as info:
         publish(evidence, meta(), settings)
     assert "kept in the spool" in info.value.one_line()
@@ -293,8 +294,8 @@ def test_server_killed_mid_upload_then_resume_completes(
         assert [(r.runner, r.complete) for r in runs] == [("gpu-box-1", False)]
         code, out, err = run_cli(monkeypatch, capsys, "upload", "--resume", "--quiet")
         assert (code, err) == (0, "")
-        # driver.txt went up before the crash; the rest (index last) after it.
-        assert "5 stored, 1 already present" in out
+        # The marker and driver.txt went up before the crash; the rest (index last) after it.
+        assert "6 stored, 2 already present" in out
         assert pending(settings.spool_dir) == ()
 
         code, out, _ = run_cli(
@@ -384,7 +385,9 @@ def test_a_corrupted_spool_is_refused_by_the_server(
     client = server.client()
     listed = client.list_objects_v2(Bucket=settings.bucket).get("Contents", [])
     assert sorted(item["Key"].rsplit("/", 1)[-1] for item in listed) == [
+        ".cuda-gate",
         "driver.txt",
+        "manifest.json",
         "native.log",
         "result.json",
     ]
@@ -423,7 +426,7 @@ def test_evidence_list_prints_the_runs(
         "gpu-box-1",
         "h200",
         "accepted",
-        "4",
+        "6",
         "complete",
     ]
     assert lines[3].split() == ["20261129T190000Z-abcdef", "gpu-box-1", "-", "-", "-", "incomplete"]

@@ -20,7 +20,9 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     parser = subparsers.add_parser(
         "upload",
         help="store an evidence folder (local folder or S3), or --resume spooled uploads",
-        description="Copy the evidence folder to the local spool, upload it under "
+        description="Check the folder is gate evidence (the gate's marker, a readable "
+        "result.json, manifest.json matching every file, no symbolic links), copy it to the "
+        "local spool, upload it under "
         "<owner>/<repo>/<revision>/<runner>/<run-id>/ with an index written last, and "
         "drop the spool once the store confirmed every file. With --resume, finish "
         "every upload an earlier outage left in the spool.",
@@ -49,6 +51,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 def run(args: argparse.Namespace) -> int:
     """Upload one evidence folder, or resume every spooled run."""
     from gate.store import load_settings, publish, resume, run_meta_from_evidence
+    from gate.store.intake import open_evidence
     from gate.store.progress import StderrProgress
 
     settings = load_settings(url=args.store)
@@ -63,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"stored {result.location} ({_counts(result)})")
         return int(ExitCode.OK)
     evidence_dir = args.evidence_dir or Path(DEFAULT_EVIDENCE)
+    # Before anything is derived from it: only gate evidence is stored.
+    open_evidence(evidence_dir)
     meta = run_meta_from_evidence(
         evidence_dir,
         overrides={
