@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -383,6 +384,20 @@ def test_put_is_write_once(tmp_path: Path) -> None:
     assert store.get_bytes("a/b.txt") == b"one"
     assert store.get_bytes("a/missing") is None
     assert not os.access(tmp_path / "s" / "a" / "b.txt", os.W_OK) or os.geteuid() == 0
+
+
+def test_a_link_in_the_store_is_never_taken_for_stored_evidence(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    same = tmp_path / "same-bytes"
+    same.write_bytes(b"one")
+    (tmp_path / "s" / "a").mkdir(parents=True)
+    (tmp_path / "s" / "a" / "b.txt").symlink_to(same)
+    with pytest.raises(ObjectExistsError, match=r"a/b\.txt: it is not a regular file"):
+        store.put_bytes("a/b.txt", b"one")
+    (tmp_path / "s" / "a" / "dangling.txt").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ObjectExistsError, match="not a regular file"):
+        store.put_file("a/dangling.txt", same, hashlib.sha256(b"one").hexdigest(), 3)
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_put_file_detects_a_source_that_does_not_match(tmp_path: Path) -> None:

@@ -173,6 +173,89 @@ def test_conditional_write_refuses_to_overwrite(
     assert refused.value.response["Error"]["Code"] == "PreconditionFailed"
 
 
+def _plant(
+    server: WeedServer, settings: StoreSettings, name: str, body: bytes, *, claimed: str, how: str
+) -> None:
+    """Put ``body`` under the run's key ``name`` claiming ``x-amz-meta-sha256: claimed``."""
+    client, key = server.client(), _key(settings, name)
+    if how == "multipart":
+        upload = client.create_multipart_upload(
+            Bucket=settings.bucket,
+            Key=key,
+            ChecksumAlgorithm="SHA256",
+            Metadata={"sha256": claimed},
+        )
+        parts = []
+        for number, chunk in enumerate((body[:MIN_PART_SIZE], body[MIN_PART_SIZE:]), start=1):
+            checksum = base64.b64encode(hashlib.sha256(chunk).digest()).decode()
+            sent = client.upload_part(
+                Bucket=settings.bucket,
+                Key=key,
+                UploadId=upload["UploadId"],
+                PartNumber=number,
+                Body=chunk,
+                ChecksumSHA256=checksum,
+            )
+            parts.append({"PartNumber": number, "ETag": sent["ETag"], "ChecksumSHA256": checksum})
+        client.complete_multipart_upload(
+            Bucket=settings.bucket,
+            Key=key,
+            UploadId=upload["UploadId"],
+            MultipartUpload={"Parts": parts},
+        )
+        return
+    extra = {"ChecksumAlgorithm": "SHA256"} if how == "sha256" else {}
+    client.put_object(
+        Bucket=settings.bucket, Key=key, Body=body, Metadata={"sha256": claimed}, **extra
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("sha256", "driver.txt", "the server's checksum"),
+        ("plain", "driver.txt", "read back"),
+        ("multipart", "libkernels.so", "read back"),
+    ],
+)
+def test_forged_metadata_does_not_make_other_bytes_present(
+    configure: Callable[..., StoreSettings],
+    server: WeedServer,
+    tmp_path: Path,
+    case: tuple[str, str, str],
+) -> None:
+    how, name, seen = case
+    settings = configure()
+    evidence = make_evidence(tmp_path / "ev", big=BIG)
+    ours = (evidence / name).read_bytes()
+    other = bytes(reversed(ours))  # the same size, other bytes
+    _plant(server, settings, name, other, claimed=hashlib.sha256(ours).hexdigest(), how=how)
+    with pytest.raises(
+        ObjectExistsError, match=rf"{name}: it already holds different content"
+    ) as info:
+        publish(evidence, meta(), settings)
+    assert f"({seen})" in str(info.value)
+    stored = server.client().get_object(Bucket=settings.bucket, Key=_key(settings, name))
+    assert stored["Body"].read() == other
+    # The run is kept: its files and index stay with the spool, not in the store.
+    (entry,) = pending(settings.spool_dir)
+    assert (entry / name).read_bytes() == ours
+    assert (entry / "index.json").is_file()
+
+
+@pytest.mark.parametrize("how", ["sha256", "plain"])
+def test_our_bytes_under_forged_metadata_are_verified_present(
+    configure: Callable[..., StoreSettings], server: WeedServer, tmp_path: Path, how: str
+) -> None:
+    settings = configure()
+    evidence = make_evidence(tmp_path / "ev")
+    ours = (evidence / "driver.txt").read_bytes()
+    _plant(server, settings, "driver.txt", ours, claimed="0" * 64, how=how)
+    result = publish(evidence, meta(), settings)
+    assert result.already_present == ("driver.txt",)
+    assert pending(settings.spool_dir) == ()
+
+
 def test_object_lock_retention_refuses_delete(
     configure: Callable[..., StoreSettings], server: WeedServer, tmp_path: Path
 ) -> None:
