@@ -26,6 +26,7 @@ class ExitCode(IntEnum):
     EVIDENCE_CHANGED = 13
     STORAGE = 20
     GITHUB = 21
+    STORAGE_CONFLICT = 22
     INTERRUPTED = 130
 
 
@@ -115,6 +116,12 @@ class StorageError(GateError):
     """The evidence store could not be reached or refused an operation."""
 
     exit_code = ExitCode.STORAGE
+
+
+class StorageConflictError(StorageError):
+    """The store already holds different content under a run's id: not an outage, kept aside."""
+
+    exit_code = ExitCode.STORAGE_CONFLICT
 
 
 class GitHubError(GateError):

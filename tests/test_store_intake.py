@@ -237,4 +237,4 @@ def test_resume_still_uploads_a_spooled_run(tmp_path: Path) -> None:
     # The original folder may be gone by then: the spool is what resume uploads.
     shutil.rmtree(evidence)
     report = resume(local_settings(tmp_path / "store", tmp_path / "spool"))
-    assert [r.index.meta.run_id for r in report] == [meta().run_id]
+    assert [r.index.meta.run_id for r in report.stored] == [meta().run_id]

@@ -15,6 +15,7 @@ from gate.errors import (
     ConfigError,
     EvidenceChangedError,
     ExitCode,
+    StorageConflictError,
     StorageError,
 )
 from gate.git import parse_remote
@@ -22,9 +23,11 @@ from gate.store import (
     LocalStore,
     ObjectExistsError,
     ProgressEvent,
+    ResumeReport,
     RunIndex,
     RunMeta,
     fetch_run,
+    kept_aside,
     latest_run,
     list_runs,
     load_settings,
@@ -437,19 +440,99 @@ def test_rerun_of_the_same_run_is_idempotent(tmp_path: Path, settings: StoreSett
     assert len(again.already_present) == 7
 
 
-def test_changed_evidence_under_the_same_run_id_is_refused_and_spooled(
-    tmp_path: Path, settings: StoreSettings
+def test_changed_evidence_under_the_same_run_id_is_a_conflict_kept_aside(
+    tmp_path: Path,
+    settings: StoreSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    monkeypatch.setenv("CUDA_GATE_SPOOL_DIR", str(settings.spool_dir))
     evidence = make_evidence(tmp_path / "ev")
     publish(evidence, meta(), settings)
     (evidence / "driver.txt").write_text("tampered\n")
     reseal(evidence)  # a second gate run that reused the run id
-    with pytest.raises(ObjectExistsError, match=r"refusing to overwrite .*driver\.txt") as info:
-        publish(evidence, meta(), settings)
-    assert "kept in the spool" in info.value.one_line()
-    assert len(pending(settings.spool_dir)) == 1
+    code, out, err = run_cli(
+        monkeypatch, capsys, "upload", str(evidence), "--store", str(settings.local_dir)
+    )
+    assert (code, out) == (int(ExitCode.STORAGE_CONFLICT), "")
+    (line,) = err.strip().splitlines()
+    (kept,) = kept_aside(settings.spool_dir)
+    assert line.startswith(
+        f"cuda-gate: error: {tmp_path / 'store'}/{RUN_KEY}: another run with this id is already "
+        f"stored (its index differs); run {RUN_KEY} was not stored and is kept in {kept.folder}"
+    )
+    assert f"cuda-gate upload {kept.folder / 'evidence'} --run-id NEW-ID" in line
+    assert "--resume" not in line
+    # Out of the queue, kept whole, and nothing of it added to the stored run.
+    assert pending(settings.spool_dir) == ()
+    assert kept.folder.parent == settings.spool_dir / ".conflicts"
+    assert (kept.folder / "evidence" / "driver.txt").read_text() == "tampered\n"
+    assert kept.index is not None
+    assert kept.index.meta.run_key() == RUN_KEY
     stored = tmp_path / "store" / RUN_KEY / "driver.txt"
     assert stored.read_text() == "NVIDIA H200, 580.159.04\n"
+    # The same refusal again keeps no second copy.
+    with pytest.raises(StorageConflictError):
+        publish(evidence, meta(), settings)
+    assert kept_aside(settings.spool_dir) == (kept,)
+    # What the hint says works: the kept evidence goes up under a new id.
+    code, out, _ = run_cli(
+        monkeypatch,
+        capsys,
+        "upload",
+        str(kept.folder / "evidence"),
+        "--store",
+        str(settings.local_dir),
+        "--run-id",
+        "20261129T180000Z-1a2b3c-2",
+    )
+    assert code == 0
+    assert "/gpu-box-1/20261129T180000Z-1a2b3c-2 (7 stored, 0 already present)" in out
+
+
+def test_a_conflict_does_not_block_resume(
+    tmp_path: Path,
+    settings: StoreSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("CUDA_GATE_SPOOL_DIR", str(settings.spool_dir))
+    publish(make_evidence(tmp_path / "first"), meta(), settings)
+    # Two runs queued during an outage; one of them reuses the stored run's id.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the store should be")
+    broken = local_settings(blocker / "store", settings.spool_dir)
+    clash = reseal(make_evidence(tmp_path / "clash", runner="gpu-box-1"))
+    (clash / "sass.txt").write_text("other SASS\n")
+    reseal(clash)
+    other = make_evidence(tmp_path / "other", run_id="20261129T190000Z-000002")
+    for folder, m in ((clash, meta()), (other, meta(run_id="20261129T190000Z-000002"))):
+        with pytest.raises(StorageError, match="kept in the spool"):
+            publish(folder, m, broken)
+    assert len(pending(settings.spool_dir)) == 2
+
+    argv = ("upload", "--resume", "--store", str(settings.local_dir))
+    code, out, err = run_cli(monkeypatch, capsys, *argv)
+    assert code == int(ExitCode.STORAGE_CONFLICT)
+    (kept,) = kept_aside(settings.spool_dir)
+    assert (
+        f"stored {tmp_path / 'store'}/acme/kernels/{REVISION}/gpu-box-1/20261129T190000Z-000002"
+        in (out)
+    )
+    assert f"  {kept.folder} ({RUN_KEY})" in out.splitlines()
+    assert err.startswith(
+        "cuda-gate: error: 1 of 2 spooled runs conflict with evidence already stored and were "
+        "set aside; first: "
+    )
+    assert pending(settings.spool_dir) == ()
+    # Later resumes are not held up by it (they used to exit 20 for ever): listed, exit 0.
+    code, out, err = run_cli(monkeypatch, capsys, *argv)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"nothing to resume: no run is waiting in the spool {settings.spool_dir}",
+        "1 run(s) kept aside after a conflict (not retried):",
+        f"  {kept.folder} ({RUN_KEY})",
+    ]
 
 
 def test_unwritable_store_keeps_the_spool_and_resume_finishes(tmp_path: Path) -> None:
@@ -459,12 +542,26 @@ def test_unwritable_store_keeps_the_spool_and_resume_finishes(tmp_path: Path) ->
     with pytest.raises(StorageError, match="kept in the spool") as info:
         publish(make_evidence(tmp_path / "ev"), meta(), broken)
     assert "cuda-gate upload --resume" in info.value.one_line()
+    assert int(info.value.exit_code) == 20
+    assert len(pending(tmp_path / "spool")) == 1
+    # Still unreachable: the run stays queued and resume says so with status 20.
+    report = resume(broken)
+    assert (report.stored, report.conflicts, len(report.failures)) == ((), (), 1)
+    error = report.error()
+    assert error is not None
+    assert int(error.exit_code) == 20
     assert len(pending(tmp_path / "spool")) == 1
     fixed = local_settings(tmp_path / "store", tmp_path / "spool")
-    results = resume(fixed)
-    assert [r.index.meta.run_id for r in results] == ["20261129T180000Z-1a2b3c"]
+    report = resume(fixed)
+    assert [r.index.meta.run_id for r in report.stored] == ["20261129T180000Z-1a2b3c"]
+    assert report.error() is None
     assert pending(tmp_path / "spool") == ()
-    assert resume(fixed) == ()
+    assert resume(fixed) == ResumeReport((), (), (), ())
+
+
+def test_a_dotted_owner_cannot_be_mistaken_for_the_conflicts_area() -> None:
+    with pytest.raises(ConfigError, match="cannot start with a dot"):
+        RunMeta(".conflicts", "kernels", REVISION, "r", "1")
 
 
 def test_list_runs_shows_complete_and_incomplete_runs(
@@ -572,4 +669,4 @@ def test_cli_upload_list_and_get_on_the_local_store(
 
     code, out, _ = run_cli(monkeypatch, capsys, "upload", "--resume")
     assert code == 0
-    assert "nothing to resume" in out
+    assert out.startswith("nothing to resume")

@@ -14,12 +14,13 @@ from typing import Any
 import botocore.exceptions
 import pytest
 
-from gate.errors import EvidenceChangedError, ExitCode, StorageError
+from gate.errors import EvidenceChangedError, ExitCode, StorageConflictError, StorageError
 from gate.store import (
     ObjectExistsError,
     ProgressEvent,
     StoreSettings,
     fetch_run,
+    kept_aside,
     list_runs,
     load_settings,
     open_store,
@@ -160,9 +161,11 @@ def test_conditional_write_refuses_to_overwrite(
 
     (evidence / "sass.txt").write_text("different SASS\n")
     reseal(evidence)  # a second gate run that reused the run id
-    with pytest.raises(ObjectExistsError, match="refusing to overwrite") as info:
+    with pytest.raises(StorageConflictError, match="another run with this id") as info:
         publish(evidence, meta(), settings)
-    assert "kept in the spool" in info.value.one_line()
+    assert int(info.value.exit_code) == 22
+    assert pending(settings.spool_dir) == ()
+    assert len(kept_aside(settings.spool_dir)) == 1
     client = server.client()
     key = _key(settings, "sass.txt")
     stored = client.get_object(Bucket=settings.bucket, Key=key)["Body"].read()
@@ -237,10 +240,13 @@ def test_forged_metadata_does_not_make_other_bytes_present(
     assert f"({seen})" in str(info.value)
     stored = server.client().get_object(Bucket=settings.bucket, Key=_key(settings, name))
     assert stored["Body"].read() == other
-    # The run is kept: its files and index stay with the spool, not in the store.
-    (entry,) = pending(settings.spool_dir)
-    assert (entry / name).read_bytes() == ours
-    assert (entry / "index.json").is_file()
+    # The run is kept (set aside in the spool, out of the queue), not dropped.
+    assert int(info.value.exit_code) == 22
+    assert pending(settings.spool_dir) == ()
+    (kept,) = kept_aside(settings.spool_dir)
+    assert (kept.folder / "evidence" / name).read_bytes() == ours
+    assert kept.index is not None
+    assert kept.index.meta == meta()
 
 
 @pytest.mark.parametrize("how", ["sha256", "plain"])
@@ -460,11 +466,13 @@ def test_a_corrupted_spool_is_refused_by_the_server(
     damaged[100] ^= 0x01
     spooled.write_bytes(bytes(damaged))
     # Same size, one bit flipped: the server checks the SHA-256 we send and refuses.
-    with pytest.raises(StorageError, match="BadDigest"):
-        resume(settings)
+    refused = resume(settings).error()
+    assert isinstance(refused, StorageError)
+    assert "BadDigest" in refused.one_line()
     spooled.write_bytes(bytes(damaged[:50]))
-    with pytest.raises(EvidenceChangedError, match="the spooled file is 50 bytes"):
-        resume(settings)
+    damaged_spool = resume(settings).error()
+    assert isinstance(damaged_spool, EvidenceChangedError)
+    assert "the spooled file is 50 bytes" in damaged_spool.one_line()
     client = server.client()
     listed = client.list_objects_v2(Bucket=settings.bucket).get("Contents", [])
     assert sorted(item["Key"].rsplit("/", 1)[-1] for item in listed) == [

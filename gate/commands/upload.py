@@ -25,7 +25,10 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
         "local spool, upload it under "
         "<owner>/<repo>/<revision>/<runner>/<run-id>/ with an index written last, and "
         "drop the spool once the store confirmed every file. With --resume, finish "
-        "every upload an earlier outage left in the spool.",
+        "every upload an earlier outage left in the spool. Exit 20: the store was "
+        "unreachable or refused (the run stays queued); exit 22: the store already holds "
+        "different content under the run's id (the run is kept in the spool's "
+        ".conflicts/ folder and listed by --resume, never retried).",
     )
     parser.add_argument(
         "evidence_dir",
@@ -59,11 +62,20 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         if args.evidence_dir is not None:
             print("cuda-gate: --resume uploads the spool; EVIDENCE_DIR is ignored", file=sys.stderr)
-        results = resume(settings, progress=progress)
-        if not results:
-            print(f"nothing to resume: the spool {settings.spool_dir} is empty")
-        for result in results:
+        report = resume(settings, progress=progress)
+        attempted = report.stored or report.conflicts or report.failures
+        if not attempted:
+            print(f"nothing to resume: no run is waiting in the spool {settings.spool_dir}")
+        for result in report.stored:
             print(f"stored {result.location} ({_counts(result)})")
+        if report.kept_aside:
+            # Listed every time, so a run refused for a conflict is never forgotten.
+            print(f"{len(report.kept_aside)} run(s) kept aside after a conflict (not retried):")
+            for kept in report.kept_aside:
+                print(f"  {kept.describe()}")
+        error = report.error()
+        if error is not None:
+            raise error
         return int(ExitCode.OK)
     evidence_dir = args.evidence_dir or Path(DEFAULT_EVIDENCE)
     # Before anything is derived from it: only gate evidence is stored.

@@ -68,6 +68,10 @@ class RunMeta:
 
     def __post_init__(self) -> None:
         check_segment(self.owner, "repository owner")
+        if self.owner.startswith("."):
+            # GitHub owner names never start with a dot; the spool keeps its own
+            # folders (the conflicts area) under such names.
+            raise ConfigError(f"repository owner {self.owner!r} cannot start with a dot")
         check_segment(self.repo, "repository name")
         object.__setattr__(self, "revision", check_revision(self.revision))
         check_segment(self.runner, "runner")

@@ -5,7 +5,8 @@ the copied files and the run's ``index.json``. It appears by one rename once the
 copy is complete, and it is deleted only after the store has confirmed every
 file and the index. If the store is unreachable or the upload breaks part-way,
 the entry stays and ``cuda-gate upload --resume`` finishes the job: files already
-stored identically are skipped, so nothing is duplicated or overwritten.
+stored identically are skipped, so nothing is duplicated or overwritten. A run
+refused for a conflict is set aside instead (:mod:`gate.store.conflicts`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,16 @@ import uuid
 from pathlib import Path
 
 from gate import __version__
-from gate.errors import BadInputError, EvidenceChangedError, EvidenceError, StorageError
+from gate.errors import (
+    BadInputError,
+    EvidenceChangedError,
+    EvidenceError,
+    StorageConflictError,
+    StorageError,
+)
 from gate.fsutil import write_atomic
 from gate.store.base import EvidenceStore, PutOutcome
+from gate.store.conflicts import CONFLICTS, conflict_hint, set_aside
 from gate.store.intake import Intake, open_evidence
 from gate.store.records import (
     INDEX_NAME,
@@ -118,25 +126,35 @@ def read_spooled_index(entry: Path) -> RunIndex:
 
 
 def pending(spool_dir: Path) -> tuple[Path, ...]:
-    """Spool entries still waiting for upload, oldest run id first."""
+    """Spool entries still waiting for upload, oldest run id first (runs set aside excluded)."""
     if not spool_dir.is_dir():
         return ()
     found = [
         index.parent
         for index in spool_dir.glob(f"*/*/*/*/*/{INDEX_NAME}")
-        if not any(part.startswith(_PARTIAL) for part in index.relative_to(spool_dir).parts)
+        if not any(
+            part.startswith(_PARTIAL) or part == CONFLICTS
+            for part in index.relative_to(spool_dir).parts
+        )
     ]
     return tuple(sorted(found, key=lambda p: (p.name, str(p))))
 
 
 def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
-    """Upload one spool entry (files, then the index last), then drop it from the spool."""
+    """Upload one spool entry (files, then the index last), then drop it from the spool.
+
+    An outage raises StorageError with the entry kept for ``upload --resume``. A
+    conflict (different content already stored under the run's id) moves the entry
+    to the spool's conflicts area (:mod:`gate.store.conflicts`) and raises
+    StorageConflictError: retrying cannot help, and the run must not block the others.
+    """
     index = read_spooled_index(entry)
     run_key = index.meta.run_key()
     uploaded: list[str] = []
     present: list[str] = []
     try:
         store.check()
+        _check_index(store, run_key, index)
         for item in index.files:
             source = entry.joinpath(*item.path.split("/"))
             _check_size(source, item.size)
@@ -145,6 +163,12 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
         # Last: the index makes the run complete.
         outcome = store.put_bytes(f"{run_key}/{INDEX_NAME}", index.to_json())
         (uploaded if outcome is PutOutcome.STORED else present).append(INDEX_NAME)
+    except StorageConflictError as e:
+        kept = set_aside(entry, entry.parents[4], index, e)
+        raise type(e)(
+            f"{e.message}; run {run_key} was not stored and is kept in {kept}",
+            hint=conflict_hint(kept),
+        ) from e
     except StorageError as e:
         raise type(e)(
             f"{e.message}; the evidence is kept in the spool {entry}", hint=e.hint or RESUME_HINT
@@ -158,6 +182,19 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
         uploaded=tuple(uploaded),
         already_present=tuple(present),
     )
+
+
+def _check_index(store: EvidenceStore, run_key: str, index: RunIndex) -> None:
+    """A run stored complete under this id with another index is a conflict before any put.
+
+    Checked first so that no file of ours is added to another run's folder.
+    """
+    stored = store.get_bytes(f"{run_key}/{INDEX_NAME}")
+    if stored is not None and stored != index.to_json():
+        raise StorageConflictError(
+            f"{store.location(run_key)}: another run with this id is already stored "
+            "(its index differs)"
+        )
 
 
 def _check_size(source: Path, size: int) -> None:
