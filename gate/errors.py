@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     ARTIFACT_CHANGED = 11
     STALE_ENVIRONMENT = 12
     EVIDENCE_CHANGED = 13
+    STALE_EVIDENCE = 14
     STORAGE = 20
     GITHUB = 21
     STORAGE_CONFLICT = 22
@@ -110,6 +111,12 @@ class EvidenceChangedError(GateError):
     """An evidence file no longer matches its recorded digest."""
 
     exit_code = ExitCode.EVIDENCE_CHANGED
+
+
+class StaleEvidenceError(GateError):
+    """The evidence is of another revision, or older than the verifier allows."""
+
+    exit_code = ExitCode.STALE_EVIDENCE
 
 
 class StorageError(GateError):
