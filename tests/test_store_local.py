@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from gate.errors import (
@@ -306,6 +307,24 @@ def test_index_is_deterministic_schema_valid_and_round_trips(
         "statement": "Passed with the current driver, current artifacts, and tested entry points.",
     }
     assert RunIndex.from_json(data, "x") == result.index
+
+
+def test_the_index_schema_takes_what_the_code_writes_and_no_more(
+    tmp_path: Path, settings: StoreSettings
+) -> None:
+    # A SHA-256 repository's revision is 64 hex digits; check_revision takes it.
+    long_revision = "0123abcd" * 8
+    m = RunMeta("acme", "kernels", long_revision, "gpu-box-1", "1")
+    result = publish(make_evidence(tmp_path / "ev"), m, settings)
+    doc = validate_index(result.index.to_json())
+    assert doc["revision"] == long_revision
+    files = doc["files"]
+    assert isinstance(files, list)
+    assert {".cuda-gate", "manifest.json"} <= {f["path"] for f in files}
+    dotted = json.loads(result.index.to_json())
+    dotted["repository"] = ".conflicts/kernels"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_index(json.dumps(dotted).encode())
 
 
 def test_an_index_of_another_version_is_refused() -> None:
