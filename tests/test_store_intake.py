@@ -172,6 +172,14 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path, settings: StoreSetti
     evidence = make_evidence(tmp_path / "ev")
     os.mkfifo(evidence / "pipe")
     _refused(evidence, settings, BadInputError, f"{evidence / 'pipe'}: not a regular file")
+    # Not even the marker is read through a FIFO or a link.
+    marked = make_evidence(tmp_path / "ev2")
+    (marked / MARKER).unlink()
+    os.mkfifo(marked / MARKER)
+    _refused(marked, settings, BadInputError, f"{marked / MARKER}: the marker is not a regular")
+    (marked / MARKER).unlink()
+    (marked / MARKER).symlink_to(tmp_path / "ev" / MARKER)
+    _refused(marked, settings, BadInputError, f"{marked / MARKER}: the marker is not a regular")
     # A link swapped in after the folder was checked is refused when it is opened.
     target = tmp_path / "target"
     target.write_text("x")

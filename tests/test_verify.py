@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -289,6 +290,19 @@ def test_missing_evidence_is_a_failure_not_a_skip(signed: tuple[Evidence, Path, 
     problems = emptied.detail.split("; ")
     assert len(problems) == len(json.loads(_payload(envelope))["predicate"]["evidence"])
     assert all(p.startswith(str(ev.folder)) and p.endswith(": missing") for p in problems)
+
+
+def test_a_fifo_in_place_of_the_marker_or_a_file_does_not_block(
+    signed: tuple[Evidence, Path, Path],
+) -> None:
+    ev, envelope, pub = signed
+    (ev.folder / ".cuda-gate").unlink()
+    os.mkfifo(ev.folder / ".cuda-gate")
+    (ev.folder / "native.log").unlink()
+    os.mkfifo(ev.folder / "native.log")
+    step = _step(_verify(envelope, pub), 3)
+    assert step.outcome is Outcome.FAILED
+    assert step.detail == f"{ev.folder / 'native.log'}: not a regular file"
 
 
 def test_an_envelope_on_its_own_fails_step_3_unless_asked_to_skip_it(

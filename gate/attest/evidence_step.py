@@ -14,7 +14,7 @@ from typing import Any
 from gate.attest.manifest import MANIFEST_FILE, MANIFEST_FILES
 from gate.attest.steps import Outcome, StepResult, failed
 from gate.errors import EvidenceChangedError
-from gate.evidence import is_marked
+from gate.evidence import MARKER, is_marked
 from gate.fsutil import sha256_file
 
 
@@ -41,7 +41,7 @@ def step_evidence(
     unsigned = folder / MANIFEST_FILE
     if unsigned.is_file() and unsigned.read_bytes() != payload:
         problems.append(f"{unsigned}: differs from the signed payload")
-    in_evidence = is_marked(folder) or unsigned.is_file()
+    in_evidence = _marked(folder) or unsigned.is_file()
     if problems and not in_evidence and all(p.endswith(": missing") for p in problems):
         # Nothing of the run here: say how to check an envelope on its own, on purpose.
         alone = (
@@ -58,6 +58,12 @@ def step_evidence(
     return StepResult(3, "evidence", Outcome.PASSED, detail)
 
 
+def _marked(folder: Path) -> bool:
+    """The gate's marker, read only when it is a plain file (a FIFO there would block)."""
+    marker = folder / MARKER
+    return not marker.is_symlink() and marker.is_file() and is_marked(folder)
+
+
 def _evidence_problem(folder: Path, name: str, digest: str) -> str | None:
     """Why one recorded evidence file does not match, or None when it does."""
     parts = name.split("/")
@@ -66,8 +72,10 @@ def _evidence_problem(folder: Path, name: str, digest: str) -> str | None:
     path = folder.joinpath(*parts)
     if path.is_symlink():
         return f"{path}: a symbolic link, not the evidence file"
-    if not path.is_file():
+    if not path.exists():
         return f"{path}: missing"
+    if not path.is_file():
+        return f"{path}: not a regular file"
     try:
         actual = sha256_file(path)
     except OSError as e:

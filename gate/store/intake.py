@@ -78,6 +78,10 @@ def open_evidence(evidence_dir: Path) -> Intake:
         )
     if not evidence_dir.is_dir():
         raise BadInputError(f"{evidence_dir}: evidence folder not found")
+    marker = evidence_dir / MARKER
+    if marker.is_symlink() or (marker.exists() and not marker.is_file()):
+        # Checked before is_marked reads it: a link or FIFO there must not be followed.
+        raise BadInputError(f"{marker}: the marker is not a regular file ({_LINK_HINT})")
     if not is_marked(evidence_dir):
         raise BadInputError(
             f"{evidence_dir}: not a cuda-gate evidence folder (no {MARKER} marker from the gate)",
