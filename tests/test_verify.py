@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,14 @@ from gate.attest.signing import (
     parse_envelope,
     signer_from_pem,
 )
-from gate.attest.verify import MachineFacts, Outcome, StepResult, Verification, verify
+from gate.attest.verify import (
+    Freshness,
+    MachineFacts,
+    Outcome,
+    StepResult,
+    Verification,
+    verify,
+)
 from gate.errors import (
     ArtifactChangedError,
     BadInputError,
@@ -30,6 +39,7 @@ from gate.errors import (
     NoDeviceError,
     SignatureError,
     StaleEnvironmentError,
+    StaleEvidenceError,
 )
 from gate.redact import Redactor
 from tests.manifest_evidence import Evidence, make_evidence, matching_machine
@@ -57,22 +67,77 @@ def _verify(envelope: Path, pub: Path, **kwargs: object) -> Verification:
     return verify(envelope, load_public_key(pub), **kwargs)  # type: ignore[arg-type]
 
 
+def _payload(envelope: Path) -> bytes:
+    return parse_envelope(envelope.read_bytes(), str(envelope)).payload
+
+
 def _step(result: Verification, number: int) -> StepResult:
     return result.steps[number - 1]
+
+
+RECORDED = "a" * 40  # the revision manifest_evidence records
+FINISHED = datetime(2026, 11, 29, 18, 1, tzinfo=UTC)  # and its finish time
 
 
 def test_everything_matches(signed: tuple[Evidence, Path, Path]) -> None:
     _, envelope, pub = signed
     seen: list[StepResult] = []
-    result = _verify(envelope, pub, emit=seen.append)
+    wanted = Freshness(revision=RECORDED, max_age=timedelta(hours=1), not_before=FINISHED)
+    result = _verify(
+        envelope, pub, emit=seen.append, freshness=wanted, now=FINISHED + timedelta(minutes=30)
+    )
     assert result.ok
     assert result.first_error() is None
     assert result.not_checked == ()
-    assert [s.number for s in seen] == [1, 2, 3, 4, 5]
-    assert [s.outcome for s in seen] == [Outcome.PASSED] * 5
+    assert [s.number for s in seen] == [1, 2, 3, 4, 5, 6]
+    assert [s.outcome for s in seen] == [Outcome.PASSED] * 6
     assert seen[1].detail == "2 of 2 match (check, helper)"
     assert seen[0].line().startswith("  1. signature: ok - signed by key ")
+    assert seen[5].detail == f"recorded for {RECORDED}, finished 2026-11-29T18:01:00Z"
     assert result.keyid == load_public_key(pub).keyid
+
+
+def test_freshness_is_stated_and_not_checked_unless_asked(
+    signed: tuple[Evidence, Path, Path],
+) -> None:
+    _, envelope, pub = signed
+    result = _verify(envelope, pub)
+    assert result.ok
+    assert result.not_checked == ("freshness",)
+    assert _step(result, 6).line() == (
+        f"  6. freshness: not checked - recorded for {RECORDED}, finished 2026-11-29T18:01:00Z; "
+        "the signature does not prove the run is recent or of the revision you expect "
+        "(pass --revision, --max-age or --not-before)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("wanted", "now", "problem"),
+    [
+        (Freshness(revision="b" * 40), FINISHED, f"recorded for revision {RECORDED}, not bbbb"),
+        (
+            Freshness(max_age=timedelta(hours=1)),
+            FINISHED + timedelta(days=2, hours=3),
+            "finished 2026-11-29T18:01:00Z, 2d3h ago: older than --max-age 1h",
+        ),
+        (
+            Freshness(not_before=FINISHED + timedelta(seconds=1)),
+            FINISHED,
+            "finished 2026-11-29T18:01:00Z, before --not-before 2026-11-29T18:01:01Z",
+        ),
+    ],
+)
+def test_a_replayed_older_envelope_fails_the_freshness_asked_for(
+    signed: tuple[Evidence, Path, Path], wanted: Freshness, now: datetime, problem: str
+) -> None:
+    _, envelope, pub = signed
+    result = _verify(envelope, pub, freshness=wanted, now=now)
+    error = result.first_error()
+    assert isinstance(error, StaleEvidenceError)
+    assert int(error.exit_code) == 14
+    assert error.one_line().startswith(f"6. freshness: {problem}")
+    # Everything else still verifies: freshness is the only thing wrong with a replay.
+    assert [s.outcome for s in result.steps[:5]] == [Outcome.PASSED] * 5
 
 
 def test_a_relinked_artifact_with_the_same_name_is_changed(
@@ -88,7 +153,7 @@ def test_a_relinked_artifact_with_the_same_name_is_changed(
     assert int(error.exit_code) == 11
     assert error.one_line().startswith(f"2. artifacts: {ev.artifact('check')}: sha256 ")
     # The other steps still ran and were reported.
-    assert [s.outcome for s in result.steps[2:]] == [Outcome.PASSED] * 3
+    assert [s.outcome for s in result.steps[2:5]] == [Outcome.PASSED] * 3
 
 
 def test_one_changed_byte_in_an_artifact_is_changed(signed: tuple[Evidence, Path, Path]) -> None:
@@ -166,7 +231,7 @@ def test_no_device_and_offline_say_what_was_not_checked(
 
     result = _verify(envelope, pub, machine=no_gpu)
     assert result.ok
-    assert result.not_checked == ("environment",)
+    assert result.not_checked == ("environment", "freshness")
     assert _step(result, 4).line() == (
         "  4. environment: not checked - no CUDA device: nvidia-smi not found on PATH"
     )
@@ -204,16 +269,64 @@ def test_the_unsigned_statement_must_be_the_signed_payload(
     assert "manifest.json: differs from the signed payload" in _step(result, 3).detail
 
 
-def test_an_envelope_away_from_its_evidence_skips_step_3(
+def test_missing_evidence_is_a_failure_not_a_skip(signed: tuple[Evidence, Path, Path]) -> None:
+    ev, envelope, pub = signed
+    (ev.folder / "result.json").unlink()
+    (ev.folder / "ptx.txt").write_text(".version 9.0\n.target sm_90\n// edited\n")
+    result = _verify(envelope, pub)
+    step = _step(result, 3)
+    assert step.outcome is Outcome.FAILED
+    assert f"{ev.folder / 'result.json'}: missing" in step.detail
+    assert f"{ev.folder / 'ptx.txt'}: changed" in step.detail
+    error = result.first_error()
+    assert isinstance(error, EvidenceChangedError)
+    assert int(error.exit_code) == 13
+    # Every file gone but the envelope and the marker: still the evidence folder, still failing.
+    for path in sorted(ev.folder.rglob("*"), reverse=True):
+        if path.is_file() and path.name not in {ENVELOPE_FILE, ".cuda-gate"}:
+            path.unlink()
+    emptied = _step(_verify(envelope, pub), 3)
+    assert emptied.outcome is Outcome.FAILED
+    problems = emptied.detail.split("; ")
+    assert len(problems) == len(json.loads(_payload(envelope))["predicate"]["evidence"])
+    assert all(p.startswith(str(ev.folder)) and p.endswith(": missing") for p in problems)
+
+
+def test_a_fifo_in_place_of_the_marker_or_a_file_does_not_block(
+    signed: tuple[Evidence, Path, Path],
+) -> None:
+    ev, envelope, pub = signed
+    (ev.folder / ".cuda-gate").unlink()
+    os.mkfifo(ev.folder / ".cuda-gate")
+    (ev.folder / "native.log").unlink()
+    os.mkfifo(ev.folder / "native.log")
+    step = _step(_verify(envelope, pub), 3)
+    assert step.outcome is Outcome.FAILED
+    assert step.detail == f"{ev.folder / 'native.log'}: not a regular file"
+
+
+def test_an_envelope_on_its_own_fails_step_3_unless_asked_to_skip_it(
     signed: tuple[Evidence, Path, Path], tmp_path: Path
 ) -> None:
-    _, envelope, pub = signed
+    ev, envelope, pub = signed
+    recorded = len(json.loads((ev.folder / MANIFEST_FILE).read_text())["predicate"]["evidence"])
     alone = tmp_path / "elsewhere"
     alone.mkdir()
     shutil.copy(envelope, alone)
     result = _verify(alone / ENVELOPE_FILE, pub)
-    assert result.ok
-    assert result.not_checked == ("evidence",)
+    error = result.first_error()
+    assert isinstance(error, EvidenceChangedError)
+    assert error.one_line() == (
+        f"3. evidence: no evidence next to the envelope in {alone} ({recorded} recorded files "
+        "missing; to check the envelope alone, pass --envelope-only)"
+    )
+    skipped = _verify(alone / ENVELOPE_FILE, pub, envelope_only=True)
+    assert skipped.ok
+    assert skipped.not_checked == ("evidence", "freshness")
+    assert _step(skipped, 3).line() == (
+        "  3. evidence: not checked - skipped (--envelope-only): the evidence files were not "
+        "compared"
+    )
 
 
 def test_a_rejected_run_does_not_verify(tmp_path: Path, pair: KeyPair) -> None:
@@ -287,6 +400,22 @@ def test_a_wrong_key_or_a_foreign_payload_type(
         _verify(envelope, other)
 
 
+def test_a_hostile_envelope_or_payload_is_one_line_not_a_recursion_error(
+    signed: tuple[Evidence, Path, Path], pair: KeyPair
+) -> None:
+    from gate.attest.signing import sign_envelope
+
+    _, envelope, pub = signed
+    envelope.write_bytes(b'{"payload": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with pytest.raises(SignatureError, match=r"1\. signature: .*JSON nested too deeply"):
+        _verify(envelope, pub)
+    # Signed by the key holder, yet nested to break a recursive reader: bad input.
+    payload = b'{"_type": ' + b"[" * 900 + b"]" * 900 + b"}"
+    envelope.write_text(sign_envelope(payload, signer_from_pem(pair.private_pem, "t")).dumps())
+    with pytest.raises(BadInputError, match="the signed payload: JSON nested too deeply"):
+        _verify(envelope, pub)
+
+
 def test_a_signed_but_foreign_statement_is_bad_input(tmp_path: Path, pair: KeyPair) -> None:
     from gate.attest.signing import sign_envelope
 
@@ -335,14 +464,65 @@ def test_cli_prints_numbered_steps(
     _, envelope, pub = signed
     assert _cli(["verify", str(envelope), "--key", str(pub), "--offline"], monkeypatch) == 0
     out = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0].strip() for line in out[1:6]] == [
+    assert [line.split(":")[0].strip() for line in out[1:7]] == [
         "1. signature",
         "2. artifacts",
         "3. evidence",
         "4. environment",
         "5. verdict",
+        "6. freshness",
     ]
-    assert out[-1] == "verified (not checked: environment)"
+    assert out[-1] == "verified (not checked: environment, freshness)"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (["--revision", RECORDED, "--not-before", "2026-11-29T18:00:00Z"], 0, None),
+        (["--max-age", "100000w"], 0, None),
+        (["--revision", "b" * 40], 14, f"6. freshness: recorded for revision {RECORDED}, not "),
+        (["--not-before", "2026-11-30"], 14, "before --not-before 2026-11-30T00:00:00Z"),
+        (["--max-age", "soon"], 7, "--max-age 'soon' is not a duration"),
+        (["--not-before", "yesterday"], 7, "--not-before 'yesterday' is not an ISO 8601 time"),
+        (["--revision=-x"], 7, "revision '-x' is not a commit id or a ref"),
+    ],
+)
+def test_cli_freshness_options(
+    signed: tuple[Evidence, Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: tuple[list[str], int, str | None],
+) -> None:
+    options, code, message = case
+    _, envelope, pub = signed
+    argv = ["verify", str(envelope), "--key", str(pub), "--offline", *options]
+    assert _cli(argv, monkeypatch) == code
+    captured = capsys.readouterr()
+    if message is None:
+        assert captured.out.splitlines()[-1] == "verified (not checked: environment)"
+        assert captured.err == ""
+    else:
+        (line,) = captured.err.strip().splitlines()
+        assert line.startswith("cuda-gate: error: ")
+        assert message in line
+
+
+def test_cli_missing_result_json_exits_13_and_envelope_only_says_what_it_skipped(
+    signed: tuple[Evidence, Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ev, envelope, pub = signed
+    (ev.folder / "result.json").unlink()
+    argv = ["verify", str(envelope), "--key", str(pub), "--offline"]
+    assert _cli(argv, monkeypatch) == ExitCode.EVIDENCE_CHANGED
+    out, err = capsys.readouterr()
+    assert "  3. evidence: FAILED - " in out
+    assert err.strip() == f"cuda-gate: error: 3. evidence: {ev.folder / 'result.json'}: missing"
+    assert _cli([*argv, "--envelope-only"], monkeypatch) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  3. evidence: not checked - skipped (--envelope-only)" in lines[3]
+    assert lines[-1] == "verified (not checked: evidence, environment, freshness)"
 
 
 def test_cli_exit_statuses(

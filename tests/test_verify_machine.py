@@ -111,7 +111,7 @@ def test_a_driver_update_makes_the_evidence_stale(
     assert "driver is 590.10.01 here, the manifest records 580.159.04" in err
     # --offline skips the comparison, and says so.
     assert cli.main(["verify", str(envelope), "--key", str(pub), "--offline"]) == 0
-    assert "verified (not checked: environment)" in capsys.readouterr().out
+    assert "verified (not checked: environment, freshness)" in capsys.readouterr().out
 
 
 def test_no_nvidia_smi_is_not_checked_with_the_reason(

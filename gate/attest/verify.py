@@ -8,11 +8,15 @@ Reads like the procedure (after sigstore-python's ``verify/verifier.py``):
 2. artifacts: every subject's SHA-256 equals the file in front of us (a relinked
    artifact is a different artifact: the seed's "any subsequent relinking
    requires a new acceptance test");
-3. evidence: when the evidence folder sits next to the envelope, each recorded
-   file's SHA-256 still matches;
+3. evidence: every evidence file the predicate records is next to the envelope
+   with the recorded SHA-256: a missing file fails like a changed one. Only an
+   envelope checked on its own, asked for explicitly (``envelope_only``), skips it;
 4. environment: on a GPU machine, host arch, driver, toolkit and compute
    capability equal the recorded ones (evidence from another driver is stale);
-5. verdict: the recorded verdict accepted the run.
+5. verdict: the recorded verdict accepted the run;
+6. freshness: the recorded source revision and finish time, stated always and
+   checked when asked (:mod:`gate.attest.freshness`): a signature does not prove
+   that the run is recent, and a replayed older envelope verifies otherwise.
 
 A failed signature stops at once (nothing in the payload can be trusted); the
 other steps all run and are all reported, then the first failure decides the
@@ -21,63 +25,52 @@ exit status. Steps that could not run say so.
 
 from __future__ import annotations
 
-import enum
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gate import jsonutil, proc
 from gate import machine as environment
-from gate import proc
+from gate.attest import freshness as fresh
+from gate.attest.evidence_step import step_evidence
+from gate.attest.freshness import Freshness
 from gate.attest.manifest import (
     ENVELOPE_FILE,
     MANIFEST_FILE,
     PREDICATE_TYPE,
     STATEMENT_TYPE,
-    evidence_digests,
     validate_predicate,
 )
 from gate.attest.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
+from gate.attest.steps import Outcome, StepResult, failed
 from gate.errors import (
     ArtifactChangedError,
     BadInputError,
     ConfigError,
-    EvidenceChangedError,
     GateError,
     NoDeviceError,
     SignatureError,
     StaleEnvironmentError,
+    StaleEvidenceError,
     ToolError,
 )
 from gate.fsutil import sha256_file
 from gate.reader.targets import Capability
-from gate.record import RESULT_FILE
+
+__all__ = [
+    "Freshness",
+    "MachineFacts",
+    "Outcome",
+    "StepResult",
+    "Verification",
+    "compare_environment",
+    "gather_machine_facts",
+    "verify",
+]
 
 _SMI_TIMEOUT = 60.0
-
-
-class Outcome(enum.Enum):
-    """How one step ended."""
-
-    PASSED = "ok"
-    FAILED = "FAILED"
-    NOT_CHECKED = "not checked"
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """One numbered step, its outcome and a one-line detail."""
-
-    number: int
-    title: str
-    outcome: Outcome
-    detail: str
-    error: GateError | None = None
-
-    def line(self) -> str:
-        """The step as the CLI prints it."""
-        return f"  {self.number}. {self.title}: {self.outcome.value} - {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -121,6 +114,9 @@ def verify(
     *,
     artifacts_dir: Path | None = None,
     check_environment: bool = True,
+    envelope_only: bool = False,
+    freshness: Freshness | None = None,
+    now: datetime | None = None,
     machine: MachineFacts | Callable[[], MachineFacts] | None = None,
     emit: Callable[[StepResult], None] | None = None,
 ) -> Verification:
@@ -128,7 +124,10 @@ def verify(
 
     ``machine`` is the current machine's facts, or a function gathering them
     (default :func:`gather_machine_facts`); a NoDeviceError from it means step 4
-    is "not checked". ``emit`` sees each step as soon as it is decided.
+    is "not checked". ``envelope_only`` skips step 3 (the envelope checked on its
+    own, away from its evidence); ``freshness`` is what step 6 requires, judged at
+    ``now`` (default: the current time). ``emit`` sees each step as soon as it is
+    decided.
     """
     report = emit or (lambda _step: None)
     try:
@@ -160,15 +159,18 @@ def verify(
         steps.append(step)
 
     record(_step_artifacts(statement, artifacts_dir))
-    record(_step_evidence(envelope_path.parent, predicate, payload))
+    record(step_evidence(envelope_path.parent, predicate, payload, envelope_only=envelope_only))
     record(_step_environment(predicate, check_environment, machine))
     record(_step_verdict(predicate))
+    record(_step_freshness(predicate, freshness or Freshness(), now or datetime.now(UTC)))
     return Verification(tuple(steps), statement, keyid)
 
 
 def _step_signature(data: bytes, source: str, key: PublicKey) -> tuple[bytes, str, StepResult]:
     """Step 1 (DSSE protocol): the signature over PAE(payloadType, payload) verifies."""
     try:
+        # Bounded first: parse_envelope's plain json.loads would recurse on hostile nesting.
+        jsonutil.loads(data, source)
         envelope = parse_envelope(data, source)
     except BadInputError as e:
         raise SignatureError(f"1. signature: {e.message}") from e
@@ -191,10 +193,7 @@ def _parse_statement(payload: bytes, source: str) -> dict[str, Any]:
 
     Signed but malformed is bad input, not a bad signature: the key holder wrote it.
     """
-    try:
-        statement = json.loads(payload)
-    except ValueError as e:
-        raise BadInputError(f"{source}: the signed payload is not JSON: {e}") from e
+    statement = jsonutil.loads(payload, f"{source}: the signed payload")
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
         raise BadInputError(f"{source}: the signed payload is not an in-toto Statement v1")
     if statement.get("predicateType") != PREDICATE_TYPE:
@@ -240,7 +239,7 @@ def _step_artifacts(statement: dict[str, Any], artifacts_dir: Path | None) -> St
             changed.append(f"{path}: sha256 {actual[:16]}..., manifest records {expected[:16]}...")
     count = len(statement["subject"])
     if changed:
-        return _failed(2, "artifacts", changed, ArtifactChangedError)
+        return failed(2, "artifacts", changed, ArtifactChangedError)
     if count == 0:
         return StepResult(2, "artifacts", Outcome.NOT_CHECKED, "the manifest names no artifacts")
     names = ", ".join(s["name"] for s in statement["subject"])
@@ -256,40 +255,6 @@ def _artifact_path(name: str, recorded: str | None, artifacts_dir: Path | None) 
     else:
         candidates = [Path(recorded)] if recorded else []
     return next((p for p in candidates if p.is_file()), None)
-
-
-def _step_evidence(folder: Path, predicate: dict[str, Any], payload: bytes) -> StepResult:
-    """Step 3: the evidence files' digests, when the evidence folder is next to the envelope.
-
-    The unsigned ``manifest.json`` beside it must be the signed payload, byte for byte.
-    """
-    if not (folder / RESULT_FILE).is_file():
-        return StepResult(
-            3,
-            "evidence",
-            Outcome.NOT_CHECKED,
-            f"no evidence folder next to the envelope ({folder})",
-        )
-    recorded = {e["name"]: e["sha256"] for e in predicate["evidence"]}
-    try:
-        present = {d.name: d.sha256 for d in evidence_digests(folder)}
-    except GateError as e:
-        return _failed(3, "evidence", [e.message], EvidenceChangedError)
-    problems = [
-        f"{folder / name}: {'missing' if name not in present else 'changed'}"
-        for name, digest in recorded.items()
-        if present.get(name) != digest
-    ]
-    unsigned = folder / MANIFEST_FILE
-    if unsigned.is_file() and unsigned.read_bytes() != payload:
-        problems.append(f"{unsigned}: differs from the signed payload")
-    if problems:
-        return _failed(3, "evidence", problems, EvidenceChangedError)
-    extra = sorted(set(present) - set(recorded))
-    detail = f"{len(recorded)} files match"
-    if extra:
-        detail += f"; not covered by the manifest: {', '.join(extra)}"
-    return StepResult(3, "evidence", Outcome.PASSED, detail)
 
 
 def _step_environment(
@@ -308,7 +273,7 @@ def _step_environment(
         return StepResult(4, "environment", Outcome.NOT_CHECKED, f"no CUDA device: {e.message}")
     mismatches, unchecked = compare_environment(predicate, facts)
     if mismatches:
-        return _failed(4, "environment", mismatches, StaleEnvironmentError)
+        return failed(4, "environment", mismatches, StaleEnvironmentError)
     detail = "host arch, driver, toolkit and capability match"
     if unchecked:
         detail = f"match; not checked: {', '.join(unchecked)}"
@@ -358,11 +323,21 @@ def _step_verdict(predicate: dict[str, Any]) -> StepResult:
     return StepResult(5, "verdict", Outcome.FAILED, detail, error)
 
 
-def _failed(number: int, title: str, problems: Sequence[str], error: type[GateError]) -> StepResult:
-    """A failed step: every problem in the detail, the first one (and a count) in the error."""
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    reason = f"{number}. {title}: {problems[0]}{more}"
-    return StepResult(number, title, Outcome.FAILED, "; ".join(problems), error(reason))
+def _step_freshness(predicate: dict[str, Any], wanted: Freshness, now: datetime) -> StepResult:
+    """Step 6: state the recorded revision and finish time; check them when asked."""
+    statement = fresh.recorded(predicate)
+    if not wanted.requested:
+        return StepResult(
+            6,
+            "freshness",
+            Outcome.NOT_CHECKED,
+            f"{statement}; the signature does not prove the run is recent or of the revision "
+            "you expect (pass --revision, --max-age or --not-before)",
+        )
+    problems = fresh.problems(predicate, wanted, now)
+    if problems:
+        return failed(6, "freshness", problems, StaleEvidenceError)
+    return StepResult(6, "freshness", Outcome.PASSED, statement)
 
 
 def gather_machine_facts() -> MachineFacts:

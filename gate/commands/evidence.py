@@ -54,17 +54,25 @@ def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """Print a table of the runs stored for the revision."""
+    """Print a table of the runs stored for the revision; exit 6 if an index is unreadable."""
+    from gate.errors import BadInputError
     from gate.git import resolve
     from gate.render.text import count
     from gate.store import list_runs
 
     store, repository = _open(args)
     revision = resolve(args.revision, Path.cwd())
-    runs = list_runs(store, repository, revision)
+    runs = list_runs(store, repository, revision, keep_unreadable=True)
     print(f"{repository} @ {revision} in {store.describe()}: {count(len(runs), 'run')}")
     if runs:
         print(format_table(runs))
+    unreadable = [r for r in runs if r.problem is not None]
+    if unreadable:
+        # The table says why for each; the status tells a script that something is wrong.
+        raise BadInputError(
+            f"{len(unreadable)} of {len(runs)} runs have an unreadable index "
+            f"(first: run {unreadable[0].run_id} of {unreadable[0].runner})"
+        )
     return int(ExitCode.OK)
 
 
@@ -74,7 +82,8 @@ def format_table(runs: tuple[RunSummary, ...]) -> str:
     for run in runs:
         index = run.index
         if index is None:
-            rows.append((run.run_id, run.runner, "-", "-", "-", "incomplete"))
+            state = "incomplete" if run.problem is None else f"unreadable: {run.problem}"
+            rows.append((run.run_id, run.runner, "-", "-", "-", state))
             continue
         verdict = (
             "-"
@@ -105,11 +114,13 @@ def get_command(args: argparse.Namespace) -> int:
     from gate.store import fetch_run, latest_run, list_runs
     from gate.store.records import check_segment
 
+    # Names first: a --run of ../x must never reach a key or a path.
+    runner = check_segment(args.runner, "--runner")
+    given = None if args.run is None else check_segment(args.run, "--run")
     store, repository = _open(args)
     revision = resolve(args.revision, Path.cwd())
-    runner = check_segment(args.runner, "runner")
-    run_id = args.run or latest_run(list_runs(store, repository, revision), runner).run_id
-    dest = args.dest or Path(f"evidence-{runner}-{check_segment(run_id, 'run id')}")
+    run_id = given or latest_run(list_runs(store, repository, revision), runner).run_id
+    dest = args.dest or Path(f"evidence-{runner}-{run_id}")
     index = fetch_run(store, repository, revision, runner=runner, run_id=run_id, dest=dest)
     verdict = "no verdict" if index.verdict is None else index.verdict.statement
     print(f"fetched {len(index.files)} files of run {run_id} ({runner}) into {dest}: {verdict}")

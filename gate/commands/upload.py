@@ -20,10 +20,15 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     parser = subparsers.add_parser(
         "upload",
         help="store an evidence folder (local folder or S3), or --resume spooled uploads",
-        description="Copy the evidence folder to the local spool, upload it under "
+        description="Check the folder is gate evidence (the gate's marker, a readable "
+        "result.json, manifest.json matching every file, no symbolic links), copy it to the "
+        "local spool, upload it under "
         "<owner>/<repo>/<revision>/<runner>/<run-id>/ with an index written last, and "
         "drop the spool once the store confirmed every file. With --resume, finish "
-        "every upload an earlier outage left in the spool.",
+        "every upload an earlier outage left in the spool. Exit 20: the store was "
+        "unreachable or refused (the run stays queued); exit 22: the store already holds "
+        "different content under the run's id (the run is kept in the spool's "
+        ".conflicts/ folder and listed by --resume, never retried).",
     )
     parser.add_argument(
         "evidence_dir",
@@ -49,6 +54,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 def run(args: argparse.Namespace) -> int:
     """Upload one evidence folder, or resume every spooled run."""
     from gate.store import load_settings, publish, resume, run_meta_from_evidence
+    from gate.store.intake import open_evidence
     from gate.store.progress import StderrProgress
 
     settings = load_settings(url=args.store)
@@ -56,13 +62,24 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         if args.evidence_dir is not None:
             print("cuda-gate: --resume uploads the spool; EVIDENCE_DIR is ignored", file=sys.stderr)
-        results = resume(settings, progress=progress)
-        if not results:
-            print(f"nothing to resume: the spool {settings.spool_dir} is empty")
-        for result in results:
+        report = resume(settings, progress=progress)
+        attempted = report.stored or report.conflicts or report.failures
+        if not attempted:
+            print(f"nothing to resume: no run is waiting in the spool {settings.spool_dir}")
+        for result in report.stored:
             print(f"stored {result.location} ({_counts(result)})")
+        if report.kept_aside:
+            # Listed every time, so a run refused for a conflict is never forgotten.
+            print(f"{len(report.kept_aside)} run(s) kept aside after a conflict (not retried):")
+            for kept in report.kept_aside:
+                print(f"  {kept.describe()}")
+        error = report.error()
+        if error is not None:
+            raise error
         return int(ExitCode.OK)
     evidence_dir = args.evidence_dir or Path(DEFAULT_EVIDENCE)
+    # Before anything is derived from it: only gate evidence is stored.
+    open_evidence(evidence_dir)
     meta = run_meta_from_evidence(
         evidence_dir,
         overrides={

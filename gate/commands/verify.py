@@ -1,8 +1,10 @@
 """``cuda-gate verify``: check a signed manifest against the artifacts and this machine.
 
 Exit statuses: 0 verified; 10 bad signature; 11 an artifact changed; 12 the
-environment is stale; 13 an evidence file changed; 1 the recorded run was not
-accepted. Each step is printed with its result; steps that could not run say so.
+environment is stale; 13 an evidence file changed or missing; 1 the recorded run
+was not accepted; 14 the evidence is not of ``--revision`` or older than
+``--max-age``/``--not-before``; 7 a bad option value. Each step is printed with
+its result; steps that could not run say so.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gate.attest.freshness import Freshness
 
 DEFAULT_ENVELOPE = "gate-evidence/manifest.dsse.json"
 DEFAULT_PUBLIC_KEY = "cuda-gate.pub"
@@ -21,8 +26,12 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     parser = subparsers.add_parser(
         "verify",
         help="verify a signed manifest against the artifacts and this machine",
-        description="1 signature, 2 artifact hashes, 3 evidence digests, 4 driver/toolkit/"
-        "host/capability against this machine, 5 the recorded verdict.",
+        description="1 signature, 2 artifact hashes, 3 evidence digests (every recorded file "
+        "must be beside the envelope), 4 driver/toolkit/host/capability against this machine, "
+        "5 the recorded verdict, 6 freshness: the recorded source revision and finish time, "
+        "checked with --revision, --max-age or --not-before (a signature alone does not prove "
+        "the run is recent: a replayed older envelope verifies while its artifacts are "
+        "unchanged).",
     )
     parser.add_argument(
         "envelope",
@@ -51,6 +60,28 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
         action="store_false",
         help="skip step 4 (comparing driver, toolkit, host and capability with this machine)",
     )
+    parser.add_argument(
+        "--envelope-only",
+        action="store_true",
+        help="check the envelope on its own, away from its evidence: skip step 3 (said so)",
+    )
+    parser.add_argument(
+        "--revision",
+        metavar="REV",
+        help="require the run to be recorded for this commit (a full id, or a ref git "
+        "resolves here), from a clean tree",
+    )
+    parser.add_argument(
+        "--max-age",
+        metavar="DURATION",
+        help="require the run to have finished at most this long ago (90m, 36h, 7d, 1d12h)",
+    )
+    parser.add_argument(
+        "--not-before",
+        metavar="TIME",
+        help="require the run to have finished at or after this ISO 8601 time "
+        "(2026-11-29, 2026-11-29T18:00:00Z; UTC if no zone)",
+    )
     parser.set_defaults(handler=_verify)
 
 
@@ -70,6 +101,18 @@ def _public_key_path(given: Path | None) -> Path:
     )
 
 
+def _freshness(args: argparse.Namespace) -> Freshness:
+    """The freshness checks the options ask for, every value checked before anything runs."""
+    from gate.attest.freshness import Freshness, parse_duration, parse_time
+    from gate.git import resolve
+
+    return Freshness(
+        revision=None if args.revision is None else resolve(args.revision, Path.cwd()),
+        not_before=None if args.not_before is None else parse_time(args.not_before),
+        max_age=None if args.max_age is None else parse_duration(args.max_age),
+    )
+
+
 def _verify(args: argparse.Namespace) -> int:
     from gate.attest.signing import load_public_key
     from gate.attest.verify import StepResult, verify
@@ -77,6 +120,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     if args.artifacts is not None and not args.artifacts.is_dir():
         raise ConfigError(f"{args.artifacts}: --artifacts is not a folder")
+    freshness = _freshness(args)
     key = load_public_key(_public_key_path(args.key))
     print(f"cuda-gate verify {args.envelope} (key {key.keyid})")
 
@@ -88,6 +132,8 @@ def _verify(args: argparse.Namespace) -> int:
         key,
         artifacts_dir=args.artifacts,
         check_environment=args.environment,
+        envelope_only=args.envelope_only,
+        freshness=freshness,
         emit=emit,
     )
     error = result.first_error()

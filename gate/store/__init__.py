@@ -3,18 +3,21 @@
 The public API:
 
 * ``publish(evidence_dir, meta, settings)``: spool, upload, verify, drop the spool;
-* ``resume(settings)``: finish every upload left in the spool;
+* ``resume(settings)``: finish every upload left in the spool (runs refused for a
+  conflict are set aside in the spool's conflicts area, not retried);
 * ``open_store(settings)``, ``list_runs``, ``fetch_run``, ``latest_run``: read back;
 * ``load_settings()``, ``run_meta_from_evidence()``: where, and what.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate.errors import GateError
+from gate.errors import GateError, StorageConflictError
 from gate.store.base import EvidenceStore, ObjectExistsError, ProgressCallback, ProgressEvent
+from gate.store.conflicts import KeptRun, kept_aside
 from gate.store.local import LocalStore
 from gate.store.meta import find_repository, run_meta_from_evidence
 from gate.store.readback import fetch_run, latest_run, list_runs, read_index
@@ -27,11 +30,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EvidenceStore",
+    "KeptRun",
     "LocalStore",
     "ObjectExistsError",
     "ProgressCallback",
     "ProgressEvent",
     "PublishResult",
+    "ResumeReport",
     "RunIndex",
     "RunMeta",
     "RunSummary",
@@ -39,6 +44,7 @@ __all__ = [
     "Verdict",
     "fetch_run",
     "find_repository",
+    "kept_aside",
     "latest_run",
     "list_runs",
     "load_settings",
@@ -78,7 +84,9 @@ def publish(
     """Spool the evidence folder, upload it under ``meta``'s key, and drop the spool.
 
     Raises StorageError (the spool kept, its path in the message) when the store
-    is unreachable or refuses; a later ``resume`` finishes the job.
+    is unreachable or refuses; a later ``resume`` finishes the job. Raises
+    StorageConflictError when the store holds different content under the run's
+    id: the run is then kept in the spool's conflicts area, out of the queue.
     """
     settings = load_settings() if settings is None else settings
     entry, _ = spool_run(evidence_dir, meta, settings.spool_dir)
@@ -86,29 +94,64 @@ def publish(
     return upload_entry(store, entry)
 
 
+@dataclass(frozen=True)
+class ResumeReport:
+    """What ``resume`` did: runs stored, runs set aside for a conflict, runs still queued."""
+
+    stored: tuple[PublishResult, ...]
+    conflicts: tuple[StorageConflictError, ...]
+    failures: tuple[GateError, ...]
+    kept_aside: tuple[KeptRun, ...]
+
+    def error(self) -> GateError | None:
+        """The error to exit with: an outage (20) first, then a conflict (22), else None.
+
+        Runs kept aside by an earlier attempt are listed, never an error again.
+        """
+        attempted = len(self.stored) + len(self.conflicts) + len(self.failures)
+        if self.failures:
+            first = self.failures[0]
+            also = f"; {len(self.conflicts)} set aside for a conflict" if self.conflicts else ""
+            return type(first)(
+                f"{len(self.failures)} of {attempted} spooled runs not uploaded{also}; "
+                f"first: {first.message}",
+                hint=first.hint,
+            )
+        if self.conflicts:
+            first = self.conflicts[0]
+            return StorageConflictError(
+                f"{len(self.conflicts)} of {attempted} spooled runs conflict with evidence "
+                f"already stored and were set aside; first: {first.message}",
+                hint=first.hint,
+            )
+        return None
+
+
 def resume(
     settings: StoreSettings | None = None,
     *,
     store: EvidenceStore | None = None,
     progress: ProgressCallback | None = None,
-) -> tuple[PublishResult, ...]:
-    """Upload every run left in the spool; re-raise the first failure after trying them all."""
+) -> ResumeReport:
+    """Upload every run left in the spool; a failure or a conflict does not stop the others."""
     settings = load_settings() if settings is None else settings
     entries = pending(settings.spool_dir)
     if not entries:
-        return ()
+        return ResumeReport((), (), (), kept_aside(settings.spool_dir))
     store = open_store(settings, progress=progress) if store is None else store
-    done: list[PublishResult] = []
+    stored: list[PublishResult] = []
+    conflicts: list[StorageConflictError] = []
     failures: list[GateError] = []
     for entry in entries:
         try:
-            done.append(upload_entry(store, entry))
+            stored.append(upload_entry(store, entry))
+        except StorageConflictError as e:
+            conflicts.append(e)
         except GateError as e:
             failures.append(e)
-    if failures:
-        first = failures[0]
-        raise type(first)(
-            f"{len(failures)} of {len(entries)} spooled runs not uploaded; first: {first.message}",
-            hint=first.hint,
-        ) from first
-    return tuple(done)
+    return ResumeReport(
+        stored=tuple(stored),
+        conflicts=tuple(conflicts),
+        failures=tuple(failures),
+        kept_aside=kept_aside(settings.spool_dir),
+    )

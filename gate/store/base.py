@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from gate.errors import StorageError
+from gate.errors import StorageConflictError
 
 
 class PutOutcome(Enum):
@@ -23,7 +23,7 @@ class PutOutcome(Enum):
     PRESENT = "present"
 
 
-class ObjectExistsError(StorageError):
+class ObjectExistsError(StorageConflictError):
     """A different object already sits under the key: evidence is never overwritten."""
 
 

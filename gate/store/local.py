@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,7 +50,7 @@ class LocalStore(EvidenceStore):
     def put_file(self, key: str, path: Path, sha256: str, size: int) -> PutOutcome:
         """Copy ``path`` in, hashing the copy, and link it into place unless the key exists."""
         dest = self._path(key)
-        if dest.exists():
+        if dest.is_symlink() or dest.exists():
             return self._compare_existing(dest, key, sha256, size)
         tmp = dest.with_name(f"{_TMP_MARK}{uuid.uuid4().hex}")
         try:
@@ -70,7 +71,7 @@ class LocalStore(EvidenceStore):
         """Write a small object the same way as a file."""
         dest = self._path(key)
         sha = hashlib.sha256(data).hexdigest()
-        if dest.exists():
+        if dest.is_symlink() or dest.exists():
             return self._compare_existing(dest, key, sha, len(data))
         tmp = dest.with_name(f"{_TMP_MARK}{uuid.uuid4().hex}")
         try:
@@ -95,7 +96,13 @@ class LocalStore(EvidenceStore):
         return PutOutcome.STORED
 
     def _compare_existing(self, dest: Path, key: str, sha256: str, size: int) -> PutOutcome:
+        """PRESENT when the file there holds these bytes (hashed on disk); else refuse."""
         try:
+            # A link in the store (to anything, even identical bytes) is not stored evidence.
+            if not stat.S_ISREG(dest.lstat().st_mode):
+                raise ObjectExistsError(
+                    f"refusing to overwrite {self.location(key)}: it is not a regular file"
+                )
             found = digest_file(dest)
         except OSError as e:
             raise StorageError(f"cannot read {dest}: {e.strerror or e}") from e

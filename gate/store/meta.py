@@ -17,7 +17,7 @@ from gate import git
 from gate.errors import ConfigError
 from gate.fsutil import sha256_file
 from gate.record import RESULT_FILE, load
-from gate.store.records import RunMeta, safe_segment, split_repository
+from gate.store.records import RunMeta, check_segment, safe_segment, split_repository
 from gate.store.spool import evidence_files
 
 
@@ -54,14 +54,21 @@ def run_meta_from_evidence(
     """The RunMeta of the evidence in ``evidence_dir`` (keys of ``overrides`` as RunMeta's)."""
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else cwd
-    given = {k: v for k, v in (overrides or {}).items() if v}
+    # An empty value given on purpose (``--run-id ""``) is refused below, not ignored.
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
     result_path = evidence_dir / RESULT_FILE
     doc = load(evidence_dir).to_json() if result_path.is_file() else {}
     run, source = _section(doc, "run"), _section(doc, "source")
 
-    repository = given.get("repository") or source.get("repository") or find_repository(env, cwd)
+    if "repository" in given:
+        repository = given["repository"]
+    else:
+        repository = source.get("repository") or find_repository(env, cwd)
     owner, repo = split_repository(str(repository))
-    revision = given.get("revision") or source.get("revision")
+    if "revision" in given:
+        revision: object = git.check_revision(given["revision"])
+    else:
+        revision = source.get("revision")
     dirty = bool(source.get("dirty", False))
     if not revision:
         # Only when the revision itself comes from git does the work tree's state apply.
@@ -72,21 +79,28 @@ def run_meta_from_evidence(
             f"{result_path}: no source revision recorded and no git checkout at {cwd}",
             hint="pass --revision SHA",
         )
-    runner = (
-        given.get("runner") or run.get("runner") or env.get("RUNNER_NAME") or socket.gethostname()
-    )
     runner_class = (
         given.get("runner_class") or run.get("runner_class") or env.get("CUDA_GATE_RUNNER_CLASS")
     )
-    run_id = (
-        given.get("run_id") or run.get("run_id") or _ci_run_id(env) or _content_id(evidence_dir)
-    )
+    # A name the user typed is used as typed or refused: rewriting it (``../..`` became
+    # ``unknown``) would store the run somewhere the user never named. Names the
+    # machine supplies (host names, CI variables) are made key-safe instead.
+    if "runner" in given:
+        runner = check_segment(given["runner"], "--runner")
+    else:
+        found = run.get("runner") or env.get("RUNNER_NAME") or socket.gethostname()
+        runner = safe_segment(str(found))
+    if "run_id" in given:
+        run_id = check_segment(given["run_id"], "--run-id")
+    else:
+        found = run.get("run_id") or _ci_run_id(env) or _content_id(evidence_dir)
+        run_id = safe_segment(str(found))
     return RunMeta(
         owner=owner,
         repo=repo,
         revision=str(revision),
-        runner=safe_segment(str(runner)),
-        run_id=safe_segment(str(run_id)),
+        runner=runner,
+        run_id=run_id,
         runner_class=str(runner_class) if runner_class else None,
         dirty=dirty,
     )

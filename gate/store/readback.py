@@ -9,13 +9,28 @@ import shutil
 import uuid
 from pathlib import Path
 
-from gate.errors import EvidenceChangedError, EvidenceError, StorageError
+from gate.errors import BadInputError, EvidenceChangedError, EvidenceError, StorageError
 from gate.store.base import EvidenceStore
-from gate.store.records import INDEX_NAME, RunIndex, RunSummary, natural_key, revision_key
+from gate.store.records import (
+    INDEX_NAME,
+    RunIndex,
+    RunSummary,
+    check_segment,
+    natural_key,
+    revision_key,
+)
 
 
-def list_runs(store: EvidenceStore, repository: str, revision: str) -> tuple[RunSummary, ...]:
-    """Every run stored for ``revision``, complete or not, sorted by run id then runner."""
+def list_runs(
+    store: EvidenceStore, repository: str, revision: str, *, keep_unreadable: bool = False
+) -> tuple[RunSummary, ...]:
+    """Every run stored for ``revision``, complete or not, sorted by run id then runner.
+
+    An index that cannot be used (malformed, hostile, describing another run) raises,
+    unless ``keep_unreadable``: then that run is listed with its ``problem`` and the
+    others are still read. Decisions (the release matrix) keep the default: a run
+    that cannot be read must not quietly count as merely incomplete.
+    """
     base = revision_key(repository, revision)
     runs: dict[tuple[str, str], bool] = {}
     for key in store.list_keys(base):
@@ -27,7 +42,13 @@ def list_runs(store: EvidenceStore, repository: str, revision: str) -> tuple[Run
         runs[(runner, run_id)] = runs.get((runner, run_id), False) or has_index
     summaries = []
     for (runner, run_id), has_index in runs.items():
-        index = read_index(store, f"{base}/{runner}/{run_id}") if has_index else None
+        try:
+            index = read_index(store, f"{base}/{runner}/{run_id}") if has_index else None
+        except (BadInputError, EvidenceChangedError) as e:
+            if not keep_unreadable:
+                raise
+            summaries.append(RunSummary(runner, run_id, None, problem=e.one_line()))
+            continue
         summaries.append(RunSummary(runner=runner, run_id=run_id, index=index))
     return tuple(sorted(summaries, key=lambda s: (natural_key(s.run_id), s.runner)))
 
@@ -61,7 +82,13 @@ def fetch_run(
     Files are written to a temporary sibling folder first; ``dest`` appears only when
     every file matched, so a failed fetch never leaves a folder that looks complete.
     """
-    run_key = f"{revision_key(repository, revision)}/{runner}/{run_id}"
+    run_key = "/".join(
+        (
+            revision_key(repository, revision),
+            check_segment(runner, "runner"),
+            check_segment(run_id, "run id"),
+        )
+    )
     index = read_index(store, run_key)
     if index is None:
         raise StorageError(f"{store.location(run_key)}: no index, the run is incomplete or absent")

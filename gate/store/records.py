@@ -7,14 +7,18 @@ written last, so a run is complete exactly when its index exists.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate import jsonutil
 from gate.errors import BadInputError, ConfigError
 from gate.git import check_revision
 
@@ -64,6 +68,10 @@ class RunMeta:
 
     def __post_init__(self) -> None:
         check_segment(self.owner, "repository owner")
+        if self.owner.startswith("."):
+            # GitHub owner names never start with a dot; the spool keeps its own
+            # folders (the conflicts area) under such names.
+            raise ConfigError(f"repository owner {self.owner!r} cannot start with a dot")
         check_segment(self.repo, "repository name")
         object.__setattr__(self, "revision", check_revision(self.revision))
         check_segment(self.runner, "runner")
@@ -156,7 +164,7 @@ class RunIndex:
     def from_json(cls, data: bytes, where: str) -> RunIndex:
         """Parse an index; BadInputError naming ``where`` when it is not one."""
         try:
-            doc = json.loads(data)
+            doc = jsonutil.loads(data, where)
             _check_version(doc, where)
             owner, repo = split_repository(doc["repository"])
             meta = RunMeta(
@@ -196,11 +204,32 @@ def _check_version(doc: object, where: str) -> None:
         raise BadInputError(f"{where}: unsupported evidence index version {found!r}")
 
 
+def open_regular(path: Path) -> io.BufferedReader:
+    """Open a regular file for reading, never through a symbolic link, never blocking on a FIFO.
+
+    BadInputError naming the file for a link or anything but a regular file: evidence
+    is plain files, and a link swapped in after a folder was checked is refused here.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise BadInputError(
+                f"{path}: a symbolic link (evidence is plain files; links are never followed)"
+            ) from e
+        raise
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise BadInputError(f"{path}: not a regular file (evidence is plain files)")
+    return handle
+
+
 def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
-    """Copy ``source`` to a new file ``dest`` (never overwriting), synced; its sha256 and size."""
+    """Copy ``source`` (a regular file, not a link) to a new file ``dest``, synced; sha256, size."""
     digest = hashlib.sha256()
     size = 0
-    with source.open("rb") as src, dest.open("xb") as out:
+    with open_regular(source) as src, dest.open("xb") as out:
         while block := src.read(1 << 20):
             digest.update(block)
             size += len(block)
@@ -212,11 +241,16 @@ def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One run found under a revision: complete when its index exists."""
+    """One run found under a revision: complete when its index exists.
+
+    ``problem`` says why an index that exists could not be used (listings that
+    keep unreadable runs); such a run has no ``index`` and is not complete.
+    """
 
     runner: str
     run_id: str
     index: RunIndex | None
+    problem: str | None = None
 
     @property
     def complete(self) -> bool:

@@ -4,6 +4,8 @@ Every put carries its SHA-256 so the server checks the bytes it received; large
 files go up in parts and the whole file's sha256 is then verified by reading the
 object back (servers give only a composite checksum for multipart objects).
 Writes are conditional (``If-None-Match: *``): evidence is never overwritten.
+An object already under a key counts as ours only by a digest the server
+computed or by its bytes, never by the ``sha256`` metadata a writer claimed.
 """
 
 from __future__ import annotations
@@ -190,8 +192,11 @@ class S3Store(EvidenceStore):
             )
 
     def _existing(self, key: str) -> dict[str, Any] | None:
+        """The object's HEAD, with the checksum the server computed (ChecksumMode), or None."""
         try:
-            head = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            head = self.client.head_object(
+                Bucket=self.bucket, Key=self._key(key), ChecksumMode="ENABLED"
+            )
         except botocore.exceptions.ClientError as e:
             if e.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
                 return None
@@ -199,13 +204,39 @@ class S3Store(EvidenceStore):
         return dict(head)
 
     def _compare(self, key: str, head: dict[str, Any], sha256: str, size: int) -> PutOutcome:
-        found = head.get("Metadata", {}).get("sha256")
-        if found == sha256 and head.get("ContentLength") == size:
-            return PutOutcome.PRESENT
+        """PRESENT when the object already there holds these bytes; ObjectExistsError if not.
+
+        Only a digest the server computed is trusted: ``x-amz-meta-sha256`` is whatever
+        the writer claimed, so an object with forged metadata must not count as ours.
+        A full-object SHA-256 checksum (the server verified it when the object was
+        put) is compared directly; a composite one (multipart: a checksum of part
+        checksums) or none at all means reading the object back and hashing it.
+        """
+        found_size = head.get("ContentLength")
+        if found_size == size:
+            checksum = head.get("ChecksumSHA256")
+            composite = head.get("ChecksumType") == "COMPOSITE" or "-" in str(checksum or "")
+            if checksum and not composite:
+                found, how = base64.b64decode(checksum).hex(), "the server's checksum"
+            else:
+                found, how = self._digest(key), "read back"
+            if found == sha256:
+                return PutOutcome.PRESENT
+            detail = f"sha256 {found} ({how}), {found_size} bytes"
+        else:
+            detail = f"{found_size} bytes, expected {size}"
         raise ObjectExistsError(
             f"refusing to overwrite {self.location(key)}: it already holds different content "
-            f"(sha256 {found}, {head.get('ContentLength')} bytes)"
+            f"({detail})"
         )
+
+    def _digest(self, key: str) -> str:
+        """The SHA-256 of the object's bytes as the server returns them."""
+        digest = hashlib.sha256()
+        response = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        for block in response["Body"].iter_chunks(1 << 20):
+            digest.update(block)
+        return digest.hexdigest()
 
     def _lock_args(self) -> dict[str, Any]:
         if self.settings.object_lock_mode is None or self.settings.object_lock_days is None:
@@ -221,7 +252,7 @@ class S3Store(EvidenceStore):
         action = f"uploading {path.name} to {self.location(key)}"
         head = self._retry(action, lambda: self._existing(key))
         if head is not None:
-            return self._compare(key, head, sha256, size)
+            return self._retry(action, lambda: self._compare(key, head, sha256, size))
         multipart = size >= self.settings.multipart_threshold
         if multipart:
             self._retry(action, lambda: self._abort_stale(key))
@@ -239,7 +270,7 @@ class S3Store(EvidenceStore):
         action = f"uploading {self.location(key)}"
         head = self._retry(action, lambda: self._existing(key))
         if head is not None:
-            return self._compare(key, head, sha, len(data))
+            return self._retry(action, lambda: self._compare(key, head, sha, len(data)))
         return self._retry(action, lambda: self._put_body(key, data, sha, len(data)))
 
     def _put_single(self, key: str, path: Path, sha256: str, size: int) -> PutOutcome:

@@ -5,7 +5,8 @@ the copied files and the run's ``index.json``. It appears by one rename once the
 copy is complete, and it is deleted only after the store has confirmed every
 file and the index. If the store is unreachable or the upload breaks part-way,
 the entry stays and ``cuda-gate upload --resume`` finishes the job: files already
-stored identically are skipped, so nothing is duplicated or overwritten.
+stored identically are skipped, so nothing is duplicated or overwritten. A run
+refused for a conflict is set aside instead (:mod:`gate.store.conflicts`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,17 @@ import uuid
 from pathlib import Path
 
 from gate import __version__
-from gate.errors import BadInputError, EvidenceChangedError, EvidenceError, StorageError
+from gate.errors import (
+    BadInputError,
+    EvidenceChangedError,
+    EvidenceError,
+    StorageConflictError,
+    StorageError,
+)
 from gate.fsutil import write_atomic
-from gate.record import RESULT_FILE, load
 from gate.store.base import EvidenceStore, PutOutcome
+from gate.store.conflicts import CONFLICTS, conflict_hint, set_aside
+from gate.store.intake import Intake, open_evidence
 from gate.store.records import (
     INDEX_NAME,
     FileEntry,
@@ -35,34 +43,43 @@ RESUME_HINT = "run `cuda-gate upload --resume` when the store is reachable again
 
 
 def evidence_files(evidence_dir: Path) -> tuple[str, ...]:
-    """Every regular file below ``evidence_dir``, as sorted relative POSIX paths."""
+    """Every regular file below ``evidence_dir``, as sorted relative POSIX paths.
+
+    Only for naming a run by its content (:mod:`gate.store.meta`); what is stored
+    is decided by :func:`gate.store.intake.open_evidence`.
+    """
     if not evidence_dir.is_dir():
         raise BadInputError(f"{evidence_dir}: evidence folder not found")
     names = sorted(
-        p.relative_to(evidence_dir).as_posix() for p in evidence_dir.rglob("*") if p.is_file()
+        p.relative_to(evidence_dir).as_posix()
+        for p in evidence_dir.rglob("*")
+        if p.is_file() and not p.is_symlink()
     )
     if not names:
         raise BadInputError(f"{evidence_dir}: the evidence folder is empty")
-    if INDEX_NAME in names:
-        raise BadInputError(f"{evidence_dir / INDEX_NAME}: this name is reserved for the run index")
     return tuple(check_file_name(n) for n in names)
 
 
 def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path, RunIndex]:
-    """Copy the evidence into the spool (hashing the copies) and write the run's index there."""
+    """Check the folder is gate evidence, copy it into the spool, and write the run's index there.
+
+    Only a gate evidence folder is taken (:func:`gate.store.intake.open_evidence`);
+    each copy is hashed and must match what the manifest records, so the spool holds
+    exactly the evidence that was checked.
+    """
+    intake = open_evidence(evidence_dir)
     entry = spool_dir.joinpath(*meta.run_key().split("/"))
-    names = evidence_files(evidence_dir)
     partial = entry.with_name(f"{_PARTIAL}{meta.run_id}-{uuid.uuid4().hex[:8]}")
     try:
         partial.mkdir(parents=True)
-        entries = tuple(_copy(evidence_dir / name, partial / name, name) for name in names)
-        verdict, finished = _verdict_of(evidence_dir)
+        entries = tuple(_copy(intake, name, partial) for name in intake.files)
+        verdict = intake.record.verdict
         index = RunIndex(
             meta=meta,
             files=entries,
-            verdict=verdict,
+            verdict=Verdict(verdict.accepted, verdict.statement),
             tool_version=__version__,
-            finished=finished,
+            finished=intake.record.to_json()["finished"],
         )
         write_atomic(partial / INDEX_NAME, index.to_json())
         if entry.exists():
@@ -72,21 +89,18 @@ def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path,
         raise EvidenceError(f"cannot copy the evidence into the spool {entry}: {e}") from e
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+        if not entry.exists():
+            # A refused folder leaves nothing behind, not even empty key folders.
+            _prune(entry.parent)
     return entry, index
 
 
-def _verdict_of(evidence_dir: Path) -> tuple[Verdict | None, str | None]:
-    """The run record's verdict and finish time; (None, None) for a folder without one."""
-    if not (evidence_dir / RESULT_FILE).is_file():
-        return None, None
-    record = load(evidence_dir)
-    verdict = record.verdict
-    return Verdict(verdict.accepted, verdict.statement), record.to_json()["finished"]
-
-
-def _copy(source: Path, dest: Path, name: str) -> FileEntry:
+def _copy(intake: Intake, name: str, partial: Path) -> FileEntry:
+    """Copy one file into the spool entry; it must be the file that was checked."""
+    dest = partial.joinpath(*name.split("/"))
     dest.parent.mkdir(parents=True, exist_ok=True)
-    sha256, size = copy_with_digest(source, dest)
+    sha256, size = copy_with_digest(intake.root.joinpath(*name.split("/")), dest)
+    intake.check_copy(name, sha256, size)
     return FileEntry(name, sha256, size)
 
 
@@ -112,25 +126,35 @@ def read_spooled_index(entry: Path) -> RunIndex:
 
 
 def pending(spool_dir: Path) -> tuple[Path, ...]:
-    """Spool entries still waiting for upload, oldest run id first."""
+    """Spool entries still waiting for upload, oldest run id first (runs set aside excluded)."""
     if not spool_dir.is_dir():
         return ()
     found = [
         index.parent
         for index in spool_dir.glob(f"*/*/*/*/*/{INDEX_NAME}")
-        if not any(part.startswith(_PARTIAL) for part in index.relative_to(spool_dir).parts)
+        if not any(
+            part.startswith(_PARTIAL) or part == CONFLICTS
+            for part in index.relative_to(spool_dir).parts
+        )
     ]
     return tuple(sorted(found, key=lambda p: (p.name, str(p))))
 
 
 def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
-    """Upload one spool entry (files, then the index last), then drop it from the spool."""
+    """Upload one spool entry (files, then the index last), then drop it from the spool.
+
+    An outage raises StorageError with the entry kept for ``upload --resume``. A
+    conflict (different content already stored under the run's id) moves the entry
+    to the spool's conflicts area (:mod:`gate.store.conflicts`) and raises
+    StorageConflictError: retrying cannot help, and the run must not block the others.
+    """
     index = read_spooled_index(entry)
     run_key = index.meta.run_key()
     uploaded: list[str] = []
     present: list[str] = []
     try:
         store.check()
+        _check_index(store, run_key, index)
         for item in index.files:
             source = entry.joinpath(*item.path.split("/"))
             _check_size(source, item.size)
@@ -139,6 +163,12 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
         # Last: the index makes the run complete.
         outcome = store.put_bytes(f"{run_key}/{INDEX_NAME}", index.to_json())
         (uploaded if outcome is PutOutcome.STORED else present).append(INDEX_NAME)
+    except StorageConflictError as e:
+        kept = set_aside(entry, entry.parents[4], index, e)
+        raise type(e)(
+            f"{e.message}; run {run_key} was not stored and is kept in {kept}",
+            hint=conflict_hint(kept),
+        ) from e
     except StorageError as e:
         raise type(e)(
             f"{e.message}; the evidence is kept in the spool {entry}", hint=e.hint or RESUME_HINT
@@ -154,6 +184,19 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
     )
 
 
+def _check_index(store: EvidenceStore, run_key: str, index: RunIndex) -> None:
+    """A run stored complete under this id with another index is a conflict before any put.
+
+    Checked first so that no file of ours is added to another run's folder.
+    """
+    stored = store.get_bytes(f"{run_key}/{INDEX_NAME}")
+    if stored is not None and stored != index.to_json():
+        raise StorageConflictError(
+            f"{store.location(run_key)}: another run with this id is already stored "
+            "(its index differs)"
+        )
+
+
 def _check_size(source: Path, size: int) -> None:
     """A spooled file of the wrong size is damaged; the store checks the digest of the rest."""
     found = source.stat().st_size
@@ -167,10 +210,14 @@ def _check_size(source: Path, size: int) -> None:
 def _drop(entry: Path) -> None:
     """Remove an uploaded entry and the folders it leaves empty (up to the spool root)."""
     shutil.rmtree(entry, ignore_errors=True)
-    parent = entry.parent
+    _prune(entry.parent)
+
+
+def _prune(folder: Path) -> None:
+    """Remove ``folder`` and its parents while empty: the runner, revision, repo, owner levels."""
     for _ in range(4):
         try:
-            parent.rmdir()
+            folder.rmdir()
         except OSError:
             return
-        parent = parent.parent
+        folder = folder.parent

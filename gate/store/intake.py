@@ -1,0 +1,202 @@
+"""What may enter the store: a gate evidence folder, exactly as its manifest describes it.
+
+A folder is taken only when
+
+1. the gate marked it as its evidence folder (:func:`gate.evidence.is_marked`):
+   a folder of wheels or a home directory is never "a run";
+2. it holds folders and regular files only: a symbolic link anywhere inside (or a
+   FIFO, socket or device) is refused with its name, never followed, so nothing
+   outside the folder can be stored as its evidence;
+3. its run record reads (:func:`gate.record.load`, the one reader of result.json);
+4. its ``manifest.json`` is there, and the files are exactly those the manifest
+   records: one recorded but missing, or present but not recorded (written after
+   the manifest), is refused with its name; a signed envelope beside it carries
+   ``manifest.json``'s bytes as its payload.
+
+Each file's digest is then checked as it is copied into the spool
+(:meth:`Intake.check_copy`): what is stored is what was checked, and a file that
+changed since the manifest was written is refused with its name.
+
+Hidden files other than the marker (temporary files of an atomic write) are not
+evidence: the manifest leaves them out (:func:`gate.attest.manifest.evidence_digests`),
+and so does the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate import jsonutil
+from gate.attest.manifest import ENVELOPE_FILE, MANIFEST_FILE, MANIFEST_FILES, validate_predicate
+from gate.attest.signing import parse_envelope
+from gate.errors import BadInputError, EvidenceChangedError, GateError
+from gate.evidence import MARKER, is_marked
+from gate.record import RunRecord, load
+from gate.store.records import INDEX_NAME, FileEntry, check_file_name, open_regular
+
+_LINK_HINT = "evidence is plain files; links are never followed"
+_FRESH = "run the gate again to write fresh evidence"
+
+
+@dataclass(frozen=True)
+class Intake:
+    """A checked evidence folder: the files to store and the digest each must have."""
+
+    root: Path
+    record: RunRecord
+    expected: tuple[FileEntry, ...]  # every file to store, sorted by name
+    recorded: frozenset[str]  # the names manifest.json records
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The relative names to store, sorted."""
+        return tuple(entry.path for entry in self.expected)
+
+    def check_copy(self, name: str, sha256: str, size: int) -> None:
+        """EvidenceChangedError unless the copy of ``name`` has the digest that was checked."""
+        want = next(entry for entry in self.expected if entry.path == name)
+        if (want.sha256, want.size) == (sha256, size):
+            return
+        since = f"since {MANIFEST_FILE} was written" if name in self.recorded else "while copied"
+        raise EvidenceChangedError(
+            f"{self.root / name}: changed {since} (sha256 {sha256[:16]}..., {size} bytes; "
+            f"expected {want.sha256[:16]}..., {want.size} bytes)",
+            hint=_FRESH,
+        )
+
+
+def open_evidence(evidence_dir: Path) -> Intake:
+    """Check that ``evidence_dir`` is gate evidence (steps 1-4 above); one line if not."""
+    # 1. the gate's marker (a link in place of the folder is refused like any other link)
+    if evidence_dir.is_symlink():
+        raise BadInputError(
+            f"{evidence_dir}: the evidence folder is a symbolic link ({_LINK_HINT})"
+        )
+    if not evidence_dir.is_dir():
+        raise BadInputError(f"{evidence_dir}: evidence folder not found")
+    marker = evidence_dir / MARKER
+    if marker.is_symlink() or (marker.exists() and not marker.is_file()):
+        # Checked before is_marked reads it: a link or FIFO there must not be followed.
+        raise BadInputError(f"{marker}: the marker is not a regular file ({_LINK_HINT})")
+    if not is_marked(evidence_dir):
+        raise BadInputError(
+            f"{evidence_dir}: not a cuda-gate evidence folder (no {MARKER} marker from the gate)",
+            hint="upload the folder `cuda-gate run` wrote (--evidence, default gate-evidence)",
+        )
+    # 2. plain files and folders only
+    found = _walk(evidence_dir)
+    if INDEX_NAME in found:
+        raise BadInputError(f"{evidence_dir / INDEX_NAME}: this name is reserved for the run index")
+    # 3. the run record
+    record = load(evidence_dir)
+    # 4. the manifest, and the files it records
+    if MANIFEST_FILE not in found:
+        raise BadInputError(
+            f"{evidence_dir / MANIFEST_FILE}: no manifest; the gate writes it after the report "
+            "(did the run finish?)"
+        )
+    manifest_bytes = _read(evidence_dir / MANIFEST_FILE)
+    recorded = _recorded(manifest_bytes, evidence_dir / MANIFEST_FILE)
+    evidence = {
+        name
+        for name in found
+        if name not in MANIFEST_FILES and not any(p.startswith(".") for p in name.split("/"))
+    }
+    _compare(evidence_dir, recorded, evidence)
+    extra = [_entry(MANIFEST_FILE, manifest_bytes), _entry(MARKER, _read(evidence_dir / MARKER))]
+    if ENVELOPE_FILE in found:
+        envelope = _read(evidence_dir / ENVELOPE_FILE)
+        _check_envelope(evidence_dir / ENVELOPE_FILE, envelope, manifest_bytes)
+        extra.append(_entry(ENVELOPE_FILE, envelope))
+    entries = [recorded[name] for name in evidence] + extra
+    for entry in entries:
+        check_file_name(entry.path)
+    return Intake(
+        root=evidence_dir,
+        record=record,
+        expected=tuple(sorted(entries, key=lambda e: e.path)),
+        recorded=frozenset(recorded),
+    )
+
+
+def _walk(root: Path) -> frozenset[str]:
+    """Every regular file below ``root`` (relative POSIX names); BadInputError on anything else."""
+    names: set[str] = set()
+    folders = [root]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(entries)
+        except OSError as e:
+            raise BadInputError(f"{folder}: cannot list the evidence: {e.strerror or e}") from e
+        for entry in listed:
+            path = Path(entry.path)
+            if entry.is_symlink():
+                raise BadInputError(
+                    f"{path}: a symbolic link in the evidence folder ({_LINK_HINT})"
+                )
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(path)
+            elif entry.is_file(follow_symlinks=False):
+                names.add(path.relative_to(root).as_posix())
+            else:
+                raise BadInputError(f"{path}: not a regular file (evidence is plain files)")
+    return frozenset(names)
+
+
+def _read(path: Path) -> bytes:
+    """A small file's bytes, never through a link."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read()
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read: {e.strerror or e}") from e
+
+
+def _entry(name: str, data: bytes) -> FileEntry:
+    return FileEntry(name, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def _recorded(data: bytes, path: Path) -> dict[str, FileEntry]:
+    """The evidence files manifest.json records, by name."""
+    statement = jsonutil.loads(data, str(path))
+    predicate = statement.get("predicate") if isinstance(statement, dict) else None
+    problem = validate_predicate(predicate)
+    if problem or not isinstance(predicate, dict):
+        raise BadInputError(f"{path}: not a cuda-gate manifest: {problem or 'no predicate'}")
+    evidence: list[dict[str, Any]] = predicate["evidence"]
+    return {e["name"]: FileEntry(e["name"], e["sha256"], e["size"]) for e in evidence}
+
+
+def _compare(root: Path, recorded: dict[str, FileEntry], present: set[str]) -> None:
+    """The files must be the ones the manifest records: none missing, none added."""
+    problems = [
+        f"{root / name}: recorded in {MANIFEST_FILE} but missing"
+        for name in sorted(recorded)
+        if name not in present
+    ]
+    problems += [
+        f"{root / name}: not recorded in {MANIFEST_FILE} (written after it)"
+        for name in sorted(present - set(recorded))
+    ]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise EvidenceChangedError(problems[0] + more, hint=_FRESH)
+
+
+def _check_envelope(path: Path, data: bytes, manifest: bytes) -> None:
+    """The signed envelope must sign manifest.json as it is (no key needed to see that)."""
+    try:
+        jsonutil.loads(data, str(path))
+        payload = parse_envelope(data, str(path)).payload
+    except GateError as e:
+        raise BadInputError(e.message) from e
+    if payload != manifest:
+        raise EvidenceChangedError(
+            f"{path}: its signed payload is not {MANIFEST_FILE} (one of them changed after signing)"
+        )
