@@ -147,7 +147,7 @@ def _suite_element(suite: Suite, counts: _Counts, index: int) -> ET.Element:
 def _case_element(check: Check, runner_class: str) -> ET.Element:
     case = ET.Element(
         "testcase",
-        classname=f"{runner_class}.{check.classname}",
+        classname=classname_of(check.classname, runner_class),
         name=check.name,
         time=_time(_seconds(check)),
     )
@@ -163,6 +163,11 @@ def _case_element(check: Check, runner_class: str) -> ET.Element:
     if out:
         ET.SubElement(case, "system-out").text = out
     return case
+
+
+def classname_of(classname: str, runner_class: str) -> str:
+    """A check's JUnit classname: the runner class, then the check's own classname."""
+    return f"{runner_class}.{classname}"
 
 
 def _is_error(check: Check) -> bool:
