@@ -26,7 +26,6 @@ from gate.attest.testresult import (
     TEST_RESULT_ENVELOPE,
     TEST_RESULT_FILE,
 )
-from gate.errors import EvidenceError
 from gate.redact import Redactor
 from tests.manifest_evidence import make_evidence, sha256
 
@@ -129,9 +128,14 @@ def test_without_artifacts_the_source_commit_is_the_subject(tmp_path: Path) -> N
     write_manifest(ev.folder, None, redactor=Redactor(), environ={})
     doc = _validated((ev.folder / TEST_RESULT_FILE).read_bytes())
     assert doc["subject"] == [{"name": "acme/kernels", "digest": {"gitCommit": "a" * 40}}]
+    # Neither an artifact nor a revision: nothing to name, so no Statement (and no stale one).
     _edit_result(ev.folder, lambda d: d["source"].update(revision=None))
-    with pytest.raises(EvidenceError, match="would have no subject"):
-        write_manifest(ev.folder, None, redactor=Redactor(), environ={})
+    signer = signer_from_pem(generate_key_pair().private_pem, "test key")
+    result = write_manifest(ev.folder, signer, redactor=Redactor(), environ={})
+    assert (result.test_result_path, result.test_result_envelope) == (None, None)
+    assert result.signed
+    assert not (ev.folder / TEST_RESULT_FILE).exists()
+    assert not (ev.folder / TEST_RESULT_ENVELOPE).exists()
 
 
 def test_unsigned_removes_a_stale_envelope_and_the_files_are_not_evidence(

@@ -199,10 +199,12 @@ def write_manifest(
 ) -> ManifestResult:
     """Write the manifest and the test-result Statement, each signed when there is a signer.
 
-    ``manifest.json`` and ``test-result.json`` always; ``manifest.dsse.json`` and
-    ``test-result.dsse.json`` with a signer, all atomically. ``config_file`` (the
-    project configuration the run used) is named with its digest in the test-result
-    Statement; ``environ`` gives the GitHub Actions run URL (default: this process's).
+    ``manifest.json`` and ``test-result.json`` always (the latter not for a run that
+    named neither an artifact nor a revision: a Statement needs a subject);
+    ``manifest.dsse.json`` and ``test-result.dsse.json`` with a signer, all atomically.
+    ``config_file`` (the project configuration the run used) is named with its digest
+    in the test-result Statement; ``environ`` gives the GitHub Actions run URL
+    (default: this process's).
     Without a signer, envelopes left by an earlier run are removed, so no stale
     signature sits next to new evidence. Evidence holding a secret (a secret-looking
     environment variable's value, the signing key however it was given) is refused:
@@ -222,26 +224,30 @@ def write_manifest(
     statement = redactor.json(build_statement(evidence_dir, digests))
     payload = _dumps(statement)
     statement_path = write_atomic(evidence_dir / MANIFEST_FILE, payload)
-    test_result = redactor.json(
-        build_test_result(
-            _record(evidence_dir),
-            statement["subject"],
-            evidence_dir,
-            manifest=statement_path,
-            config_file=config_file,
-            environ=environ,
-        )
+    test_result = build_test_result(
+        _record(evidence_dir),
+        statement["subject"],
+        evidence_dir,
+        manifest=statement_path,
+        config_file=config_file,
+        environ=environ,
     )
-    test_payload = _dumps(test_result)
-    test_result_path = write_atomic(evidence_dir / TEST_RESULT_FILE, test_payload)
     envelope_path = evidence_dir / ENVELOPE_FILE
     test_envelope = evidence_dir / TEST_RESULT_ENVELOPE
+    stale = [] if signer is not None else [envelope_path, test_envelope]
+    test_payload = test_result_path = None
+    if test_result is None:
+        # No artifact and no revision: an in-toto Statement needs a subject.
+        stale += [evidence_dir / TEST_RESULT_FILE, test_envelope]
+    else:
+        test_payload = _dumps(redactor.json(test_result))
+        test_result_path = write_atomic(evidence_dir / TEST_RESULT_FILE, test_payload)
+    for path in stale:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as e:
+            raise EvidenceError(f"{path}: cannot remove a stale statement: {e}") from e
     if signer is None:
-        for stale in (envelope_path, test_envelope):
-            try:
-                stale.unlink(missing_ok=True)
-            except OSError as e:
-                raise EvidenceError(f"{stale}: cannot remove a stale envelope: {e}") from e
         return ManifestResult(
             statement_path,
             None,
@@ -251,7 +257,8 @@ def write_manifest(
             test_result_path=test_result_path,
         )
     write_atomic(envelope_path, sign_envelope(payload, signer).dumps().encode("utf-8"))
-    write_atomic(test_envelope, sign_envelope(test_payload, signer).dumps().encode("utf-8"))
+    if test_payload is not None:
+        write_atomic(test_envelope, sign_envelope(test_payload, signer).dumps().encode("utf-8"))
     return ManifestResult(
         statement_path,
         envelope_path,
@@ -259,7 +266,7 @@ def write_manifest(
         _subject_names(statement),
         len(digests),
         test_result_path=test_result_path,
-        test_result_envelope=test_envelope,
+        test_result_envelope=test_envelope if test_payload is not None else None,
     )
 
 

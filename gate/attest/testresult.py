@@ -7,7 +7,8 @@ type :data:`PREDICATE_TYPE`, version 0.1) is what policy engines and in-toto tes
 consumers read; this module maps a run onto it:
 
 * ``subject``: the final artifacts with their SHA-256, the same subjects as the manifest
-  (or, when the run named no artifact, the source commit as a ``gitCommit`` digest);
+  (or, when the run named no artifact, the source commit as a ``gitCommit`` digest; with
+  neither there is nothing to attest, and no test-result Statement is written);
 * ``result``: ``PASSED`` when the verdict accepted the run and no check was skipped,
   ``WARNED`` when it accepted with skipped checks, ``FAILED`` otherwise;
 * ``passedTests`` / ``warnedTests`` / ``failedTests``: the checks by their JUnit identity
@@ -56,12 +57,14 @@ def build_test_result(
     manifest: Path | None = None,
     config_file: Path | None = None,
     environ: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The test-result Statement for ``record``; EvidenceError when it would name no subject.
+) -> dict[str, Any] | None:
+    """The test-result Statement for ``record``, or None when it would name no subject.
 
     ``subjects`` are the manifest's (name + sha256 of each final artifact).
     """
-    subject = [dict(s) for s in subjects] or _source_subject(record, evidence_dir)
+    subject = [dict(s) for s in subjects] or _source_subject(record)
+    if not subject:
+        return None
     checks = record.checks
     runner_class = record.run.runner_class
     passed = [check_id(runner_class, c.classname, c.name) for c in checks if c.passed]
@@ -136,12 +139,9 @@ def _descriptor(
     return found
 
 
-def _source_subject(record: RunRecord, evidence_dir: Path) -> list[dict[str, Any]]:
-    """The source commit as the subject, for a run that named no final artifact."""
+def _source_subject(record: RunRecord) -> list[dict[str, Any]]:
+    """The source commit as the subject, for a run that named no final artifact (or none)."""
     revision = record.source.revision
     if not revision:
-        raise EvidenceError(
-            f"{evidence_dir / RESULT_FILE}: no final artifact and no source revision: "
-            "the test-result attestation would have no subject"
-        )
+        return []
     return [{"name": record.source.repository or "source", "digest": {"gitCommit": revision}}]
