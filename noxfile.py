@@ -2,6 +2,11 @@
 
 Sessions use the interpreter nox runs on (no pinned versions): CI sets CI=true,
 and a pinned interpreter that is missing would fail the run.
+
+Exit statuses: nox turns any failed command into its own status 1, which would hide
+why the gate failed (4 no CUDA device, 7 bad configuration, ...; README, "Exit
+statuses"). The sessions that call the CLI therefore end nox with cuda-gate's own
+status (:func:`_cuda_gate`); a session queued after a failed one does not run.
 """
 
 from __future__ import annotations
@@ -9,10 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import nox
+import nox.command
 
+# `default=` on a session and the `reuse_venv` option need nox 2024.4.15.
+nox.needs_version = ">=2024.4.15"
 nox.options.default_venv_backend = "venv"
 nox.options.sessions = ["gate"]
-nox.options.reuse_existing_virtualenvs = True
+nox.options.reuse_venv = "yes"
 
 
 def _install(session: nox.Session, extras: str = "") -> None:
@@ -20,39 +28,54 @@ def _install(session: nox.Session, extras: str = "") -> None:
     session.install("-q", f".{extras}")
 
 
+def _passthrough(session: nox.Session, *argv: str) -> None:
+    """Run ``argv``; when it fails, end nox with its exit status instead of nox's own 1."""
+    try:
+        session.run(*argv)
+    except nox.command.CommandFailed as e:
+        status = e.return_code if e.return_code is not None else 1
+        session.log(f"{' '.join(argv[:2])} exited {status}: nox exits {status} as well")
+        raise SystemExit(status) from e
+
+
+def _cuda_gate(session: nox.Session, *args: str) -> None:
+    """Run the ``cuda-gate`` CLI with its exit status kept (see the module docstring)."""
+    _passthrough(session, "cuda-gate", *args)
+
+
 @nox.session
 def gate(session: nox.Session) -> None:
     """Run the whole gate on this machine: detect, build, inspect, execute, report."""
     _install(session)
-    session.run("cuda-gate", "run", *session.posargs)
+    _cuda_gate(session, "run", *session.posargs)
 
 
 @nox.session(default=False)
 def probe(session: nox.Session) -> None:
     """Detect the GPU's compute capability and check the toolkit supports it."""
     _install(session)
-    session.run("cuda-gate", "run", "--stop-after", "probe", *session.posargs)
+    _cuda_gate(session, "run", "--stop-after", "probe", *session.posargs)
 
 
 @nox.session(default=False)
 def build(session: nox.Session) -> None:
     """Build the smoke program (and configured builds) for the detected target."""
     _install(session)
-    session.run("cuda-gate", "run", "--stop-after", "build", *session.posargs)
+    _cuda_gate(session, "run", "--stop-after", "build", *session.posargs)
 
 
 @nox.session(default=False)
 def inspect(session: nox.Session) -> None:
     """List the device code of the artifacts given as arguments."""
     _install(session)
-    session.run("cuda-gate", "inspect", *session.posargs)
+    _cuda_gate(session, "inspect", *session.posargs)
 
 
 @nox.session(default=False)
 def execute(session: nox.Session) -> None:
     """Run the gate through execution of both paths (no manifest, no upload)."""
     _install(session)
-    session.run("cuda-gate", "run", "--stop-after", "execute", *session.posargs)
+    _cuda_gate(session, "run", "--stop-after", "execute", *session.posargs)
 
 
 @nox.session(default=False)
@@ -60,14 +83,14 @@ def verify(session: nox.Session) -> None:
     """Verify a signed manifest against the artifacts and this machine."""
     _install(session)
     args = session.posargs or ["gate-evidence/manifest.dsse.json"]
-    session.run("cuda-gate", "verify", *args)
+    _cuda_gate(session, "verify", *args)
 
 
 @nox.session(default=False)
 def upload(session: nox.Session) -> None:
     """Upload (or resume uploading) the evidence folder to the configured store."""
     _install(session)
-    session.run("cuda-gate", "upload", *session.posargs)
+    _cuda_gate(session, "upload", *session.posargs)
 
 
 @nox.session

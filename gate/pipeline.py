@@ -178,7 +178,9 @@ def run(options: RunOptions, say: Progress) -> Outcome:
     report.write(evidence, record)
     p.done("report", began)
     began = p.start("manifest")
-    written = manifest.write_manifest(evidence.root, options.signer, redactor=redactor)
+    written = manifest.write_manifest(
+        evidence.root, options.signer, redactor=redactor, config_file=config.source
+    )
     p.done("manifest", began, detail=written.message)
     stored, store_error = "evidence not stored (--no-store)", None
     if options.store_settings is not None:

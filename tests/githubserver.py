@@ -1,7 +1,8 @@
 """A local HTTP server standing in for the GitHub REST API: it records every request.
 
-Each test scripts the answers (status code, JSON body) the server gives in order;
-once the script runs out, the last answer repeats. It listens on 127.0.0.1 only.
+Each test scripts the answers (status code, JSON body and, optionally, response
+headers such as ``Retry-After``) the server gives in order; once the script runs
+out, the last answer repeats. It listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+Answer = tuple[int, Any] | tuple[int, Any, dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -30,11 +33,11 @@ class FakeGitHub:
     """The running server: its base URL, the scripted answers, the recorded requests."""
 
     url: str
-    answers: list[tuple[int, Any]] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
 
-    def answer(self, *answers: tuple[int, Any]) -> None:
-        """Replace the script of answers."""
+    def answer(self, *answers: Answer) -> None:
+        """Replace the script of answers: ``(status, body)`` or ``(status, body, headers)``."""
         self.answers[:] = answers
 
 
@@ -58,9 +61,11 @@ def fake_github(prefix: str = "") -> Iterator[FakeGitHub]:
                     )
                 )
                 index = min(len(state.requests), len(state.answers)) - 1
-                code, body = state.answers[index]
+                code, body, *more = state.answers[index]
             data = json.dumps(body).encode()
             self.send_response(code)
+            for name, value in (more[0] if more else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

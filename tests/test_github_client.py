@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import socket
+import time
 
 import pytest
 import requests
 
 from gate.errors import ConfigError, GitHubError
-from gate.github.client import CommitStatus, GitHubClient, State
+from gate.github.client import MAX_WAIT, CommitStatus, GitHubClient, State
 from tests.githubserver import fake_github
 
 pytestmark = pytest.mark.integration
@@ -93,21 +95,77 @@ def test_retries_5xx_with_backoff_then_succeeds(
     assert answer == {"id": 9}
     assert len(gh.requests) == 3
     assert all(r.body == gh.requests[0].body for r in gh.requests)
-    assert sleeps == [1.0, 2.0]
-    assert "answered 502; retry 1/3" in caplog.text
+    # urllib3's backoff: the first retry at once, then backoff * 2 ** (n - 1).
+    assert sleeps == [2.0]
+    assert "answered 502; retry 1 in 0 s" in caplog.text
+    assert "answered 503; retry 2 in 2 s" in caplog.text
     _assert_no_token(caplog, capsys)
+
+
+def test_429_waits_the_seconds_retry_after_names(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sleeps: list[float] = []
+    with fake_github() as gh:
+        gh.answer(
+            (429, {"message": "API rate limit exceeded"}, {"Retry-After": "7"}), (201, {"id": 3})
+        )
+        assert _client(gh.url, sleeps).create_status("acme/kernels", SHA, STATUS) == {"id": 3}
+    assert len(gh.requests) == 2
+    assert sleeps == [7.0]
+    assert "answered 429; retry 1 in 7 s (Retry-After)" in caplog.text
+    _assert_no_token(caplog, capsys)
+
+
+def test_429_with_an_http_date_waits_until_then() -> None:
+    sleeps: list[float] = []
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    with fake_github() as gh:
+        gh.answer((429, {}, {"Retry-After": when}), (201, {"id": 4}))
+        assert _client(gh.url, sleeps).create_status("acme/kernels", SHA, STATUS) == {"id": 4}
+    assert len(gh.requests) == 2
+    [waited] = sleeps
+    # The date has one-second resolution and the clock moved on a little since.
+    assert 27.0 <= waited <= 30.0
+
+
+def test_a_long_retry_after_is_cut_to_the_bound_and_the_attempts_are_bounded() -> None:
+    sleeps: list[float] = []
+    with fake_github() as gh:
+        gh.answer((429, {"message": "slow down"}, {"Retry-After": "86400"}))
+        with pytest.raises(GitHubError) as info:
+            _client(gh.url, sleeps, attempts=3).create_status("acme/kernels", SHA, STATUS)
+    assert len(gh.requests) == 3
+    assert sleeps == [MAX_WAIT, MAX_WAIT]
+    line = info.value.one_line()
+    assert "429" in line
+    assert "after 3 attempts" in line
+    assert "rate limit" in line
+
+
+def test_a_permission_403_is_not_retried_but_a_rate_limit_403_is() -> None:
+    sleeps: list[float] = []
+    with fake_github() as gh:
+        gh.answer((403, {"message": "secondary rate limit"}, {"Retry-After": "2"}), (201, {}))
+        _client(gh.url, sleeps).create_status("acme/kernels", SHA, STATUS)
+    assert (len(gh.requests), sleeps) == (2, [2.0])
 
 
 def test_gives_up_after_the_last_attempt_on_5xx(
     caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    sleeps: list[float] = []
     with fake_github() as gh:
         gh.answer((500, {"message": f"boom {TOKEN}"}))
         with pytest.raises(GitHubError) as info:
-            _client(gh.url, attempts=3).create_status("acme/kernels", SHA, STATUS)
+            _client(gh.url, sleeps, attempts=3).create_status("acme/kernels", SHA, STATUS)
     assert len(gh.requests) == 3
-    assert "500" in info.value.one_line()
-    assert TOKEN not in info.value.one_line()
+    assert sleeps == [2.0]
+    line = info.value.one_line()
+    assert "\n" not in line
+    assert line.startswith(f"GitHub API POST {gh.url}/repos/acme/kernels/statuses/{SHA}: 500")
+    assert "(after 3 attempts)" in line
+    assert TOKEN not in line
     _assert_no_token(caplog, capsys)
 
 
@@ -150,11 +208,12 @@ def test_connection_refused_is_retried_then_reported(
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     sleeps: list[float] = []
-    with pytest.raises(GitHubError, match="could not connect: ConnectionError"):
-        _client(f"http://127.0.0.1:{port}", sleeps, attempts=2).create_status(
+    with pytest.raises(GitHubError, match=r"could not connect: ConnectionError \(after 3 attempts"):
+        _client(f"http://127.0.0.1:{port}", sleeps, attempts=3).create_status(
             "acme/kernels", SHA, STATUS
         )
-    assert sleeps == [1.0]
+    assert sleeps == [2.0]
+    assert "could not connect: NewConnectionError; retry 1 in 0 s" in caplog.text
     _assert_no_token(caplog, capsys)
 
 

@@ -195,6 +195,8 @@ def test_runner_matrix_writes_step_outputs(tmp_path: Path, monkeypatch: pytest.M
     matrix = json.loads(lines[0].removeprefix("matrix="))
     assert matrix["include"][0]["name"] == "dgx-spark"
     assert matrix["include"][0]["labels"] == SPARK_LABELS
+    # The repository's class names its runner group: runs-on becomes {group, labels}.
+    assert matrix["include"][0]["runs_on"] == {"group": "cuda-gate-gpu", "labels": SPARK_LABELS}
 
 
 DIGEST = "sha256:" + "ab" * 32
@@ -218,6 +220,7 @@ def test_runner_classes_select_and_matrix(tmp_path: Path) -> None:
                 "required": False,
                 "container": f"ghcr.io/acme/app@{DIGEST}",
                 "timeout_minutes": 30,
+                "group": "gpu-release",
             },
         ],
     )
@@ -228,12 +231,17 @@ def test_runner_classes_select_and_matrix(tmp_path: Path) -> None:
     assert entry == {
         "name": "h200",
         "labels": ["self-hosted", "h200"],
+        "group": "gpu-release",
+        "runs_on": {"group": "gpu-release", "labels": ["self-hosted", "h200"]},
         "required": False,
         "container": f"ghcr.io/acme/app@{DIGEST}",
         "image_digest": DIGEST,
         "timeout_minutes": 30,
     }
-    assert github_matrix(classes)["include"][0]["container"] == ""
+    first = github_matrix(classes)["include"][0]
+    assert first["container"] == ""
+    # Without a group, runs-on is the labels alone.
+    assert (first["group"], first["runs_on"]) == ("", ["self-hosted", "dgx-spark"])
     with pytest.raises(ConfigError, match="unknown runner class gb200"):
         select(classes, ["gb200"])
 
@@ -245,6 +253,8 @@ def test_runner_classes_select_and_matrix(tmp_path: Path) -> None:
         ([{"name": "Spark!", "labels": ["x"]}], "classes/0/name"),
         ([{"name": "a", "labels": ["x"], "container": "ghcr.io/acme/app:latest"}], "container"),
         ([{"name": "a", "labels": []}], "labels"),
+        ([{"name": "a", "labels": ["x"], "group": " gpu"}], "group"),
+        ([{"name": "a", "labels": ["x"], "group": ""}], "group"),
         ([{"name": "a", "labels": ["x"]}, {"name": "a", "labels": ["y"]}], "named twice: a"),
         ([], "classes"),
     ],

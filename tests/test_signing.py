@@ -31,6 +31,7 @@ from gate.attest.signing import (
     parse_envelope,
     sign_envelope,
     signer_from_pem,
+    spki_keyid_for,
     verify_envelope,
 )
 from gate.errors import BadInputError, ConfigError, SignatureError
@@ -75,7 +76,8 @@ def test_securesystemslib_verifies_our_envelope(pair_files: tuple[Path, Path]) -
     ours = sign_envelope(PAYLOAD, signer).to_json()
     theirs = SslibEnvelope.from_dict(json.loads(json.dumps(ours)))
     public = serialization.load_pem_public_key(pair_files[1].read_bytes())
-    key = SSlibKey.from_crypto(public, keyid=signer.keyid)
+    # No keyid= needed: our key id is the one securesystemslib computes.
+    key = SSlibKey.from_crypto(public)
     assert set(theirs.verify([key], 1)) == {signer.keyid}
     assert theirs.payload_type == PAYLOAD_TYPE
     # A tampered payload fails the independent check too.
@@ -89,10 +91,28 @@ def test_we_verify_a_securesystemslib_envelope() -> None:
     envelope = SslibEnvelope(PAYLOAD, PAYLOAD_TYPE, {})
     envelope.sign(CryptoSigner(private))
     parsed = parse_envelope(json.dumps(envelope.to_dict()).encode(), "sslib")
-    # securesystemslib computes its key ids its own way; DSSE key ids are hints only.
+    # Both sides compute the same key id for the same key.
     ours = PublicKey(private.public_key(), keyid_for(private.public_key()))
-    assert parsed.signatures[0].keyid != ours.keyid
+    assert parsed.signatures[0].keyid == ours.keyid
     assert verify_envelope(parsed, ours) == parsed.signatures[0]
+
+
+def test_an_envelope_with_the_old_spki_key_id_still_verifies(
+    pair_files: tuple[Path, Path],
+) -> None:
+    # cuda-gate 0.1 named keys by the SHA-256 of their SPKI; the key did not change.
+    signer = load_signer_from_env_or_file(pair_files[0], environ={})
+    assert signer is not None
+    old_id = spki_keyid_for(signer.key.public_key())
+    assert old_id != signer.keyid
+    new = sign_envelope(PAYLOAD, signer)
+    old = Envelope(PAYLOAD, PAYLOAD_TYPE, (EnvelopeSignature(old_id, new.signatures[0].sig),))
+    assert verify_envelope(old, signer.public_key()).keyid == old_id
+    public = serialization.load_pem_public_key(pair_files[1].read_bytes())
+    theirs = SslibEnvelope.from_dict(old.to_json())
+    with pytest.raises(Exception, match="threshold"):
+        theirs.verify([SSlibKey.from_crypto(public)], 1)
+    assert set(theirs.verify([SSlibKey.from_crypto(public, keyid=old_id)], 1)) == {old_id}
 
 
 def test_every_single_byte_change_is_rejected(pair_files: tuple[Path, Path]) -> None:
@@ -126,12 +146,13 @@ def test_every_single_byte_change_is_rejected(pair_files: tuple[Path, Path]) -> 
         verify_envelope(Envelope(PAYLOAD, PAYLOAD_TYPE, (EnvelopeSignature("", sig + b"\0"),)), key)
 
 
-def test_keyid_is_the_sha256_of_the_spki(pair_files: tuple[Path, Path]) -> None:
+def test_keyid_is_securesystemslibs_default_key_id(pair_files: tuple[Path, Path]) -> None:
     key = load_public_key(pair_files[1])
+    assert key.keyid == SSlibKey.from_crypto(key.key).keyid
     der = key.key.public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    assert key.keyid == hashlib.sha256(der).hexdigest()
+    assert spki_keyid_for(key.key) == hashlib.sha256(der).hexdigest()
     assert key.pem() == pair_files[1].read_bytes()
 
 

@@ -7,11 +7,16 @@ names each final artifact as a subject with its SHA-256; its predicate (type
 holds the seed's four evidence sets, the verdict, and the digest of every
 evidence file. ``manifest.json`` is the Statement; ``manifest.dsse.json`` is
 the same bytes signed in a DSSE envelope when a key is configured.
+
+Beside it, for tools that know only the standard predicates, the same run as an
+in-toto test-result Statement (``test-result.json``, signed the same way as
+``test-result.dsse.json``; see :mod:`gate.attest.testresult`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -21,9 +26,10 @@ from typing import Any
 import jsonschema
 
 from gate.attest.signing import Signer, load_signer_from_env_or_file, sign_envelope
+from gate.attest.testresult import TEST_RESULT_ENVELOPE, TEST_RESULT_FILE, build_test_result
 from gate.errors import ArtifactChangedError, BadInputError, EvidenceError
 from gate.fsutil import sha256_file, write_atomic
-from gate.record import RESULT_FILE, load
+from gate.record import RESULT_FILE, RunRecord, load
 from gate.redact import Redactor
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -31,7 +37,8 @@ PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
 PREDICATE_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 ENVELOPE_FILE = "manifest.dsse.json"
-MANIFEST_FILES = frozenset({MANIFEST_FILE, ENVELOPE_FILE})
+# Written after the evidence is digested, so never part of it.
+MANIFEST_FILES = frozenset({MANIFEST_FILE, ENVELOPE_FILE, TEST_RESULT_FILE, TEST_RESULT_ENVELOPE})
 NOT_SIGNED = "manifest not signed: no signing key configured"
 
 __all__ = [
@@ -67,6 +74,8 @@ class ManifestResult:
     keyid: str | None
     subjects: tuple[str, ...]
     evidence_files: int
+    test_result_path: Path | None = None
+    test_result_envelope: Path | None = None
 
     @property
     def signed(self) -> bool:
@@ -185,10 +194,18 @@ def write_manifest(
     signer: Signer | None,
     *,
     redactor: Redactor | None = None,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> ManifestResult:
-    """Write ``manifest.json`` and, with a signer, ``manifest.dsse.json``, atomically.
+    """Write the manifest and the test-result Statement, each signed when there is a signer.
 
-    Without a signer an envelope left by an earlier run is removed, so no stale
+    ``manifest.json`` and ``test-result.json`` always (the latter not for a run that
+    named neither an artifact nor a revision: a Statement needs a subject);
+    ``manifest.dsse.json`` and ``test-result.dsse.json`` with a signer, all atomically.
+    ``config_file`` (the project configuration the run used) is named with its digest
+    in the test-result Statement; ``environ`` gives the GitHub Actions run URL
+    (default: this process's).
+    Without a signer, envelopes left by an earlier run are removed, so no stale
     signature sits next to new evidence. Evidence holding a secret (a secret-looking
     environment variable's value, the signing key however it was given) is refused:
     EvidenceError naming the file and the secret's name, never its value.
@@ -205,20 +222,65 @@ def write_manifest(
                 "refusing to write a manifest over leaked secrets"
             )
     statement = redactor.json(build_statement(evidence_dir, digests))
-    payload = (json.dumps(statement, indent=2) + "\n").encode("utf-8")
+    payload = _dumps(statement)
     statement_path = write_atomic(evidence_dir / MANIFEST_FILE, payload)
-    envelope_path = evidence_dir / ENVELOPE_FILE
-    if signer is None:
-        try:
-            envelope_path.unlink(missing_ok=True)
-        except OSError as e:
-            raise EvidenceError(f"{envelope_path}: cannot remove a stale envelope: {e}") from e
-        return ManifestResult(statement_path, None, None, _subject_names(statement), len(digests))
-    envelope = sign_envelope(payload, signer)
-    write_atomic(envelope_path, envelope.dumps().encode("utf-8"))
-    return ManifestResult(
-        statement_path, envelope_path, signer.keyid, _subject_names(statement), len(digests)
+    test_result = build_test_result(
+        _record(evidence_dir),
+        statement["subject"],
+        evidence_dir,
+        manifest=statement_path,
+        config_file=config_file,
+        environ=environ,
     )
+    envelope_path = evidence_dir / ENVELOPE_FILE
+    test_envelope = evidence_dir / TEST_RESULT_ENVELOPE
+    stale = [] if signer is not None else [envelope_path, test_envelope]
+    test_payload = test_result_path = None
+    if test_result is None:
+        # No artifact and no revision: an in-toto Statement needs a subject.
+        stale += [evidence_dir / TEST_RESULT_FILE, test_envelope]
+    else:
+        test_payload = _dumps(redactor.json(test_result))
+        test_result_path = write_atomic(evidence_dir / TEST_RESULT_FILE, test_payload)
+    for path in stale:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as e:
+            raise EvidenceError(f"{path}: cannot remove a stale statement: {e}") from e
+    if signer is None:
+        return ManifestResult(
+            statement_path,
+            None,
+            None,
+            _subject_names(statement),
+            len(digests),
+            test_result_path=test_result_path,
+        )
+    write_atomic(envelope_path, sign_envelope(payload, signer).dumps().encode("utf-8"))
+    if test_payload is not None:
+        write_atomic(test_envelope, sign_envelope(test_payload, signer).dumps().encode("utf-8"))
+    return ManifestResult(
+        statement_path,
+        envelope_path,
+        signer.keyid,
+        _subject_names(statement),
+        len(digests),
+        test_result_path=test_result_path,
+        test_result_envelope=test_envelope if test_payload is not None else None,
+    )
+
+
+def _dumps(statement: dict[str, Any]) -> bytes:
+    """A Statement as the bytes written and signed: indented JSON and a final newline."""
+    return (json.dumps(statement, indent=2) + "\n").encode("utf-8")
+
+
+def _record(evidence_dir: Path) -> RunRecord:
+    """The run record, read again for the test-result Statement (build_statement read it)."""
+    try:
+        return load(evidence_dir)
+    except BadInputError as e:
+        raise EvidenceError(e.message) from e
 
 
 @cache

@@ -7,7 +7,17 @@ DSSE (https://github.com/secure-systems-lab/dsse/blob/master/protocol.md): the
 signature is over the pre-authentication encoding
 ``"DSSEv1" SP LEN(type) SP type SP LEN(body) SP body``, LEN in ASCII decimal, and
 the envelope is ``{"payload": b64, "payloadType": type, "signatures": [{"keyid",
-"sig": b64}]}``. A key's id is the SHA-256 of its DER SubjectPublicKeyInfo.
+"sig": b64}]}``.
+
+A key's id is the one securesystemslib (and so in-toto and python-tuf) computes by
+default: the SHA-256 of the canonical JSON ``{"keytype": "ed25519", "keyval":
+{"public": <raw key, hex>}, "scheme": "ed25519"}``. securesystemslib only tries a key
+on signatures that carry its id, so with this id ``Envelope.verify([SSlibKey.from_crypto(
+public_key)], 1)`` finds our signature with no ``keyid=`` argument. cuda-gate 0.1 used
+the SHA-256 of the key's DER SubjectPublicKeyInfo instead (:func:`spki_keyid_for`);
+the key itself did not change, ``cuda-gate verify`` tries every signature whatever its
+id (DSSE: key ids are hints), and an envelope written before the change verifies with
+securesystemslib when its own id is passed: ``SSlibKey.from_crypto(key, keyid=...)``.
 
 The private key's bytes never leave this module: they are not in any record's
 repr, any error message, or any file the gate writes except the one ``keygen``
@@ -46,7 +56,16 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def keyid_for(public_key: Ed25519PublicKey) -> str:
-    """The key id: SHA-256 (hex) of the key's DER SubjectPublicKeyInfo."""
+    """The key id securesystemslib computes by default (see the module docstring)."""
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    key = {"keytype": "ed25519", "keyval": {"public": raw.hex()}, "scheme": "ed25519"}
+    # Canonical JSON (OLPC) of ASCII-only strings is sorted keys and no whitespace.
+    canonical = json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def spki_keyid_for(public_key: Ed25519PublicKey) -> str:
+    """The key id cuda-gate 0.1 wrote: SHA-256 (hex) of the key's DER SubjectPublicKeyInfo."""
     der = public_key.public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )

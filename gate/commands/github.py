@@ -3,7 +3,9 @@
 * ``status``: a commit status per runner class, linking to the evidence;
 * ``annotate``: ``::error`` annotations for the failed checks;
 * ``summary``: append an evidence folder's summary.md to the step summary;
-* ``runner-matrix``: the gate job's matrix from the one runner-classes file.
+* ``runner-matrix``: the gate job's matrix from the one runner-classes file;
+* ``attestation``: check a run's signed statements and write what ``actions/attest``
+  needs to publish them as GitHub artifact attestations.
 """
 
 from __future__ import annotations
@@ -53,6 +55,23 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     matrix.add_argument("--only", default="", help="comma- or space-separated class names")
     matrix.add_argument("--required-only", action="store_true", help="only release classes")
     matrix.set_defaults(handler=_runner_matrix)
+
+    attest = sub.add_parser(
+        "attestation",
+        help="verify a run's signed statements; write the inputs of actions/attest",
+    )
+    attest.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
+    attest.add_argument(
+        "--key",
+        type=Path,
+        metavar="PUB",
+        help="the Ed25519 public key (default: $CUDA_GATE_PUBLIC_KEY_FILE, else ./cuda-gate.pub)",
+    )
+    attest.add_argument(
+        "--revision", help="the commit the run must have gated (default: $GITHUB_SHA)"
+    )
+    attest.add_argument("--out", type=Path, required=True, help="folder for the written files")
+    attest.set_defaults(handler=_attestation)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -160,4 +179,23 @@ def _runner_matrix(args: argparse.Namespace) -> int:
     except OSError as e:
         raise EvidenceError(f"{output}: cannot write step outputs: {e.strerror}") from e
     print("\n".join(lines))
+    return 0
+
+
+def _attestation(args: argparse.Namespace) -> int:
+    from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
+    from gate.git import check_revision
+    from gate.github.attestation import write_attest_inputs
+
+    key = load_public_key(args.key or Path(os.environ.get(PUBLIC_KEY_FILE_ENV) or "cuda-gate.pub"))
+    revision = args.revision or os.environ.get("GITHUB_SHA")
+    written = write_attest_inputs(
+        args.evidence,
+        key,
+        args.out,
+        revision=check_revision(revision) if revision else None,
+    )
+    print(f"subjects ({', '.join(written.names)}): {written.subjects}")
+    print(f"gate-run predicate: {written.gate_predicate}")
+    print(f"test-result predicate: {written.test_result_predicate}")
     return 0

@@ -2,10 +2,17 @@
 
 The token comes from the workflow (``GITHUB_TOKEN``) and the base URL from
 ``GITHUB_API_URL`` (GitHub Enterprise Server sets it to ``https://HOST/api/v3``).
-Transient failures (5xx, connection errors) are retried with exponential
-backoff; 401/403/404 become a one-line :class:`~gate.errors.GitHubError` that says
-what to check. The token never appears in a log line or an error message: every
-text this module emits goes through :func:`_redact` first.
+
+Retries are urllib3's :class:`~urllib3.util.Retry` mounted on the requests
+session, not a loop of our own: connection errors, 5xx and 429 are retried a
+bounded number of times; a ``Retry-After`` header (seconds or an HTTP date, on a
+429, a 503 or a secondary-rate-limit 403) is honoured, each wait capped at
+:data:`MAX_WAIT` seconds, otherwise urllib3's exponential backoff applies. So the
+total wait is bounded by ``(attempts - 1) * MAX_WAIT``. What is left after the
+last attempt, and any 401/403/404, becomes a one-line
+:class:`~gate.errors.GitHubError` that says what to check. The token never
+appears in a log line or an error message: every text this module emits goes
+through :meth:`GitHubClient._redact` first.
 """
 
 from __future__ import annotations
@@ -16,9 +23,12 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.response import BaseHTTPResponse
+from urllib3.util import Retry
 
 from gate.errors import ConfigError, GitHubError
 from gate.git import check_revision
@@ -29,6 +39,10 @@ DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
 # GitHub rejects a commit status description longer than this.
 MAX_DESCRIPTION = 140
+# The longest one wait may be, Retry-After included (a larger value is cut to this).
+MAX_WAIT = 60
+# Statuses worth another try: rate limited, or the server's own trouble.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 # SHA-1 object names, or SHA-256 in repositories that use it.
 _HINTS = {
@@ -37,7 +51,61 @@ _HINTS = {
     "request from a fork only gets a read-only token",
     404: "no such repository or commit for this token: check the repository, the "
     "revision and GITHUB_API_URL",
+    429: "GitHub's rate limit: try again later, or give the job its own token",
 }
+
+
+class RetryPolicy(Retry):
+    """urllib3's Retry for the GitHub API, with its waits logged and its sleep injectable.
+
+    Only :meth:`sleep` differs from urllib3: the wait (Retry-After when the server
+    sent one, else the backoff) is logged with the redacted request, then handed
+    to ``sleep`` (``time.sleep`` unless a test gives its own clock).
+    """
+
+    # A secondary rate limit answers 403 with Retry-After; without the header a 403
+    # is a permission problem and is not retried.
+    RETRY_AFTER_STATUS_CODES = frozenset({403, 413, 429, 503})
+
+    def __init__(
+        self,
+        *args: Any,  # noqa: ANN401 - urllib3's own signature
+        sleep: Callable[[float], None] = time.sleep,
+        redact: Callable[[str], str] = str,
+        **kwargs: Any,  # noqa: ANN401
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._sleep = sleep
+        self._redact = redact
+
+    def new(self, **kw: Any) -> Self:  # noqa: ANN401 - urllib3's own signature
+        """A copy for the next attempt (urllib3 rebuilds the object on every retry)."""
+        copy = super().new(**kw)
+        copy._sleep, copy._redact = self._sleep, self._redact
+        return copy
+
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+        """Wait before the next attempt: Retry-After if the server sent one, else backoff."""
+        retry_after = (
+            self.get_retry_after(response)
+            if self.respect_retry_after_header and response is not None
+            else None
+        )
+        delay = retry_after if retry_after is not None else self.get_backoff_time()
+        last = self.history[-1] if self.history else None
+        if last is not None:
+            problem = f"answered {last.status}" if last.status else "could not connect"
+            if last.error is not None and not last.status:
+                problem = f"could not connect: {type(last.error).__name__}"
+            why = " (Retry-After)" if retry_after is not None else ""
+            log.warning(
+                self._redact(
+                    f"GitHub API {last.method} {last.url} {problem}; "
+                    f"retry {len(self.history)} in {delay:g} s{why}"
+                )
+            )
+        if delay > 0:
+            self._sleep(delay)
 
 
 class State(enum.StrEnum):
@@ -96,11 +164,24 @@ class GitHubClient:
             raise ConfigError(f"GitHub API URL {api_url!r} is not an http(s) URL")
         self._token = token
         self.api_url = api_url.rstrip("/")
-        self._session = session or requests.Session()
         self.attempts = max(1, attempts)
-        self.backoff = backoff
         self.timeout = timeout
-        self._sleep = sleep
+        self.retry = RetryPolicy(
+            total=self.attempts - 1,
+            status_forcelist=RETRY_STATUSES,
+            allowed_methods=None,  # a commit status POST may be repeated: same context, same state
+            backoff_factor=backoff,
+            backoff_max=MAX_WAIT,
+            retry_after_max=MAX_WAIT,
+            respect_retry_after_header=True,
+            raise_on_status=False,  # the last answer becomes our one-line error
+            sleep=sleep,
+            redact=self._redact,
+        )
+        self._session = session or requests.Session()
+        adapter = HTTPAdapter(max_retries=self.retry)
+        self._session.mount("https://", adapter)
+        self._session.mount("http://", adapter)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **kwargs: Any) -> GitHubClient:  # noqa: ANN401
@@ -118,7 +199,7 @@ class GitHubClient:
         return self.request("POST", path, json=status.payload())
 
     def request(self, method: str, path: str, *, json: Mapping[str, Any] | None = None) -> Any:  # noqa: ANN401 - JSON
-        """One API call with retries on 5xx and connection errors; GitHubError otherwise."""
+        """One API call, retried as :class:`RetryPolicy` says; GitHubError on failure."""
         url = f"{self.api_url}{path}"
         where = f"GitHub API {method} {self._redact(url)}"
         headers = {
@@ -127,34 +208,21 @@ class GitHubClient:
             "X-GitHub-Api-Version": API_VERSION,
             "User-Agent": "cuda-gate",
         }
-        for attempt in range(1, self.attempts + 1):
-            try:
-                response = self._session.request(
-                    method, url, headers=headers, json=json, timeout=self.timeout
-                )
-            except requests.RequestException as e:
-                problem = f"could not connect: {type(e).__name__}"
-                if attempt == self.attempts:
-                    raise GitHubError(self._redact(f"{where}: {problem}")) from e
-                self._wait(where, problem, attempt)
-                continue
-            if response.status_code >= 500 and attempt < self.attempts:
-                self._wait(where, f"answered {response.status_code}", attempt)
-                continue
-            if response.status_code >= 400:
-                raise self._error(where, response)
-            return response.json() if response.content else None
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _wait(self, where: str, problem: str, attempt: int) -> None:
-        delay = self.backoff * 2 ** (attempt - 1)
-        log.warning(
-            self._redact(f"{where} {problem}; retry {attempt}/{self.attempts - 1} in {delay:g} s")
-        )
-        self._sleep(delay)
+        try:
+            response = self._session.request(
+                method, url, headers=headers, json=json, timeout=self.timeout
+            )
+        except requests.RequestException as e:
+            problem = f"could not connect: {type(e).__name__}"
+            raise GitHubError(
+                self._redact(f"{where}: {problem} (after {self.attempts} attempts)")
+            ) from e
+        if response.status_code >= 400:
+            raise self._error(where, response)
+        return response.json() if response.content else None
 
     def _error(self, where: str, response: requests.Response) -> GitHubError:
-        """A one-line error with the API's own message and what to check."""
+        """A one-line error with the API's own message, the attempts made and what to check."""
         try:
             message = str(response.json().get("message", ""))
         except (ValueError, AttributeError):
@@ -162,12 +230,21 @@ class GitHubClient:
         text = f"{where}: {response.status_code} {response.reason or ''}".rstrip()
         if message:
             text += f": {' '.join(message.split())}"
+        tries = _attempts(response)
+        if tries > 1:
+            text += f" (after {tries} attempts)"
         hint = _HINTS.get(response.status_code)
         return GitHubError(self._redact(text), hint=self._redact(hint) if hint else None)
 
     def _redact(self, text: str) -> str:
         """The text with the token (should anything echo it back) replaced by ***."""
         return text.replace(self._token, "***") if self._token else text
+
+
+def _attempts(response: requests.Response) -> int:
+    """How many requests urllib3 made for this answer (its Retry history plus the last)."""
+    retries = getattr(response.raw, "retries", None)
+    return len(retries.history) + 1 if isinstance(retries, Retry) else 1
 
 
 def _escape_data(text: str) -> str:

@@ -1,8 +1,9 @@
 """Runner classes: the one list of self-hosted GPU machines the workflows gate on.
 
 ``ci/runner-classes.json`` (schema ``gate/schemas/runner-classes.schema.json``)
-names each class, the ``runs-on`` labels that pick it, whether a release needs
-it, and the delivery image (pinned by digest) to run the gate in. The workflows
+names each class, the ``runs-on`` labels that pick it (and the runner group it
+must come from, when the class names one), whether a release needs it, and the
+delivery image (pinned by digest) to run the gate in. The workflows
 read it through ``cuda-gate github runner-matrix``, which turns it into the
 ``strategy.matrix`` of the gate job; ``cuda-gate matrix`` reads the required
 classes from the same file.
@@ -32,6 +33,7 @@ class RunnerClass:
     name: str
     labels: tuple[str, ...]
     required: bool = True
+    group: str | None = None
     container: str | None = None
     timeout_minutes: int = DEFAULT_TIMEOUT_MINUTES
     description: str = ""
@@ -41,11 +43,24 @@ class RunnerClass:
         """The ``sha256:...`` digest the container reference is pinned to, or ''."""
         return self.container.rpartition("@")[2] if self.container else ""
 
+    @property
+    def runs_on(self) -> list[str] | dict[str, Any]:
+        """The job's ``runs-on``: the labels, or ``{group, labels}`` when the class names a group.
+
+        A runner group limits which repositories and workflows may use its machines;
+        the labels then pick the machine inside the group.
+        """
+        if self.group:
+            return {"group": self.group, "labels": list(self.labels)}
+        return list(self.labels)
+
     def matrix_entry(self) -> dict[str, Any]:
         """This class as one ``include`` entry of a GitHub Actions matrix."""
         return {
             "name": self.name,
             "labels": list(self.labels),
+            "group": self.group or "",
+            "runs_on": self.runs_on,
             "required": self.required,
             "container": self.container or "",
             "image_digest": self.image_digest,
@@ -79,6 +94,7 @@ def load_runner_classes(path: str | Path) -> tuple[RunnerClass, ...]:
             name=c["name"],
             labels=tuple(c["labels"]),
             required=c.get("required", True),
+            group=c.get("group"),
             container=c.get("container"),
             timeout_minutes=c.get("timeout_minutes", DEFAULT_TIMEOUT_MINUTES),
             description=c.get("description", ""),

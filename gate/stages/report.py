@@ -66,7 +66,7 @@ def facts(record: RunRecord) -> list[tuple[str, str]]:
 
 def write(evidence: EvidenceDir, record: RunRecord) -> None:
     """JUnit, summary.md (also to $GITHUB_STEP_SUMMARY), verdict.txt and result.json."""
-    evidence.write_text("junit.xml", junit.to_xml(record.checks, hostname=platform.node()))
+    evidence.write_text(junit.JUNIT_FILE, junit.to_xml(junit.suite_of(record)))
     summary = text.markdown(record, facts(record))
     evidence.write_text("summary.md", summary)
     text.append_step_summary(summary)

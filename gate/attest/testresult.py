@@ -1,0 +1,147 @@
+"""The run as a standard in-toto test-result attestation, beside the gate's own manifest.
+
+Our manifest's predicate (``https://cuda-gate.dev/attestation/gate-run/v1``) holds all the
+evidence, but only cuda-gate understands it. The in-toto Test Result predicate
+(https://github.com/in-toto/attestation/blob/main/spec/predicates/test-result.md,
+type :data:`PREDICATE_TYPE`, version 0.1) is what policy engines and in-toto test-result
+consumers read; this module maps a run onto it:
+
+* ``subject``: the final artifacts with their SHA-256, the same subjects as the manifest
+  (or, when the run named no artifact, the source commit as a ``gitCommit`` digest; with
+  neither there is nothing to attest, and no test-result Statement is written);
+* ``result``: ``PASSED`` when the verdict accepted the run and no check was skipped,
+  ``WARNED`` when it accepted with skipped checks, ``FAILED`` otherwise;
+* ``passedTests`` / ``warnedTests`` / ``failedTests``: the checks by their JUnit identity
+  (``<runner class>.<classname>::<name>``, as in ``junit.xml``); skipped checks are warned;
+* ``configuration``: resource descriptors with digests for the run record
+  (``result.json``, annotated with the runner class, runner and run id), the gate's
+  manifest (``manifest.json``, all the evidence) and the project configuration file
+  when one was used;
+* ``url``: the GitHub Actions run, when the gate ran in one.
+
+``test-result.json`` is the Statement; ``test-result.dsse.json`` is the same bytes in a
+DSSE envelope signed like ``manifest.dsse.json``. Both are written by the manifest step
+(:func:`gate.attest.manifest.write_manifest`), after the manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gate.errors import EvidenceError
+from gate.fsutil import sha256_file
+from gate.record import RESULT_FILE, RunRecord
+from gate.render.junit import DEFAULT_CLASS, classname_of
+
+PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+TEST_RESULT_FILE = "test-result.json"
+TEST_RESULT_ENVELOPE = "test-result.dsse.json"
+TEST_RESULT_FILES = frozenset({TEST_RESULT_FILE, TEST_RESULT_ENVELOPE})
+PASSED, WARNED, FAILED = "PASSED", "WARNED", "FAILED"
+
+
+def check_id(runner_class: str | None, classname: str, name: str) -> str:
+    """A check's name in the attestation: its JUnit classname and name."""
+    return f"{classname_of(classname, runner_class or DEFAULT_CLASS)}::{name}"
+
+
+def build_test_result(
+    record: RunRecord,
+    subjects: Sequence[Mapping[str, Any]],
+    evidence_dir: Path,
+    *,
+    manifest: Path | None = None,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """The test-result Statement for ``record``, or None when it would name no subject.
+
+    ``subjects`` are the manifest's (name + sha256 of each final artifact).
+    """
+    subject = [dict(s) for s in subjects] or _source_subject(record)
+    if not subject:
+        return None
+    checks = record.checks
+    runner_class = record.run.runner_class
+    passed = [check_id(runner_class, c.classname, c.name) for c in checks if c.passed]
+    warned = [check_id(runner_class, c.classname, c.name) for c in checks if c.skipped]
+    failed = [check_id(runner_class, c.classname, c.name) for c in checks if c.failed]
+    result = (WARNED if warned else PASSED) if record.verdict.accepted else FAILED
+    predicate: dict[str, Any] = {
+        "result": result,
+        "configuration": _configuration(record, evidence_dir, manifest, config_file),
+        "passedTests": passed,
+        "warnedTests": warned,
+        "failedTests": failed,
+    }
+    url = run_url(os.environ if environ is None else environ)
+    if url:
+        predicate["url"] = url
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subject,
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def run_url(environ: Mapping[str, str]) -> str | None:
+    """The GitHub Actions run (and attempt) this is, from the variables Actions sets."""
+    parts = [environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    if not all(parts):
+        return None
+    server, repository, run_id = parts
+    url = f"{server}/{repository}/actions/runs/{run_id}"
+    attempt = environ.get("GITHUB_RUN_ATTEMPT")
+    return f"{url}/attempts/{attempt}" if attempt else url
+
+
+def _configuration(
+    record: RunRecord, evidence_dir: Path, manifest: Path | None, config_file: Path | None
+) -> list[dict[str, Any]]:
+    """Resource descriptors (name, sha256, media type) of what configured and recorded the run."""
+    run = {
+        "runnerClass": record.run.runner_class or DEFAULT_CLASS,
+        "runner": record.run.runner,
+        "runId": record.run.run_id,
+        "cudaGateVersion": record.tool_version,
+    }
+    found = [_descriptor(evidence_dir / RESULT_FILE, RESULT_FILE, "application/json", run)]
+    if manifest is not None:
+        found.append(_descriptor(manifest, manifest.name, "application/vnd.in-toto+json"))
+    if config_file is not None:
+        media = "application/toml" if config_file.suffix == ".toml" else "text/plain"
+        found.append(_descriptor(config_file, _shown(config_file), media))
+    return found
+
+
+def _shown(path: Path) -> str:
+    """A path as the descriptor names it: relative to the working folder when inside it."""
+    if path.is_absolute() and path.is_relative_to(Path.cwd()):
+        return path.relative_to(Path.cwd()).as_posix()
+    return path.as_posix()
+
+
+def _descriptor(
+    path: Path, name: str, media_type: str, annotations: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    try:
+        digest = sha256_file(path)
+    except OSError as e:
+        raise EvidenceError(f"{path}: cannot read for the test-result attestation: {e}") from e
+    found: dict[str, Any] = {"name": name, "digest": {"sha256": digest}, "mediaType": media_type}
+    if annotations:
+        found["annotations"] = dict(annotations)
+    return found
+
+
+def _source_subject(record: RunRecord) -> list[dict[str, Any]]:
+    """The source commit as the subject, for a run that named no final artifact (or none)."""
+    revision = record.source.revision
+    if not revision:
+        return []
+    return [{"name": record.source.repository or "source", "digest": {"gitCommit": revision}}]

@@ -1,0 +1,152 @@
+"""The standard in-toto test-result Statement the manifest step writes beside the manifest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from google.protobuf import json_format
+from in_toto_attestation.predicates.test_result.v0 import test_result_pb2
+from in_toto_attestation.v1 import statement_pb2
+from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+from in_toto_attestation.v1.statement import Statement
+from securesystemslib.dsse import Envelope as SslibEnvelope
+
+# securesystemslib re-exports these without __all__; mypy's strict re-export check objects.
+from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
+
+from gate.attest.manifest import MANIFEST_FILE, evidence_digests, write_manifest
+from gate.attest.signing import generate_key_pair, parse_envelope, signer_from_pem, verify_envelope
+from gate.attest.testresult import (
+    PREDICATE_TYPE,
+    TEST_RESULT_ENVELOPE,
+    TEST_RESULT_FILE,
+)
+from gate.redact import Redactor
+from tests.manifest_evidence import make_evidence, sha256
+
+pytestmark = pytest.mark.unit
+
+GITHUB = {
+    "GITHUB_SERVER_URL": "https://github.com",
+    "GITHUB_REPOSITORY": "acme/kernels",
+    "GITHUB_RUN_ID": "77",
+    "GITHUB_RUN_ATTEMPT": "2",
+}
+
+
+def _validated(data: bytes) -> dict[str, Any]:
+    """Parse with the in-toto attestation bindings, strictly, and run their validation."""
+    statement = json_format.Parse(data, statement_pb2.Statement())  # unknown fields raise
+    Statement.copy_from_pb(statement).validate()
+    doc: dict[str, Any] = json.loads(data)
+    predicate = json_format.ParseDict(doc["predicate"], test_result_pb2.TestResult())
+    assert predicate.result in ("PASSED", "WARNED", "FAILED")
+    for descriptor in predicate.configuration:
+        ResourceDescriptor.copy_from_pb(descriptor).validate()
+        assert descriptor.digest["sha256"]
+    return doc
+
+
+def _edit_result(folder: Path, edit: Any) -> None:
+    path = folder / "result.json"
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+def test_a_passed_run_is_a_signed_valid_test_result(tmp_path: Path) -> None:
+    ev = make_evidence(tmp_path)
+    config = tmp_path / "cuda-gate.toml"
+    config.write_text('[build]\ncommand = "make"\n', encoding="utf-8")
+    pair = generate_key_pair()
+    signer = signer_from_pem(pair.private_pem, "test key")
+    result = write_manifest(
+        ev.folder, signer, redactor=Redactor(), config_file=config, environ=GITHUB
+    )
+    assert result.test_result_path == ev.folder / TEST_RESULT_FILE
+    assert result.test_result_envelope == ev.folder / TEST_RESULT_ENVELOPE
+    data = (ev.folder / TEST_RESULT_FILE).read_bytes()
+    doc = _validated(data)
+    assert doc["predicateType"] == PREDICATE_TYPE
+    manifest = json.loads((ev.folder / MANIFEST_FILE).read_bytes())
+    assert doc["subject"] == manifest["subject"]
+    predicate = doc["predicate"]
+    assert predicate["result"] == "PASSED"
+    assert predicate["passedTests"] == ["h200.gate.inspect::sass present"]
+    assert (predicate["warnedTests"], predicate["failedTests"]) == ([], [])
+    assert predicate["url"] == "https://github.com/acme/kernels/actions/runs/77/attempts/2"
+    names = {c["name"]: c for c in predicate["configuration"]}
+    assert names["result.json"]["digest"]["sha256"] == sha256(ev.folder / "result.json")
+    assert names["result.json"]["annotations"]["runnerClass"] == "h200"
+    assert names["manifest.json"]["digest"]["sha256"] == sha256(ev.folder / MANIFEST_FILE)
+    [config_entry] = [c for c in predicate["configuration"] if c["name"].endswith("cuda-gate.toml")]
+    assert config_entry["digest"]["sha256"] == hashlib.sha256(config.read_bytes()).hexdigest()
+    # The envelope holds exactly the file's bytes, and both verifiers accept it.
+    envelope = parse_envelope((ev.folder / TEST_RESULT_ENVELOPE).read_bytes(), "envelope")
+    assert envelope.payload == data
+    verify_envelope(envelope, signer.public_key())
+    theirs = SslibEnvelope.from_dict(json.loads((ev.folder / TEST_RESULT_ENVELOPE).read_bytes()))
+    key = SSlibKey.from_crypto(serialization.load_pem_public_key(pair.public_pem))
+    assert set(theirs.verify([key], 1)) == {signer.keyid}
+
+
+def test_a_rejected_run_is_failed_with_its_failing_checks(tmp_path: Path) -> None:
+    ev = make_evidence(tmp_path, accepted=False)
+    write_manifest(ev.folder, None, redactor=Redactor(), environ={})
+    doc = _validated((ev.folder / TEST_RESULT_FILE).read_bytes())
+    predicate = doc["predicate"]
+    assert predicate["result"] == "FAILED"
+    assert predicate["failedTests"] == ["h200.gate.execute.jit::check [jit]"]
+    assert "url" not in predicate
+
+
+def test_an_accepted_run_with_skipped_checks_is_warned(tmp_path: Path) -> None:
+    ev = make_evidence(tmp_path)
+    skipped = {
+        "name": "other [jit]",
+        "classname": "gate.execute.jit",
+        "passed": False,
+        "skipped": True,
+        "message": "not run",
+        "duration": 0.0,
+    }
+    _edit_result(ev.folder, lambda d: d["checks"].append(skipped))
+    write_manifest(ev.folder, None, redactor=Redactor(), environ={})
+    predicate = _validated((ev.folder / TEST_RESULT_FILE).read_bytes())["predicate"]
+    assert predicate["result"] == "WARNED"
+    assert predicate["warnedTests"] == ["h200.gate.execute.jit::other [jit]"]
+
+
+def test_without_artifacts_the_source_commit_is_the_subject(tmp_path: Path) -> None:
+    ev = make_evidence(tmp_path)
+    _edit_result(ev.folder, lambda d: d.update(artifacts=[]))
+    write_manifest(ev.folder, None, redactor=Redactor(), environ={})
+    doc = _validated((ev.folder / TEST_RESULT_FILE).read_bytes())
+    assert doc["subject"] == [{"name": "acme/kernels", "digest": {"gitCommit": "a" * 40}}]
+    # Neither an artifact nor a revision: nothing to name, so no Statement (and no stale one).
+    _edit_result(ev.folder, lambda d: d["source"].update(revision=None))
+    signer = signer_from_pem(generate_key_pair().private_pem, "test key")
+    result = write_manifest(ev.folder, signer, redactor=Redactor(), environ={})
+    assert (result.test_result_path, result.test_result_envelope) == (None, None)
+    assert result.signed
+    assert not (ev.folder / TEST_RESULT_FILE).exists()
+    assert not (ev.folder / TEST_RESULT_ENVELOPE).exists()
+
+
+def test_unsigned_removes_a_stale_envelope_and_the_files_are_not_evidence(
+    tmp_path: Path,
+) -> None:
+    ev = make_evidence(tmp_path)
+    (ev.folder / TEST_RESULT_ENVELOPE).write_text('{"stale": true}\n')
+    result = write_manifest(ev.folder, None, redactor=Redactor(), environ={})
+    assert result.test_result_envelope is None
+    assert not (ev.folder / TEST_RESULT_ENVELOPE).exists()
+    assert (ev.folder / TEST_RESULT_FILE).is_file()
+    names = {d.name for d in evidence_digests(ev.folder)}
+    assert TEST_RESULT_FILE not in names
+    assert "result.json" in names

@@ -1,0 +1,90 @@
+"""The noxfile: the nox it needs, the running interpreter, and exit statuses that survive nox."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOXFILE = ROOT / "noxfile.py"
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def _module() -> ast.Module:
+    return ast.parse(NOXFILE.read_text(encoding="utf-8"))
+
+
+def _assigned(name: str) -> object:
+    """The literal value the noxfile assigns to ``nox.<name>`` (dotted), or None."""
+    for node in ast.walk(_module()):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if ast.unparse(target) == f"nox.{name}":
+                    return ast.literal_eval(node.value)
+    return None
+
+
+@pytest.mark.unit
+def test_it_says_which_nox_it_needs_and_uses_the_current_reuse_option() -> None:
+    assert _assigned("needs_version") == ">=2024.4.15"
+    assert _assigned("options.reuse_venv") == "yes"
+    assert "reuse_existing_virtualenvs" not in NOXFILE.read_text(encoding="utf-8")
+
+
+@pytest.mark.unit
+def test_no_session_pins_a_python_version() -> None:
+    for node in ast.walk(_module()):
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call):
+                    assert not [k for k in decorator.keywords if k.arg in ("python", "py")], (
+                        node.name
+                    )
+
+
+@pytest.mark.unit
+def test_the_readme_starts_with_the_two_commands() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert lines[3].startswith("python3 -m pip install nox && python3 -m nox -s gate ")
+    assert lines[4].startswith("python3 -m pip install nox && python3 -m nox -s tests ")
+
+
+def _nox(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Real nox on the real noxfile, in this interpreter's environment (no new virtualenv)."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        [sys.executable, "-m", "nox", "-f", str(NOXFILE), "--no-venv", "--no-install", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.integration
+def test_nox_ends_with_the_gates_own_exit_status(tmp_path: Path) -> None:
+    # A usage error is cuda-gate's status 2; nox on its own would say 1.
+    usage = _nox("-s", "gate", "--", "--no-such-option")
+    assert usage.returncode == 2, usage.stderr
+    assert "cuda-gate run exited 2: nox exits 2 as well" in usage.stderr
+    # A missing public key is a configuration error: 7.
+    missing = _nox(
+        "-s", "verify", "--", str(tmp_path / "m.dsse.json"), "--key", str(tmp_path / "none.pub")
+    )
+    assert missing.returncode == 7, missing.stderr
+    assert "cannot read the public key" in missing.stdout + missing.stderr
+
+
+@pytest.mark.integration
+def test_a_passing_command_still_ends_nox_with_0() -> None:
+    done = _nox("-s", "inspect", "--", str(GOLDEN / "libkernels.so"))
+    assert done.returncode == 0, done.stderr
+    assert "Session inspect was successful" in done.stderr
