@@ -341,3 +341,11 @@ def test_own_ptx_must_be_proved_before_a_blocked_jit_run_is_excused() -> None:
 @pytest.mark.parametrize("failure", list(RuntimeFailure))
 def test_runtime_failures_are_classified_from_their_text(failure: RuntimeFailure) -> None:
     assert classify(f"some prefix: {failure.text}\n") is failure
+
+
+def test_a_pass_where_only_a_vendor_library_lacked_code_is_no_contradiction() -> None:
+    # Lazy loading: a program that launches none of torch's kernels runs under forced JIT.
+    p = prediction(listing(sass=("sm_90",), ptx=()), own=False)
+    check = p.check([ok(ExecPath.NATIVE), ok(ExecPath.JIT)])
+    assert check.passed, check.message
+    assert "jit: predicted at risk (libvendor.so ships no PTX for 9.0), passed" in check.message

@@ -475,3 +475,9 @@ def test_the_editor_schema_accepts_every_valid_configuration() -> None:
 @pytest.mark.parametrize(("text", "expected"), SCHEMA_BAD)
 def test_the_editor_schema_rejects_what_it_can_express(text: str, expected: str) -> None:
     assert not schema_validator().is_valid(tomllib.loads(text)), expected
+
+
+def test_torch_arch_list_refuses_a_family_target_torch_cannot_name() -> None:
+    with pytest.raises(ConfigError, match=r"^build\[0\]\.env: \{torch_arch_list\} cannot name"):
+        substitute("{torch_arch_list}", [Target.parse("sm_121f")], where="build[0].env")
+    assert substitute("{torch_arch_list}", [Target.parse("sm_90a")]) == "9.0a+PTX"

@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 
 from gate.errors import ConfigError
-from gate.reader.targets import Target
+from gate.reader.targets import Target, Variant
 
 _TOKEN = re.compile(r"(\$\{)|\{\{(\w+)\}\}|\{(\w+)\}")
 SINGLE = ("sm", "compute", "cc", "capability")
@@ -92,6 +92,13 @@ def _list_value(name: str, targets: Sequence[Target]) -> str:
         )
     if name == "cmake_archs":
         return ";".join(f"{t.number}{t.variant.value}" for t in sass)
+    family = [t for t in sass if t.variant is Variant.FAMILY]
+    if family:
+        # torch's TORCH_CUDA_ARCH_LIST takes plain and 'a' targets only (9.0, 9.0a).
+        raise ConfigError(
+            f"{{torch_arch_list}} cannot name the family-specific target {family[0]}: "
+            "torch accepts plain and arch-specific ('a') targets only"
+        )
     return ";".join(f"{t.major}.{t.minor}{t.variant.value}+PTX" for t in sass)
 
 
@@ -140,7 +147,10 @@ def substitute(
         if not targets:
             raise ConfigError(f"{where}: {{{name}}} used, but no target is known")
         if name in LISTS:
-            return _list_value(name, targets)
+            try:
+                return _list_value(name, targets)
+            except ConfigError as e:
+                raise ConfigError(f"{where}: {e.message}") from e
         if len(targets) > 1:
             listed = ", ".join(str(t.as_sass()) for t in targets)
             raise ConfigError(

@@ -42,11 +42,21 @@ class Source:
 
 @dataclass(frozen=True)
 class Expectation:
-    """Whether one path can run, and why; ``blocker`` names what stops it."""
+    """Whether one path can run, and why; ``blocker`` names what stops it.
+
+    "Cannot run" is firm when the project's own code lacks it; when a vendor library
+    lacks it, the run fails only if it launches that library's kernels (lazy module
+    loading), so a pass then is no contradiction.
+    """
 
     can_run: bool | None
     basis: str
     blocker: Source | None = None
+
+    @property
+    def firm(self) -> bool:
+        """Whether a passing run would contradict "cannot run"."""
+        return self.blocker is None or self.blocker.own
 
 
 @dataclass(frozen=True)
@@ -79,11 +89,13 @@ class Prediction:
             want = self.expected(done.path)
             if want.can_run is None:
                 continue
-            said = "runs" if want.can_run else "cannot run"
+            said = "runs" if want.can_run else "cannot run" if want.firm else "at risk"
             got = "passed" if done.passed else f"failed ({done.reason()})"
             line = f"{done.path.value}: predicted {said} ({want.basis}), {got}"
             code_failure = done.failure is not None and done.failure.is_code_failure
-            if not want.can_run and done.passed:
+            if not want.can_run and done.passed and not want.firm:
+                parts.append(f"{line}: the kernels it launched did not need the missing code")
+            elif not want.can_run and done.passed:
                 extra = (
                     "; something let code other than the inspected SASS run: a JIT cache, a "
                     "library loaded some other way, or code generated at run time"
@@ -172,7 +184,7 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
         if route is None:
             return Expectation(
                 False,
-                f"{source.name} ships no PTX for {cap}: whole-program forced JIT cannot run",
+                f"{source.name} ships no PTX for {cap}",
                 source,
             )
         if driver and route.min_driver and driver < route.min_driver:
@@ -252,7 +264,7 @@ def excuse(done: Run, predictions: Sequence[Prediction], proofs: Proofs) -> str 
         if own
         else ("the project has no device code of its own here")
     )
-    return f"as predicted, {prediction.jit.basis}; {proved}"
+    return f"as predicted: {prediction.jit.basis}, so the whole program cannot run; {proved}"
 
 
 def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str]:
@@ -273,7 +285,7 @@ def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str
         elif native.passed and prediction.jit_blocked_by_library:
             out.append(
                 f"{name}: native passes; whole-program forced JIT cannot run because "
-                f"{prediction.jit.basis.split(':')[0]} (the run: {jit.reason()}). {code}."
+                f"{prediction.jit.basis} (the run: {jit.reason()}). {code}."
             )
         elif native.passed:
             note = ""
@@ -316,18 +328,24 @@ def paths_proved(
         pair = {r.path: r for r in runs if r.entry_point.name == prediction.entry}
         native, jit = pair.get(ExecPath.NATIVE), pair.get(ExecPath.JIT)
         words = [f"native {'proved' if native and native.passed else 'NOT proved'}"]
+        own = [s.name for s in prediction.sources if s.own]
+        proved_own = (
+            f"the project's own PTX ({', '.join(own)}) proved by driver module load"
+            if own and proofs.proved(own)
+            else "the project's PTX NOT proved by module load"
+            if own
+            else "no project device code to prove"
+        )
         if jit is not None and jit.passed:
             words.append("forced JIT proved for the whole program")
+            if prediction.jit_blocked_by_library:
+                words.append(
+                    f"it launched no kernel of the library that blocks it ({prediction.jit.basis})"
+                )
+                words.append(proved_own)
         elif prediction.jit_blocked_by_library:
-            own = [s.name for s in prediction.sources if s.own]
-            mine = (
-                f"the project's own PTX ({', '.join(own)}) proved by driver module load"
-                if own and proofs.proved(own)
-                else "no project PTX proved"
-                if own
-                else "no project device code to prove"
-            )
-            words.append(f"whole-program forced JIT impossible ({prediction.jit.basis}); {mine}")
+            words.append(f"whole-program forced JIT cannot run ({prediction.jit.basis})")
+            words.append(proved_own)
         else:
             words.append("forced JIT NOT proved")
         out.append(f"{prediction.entry}: {'; '.join(words)}")
