@@ -10,6 +10,7 @@ import pytest
 
 from gate.errors import BadInputError
 from gate.reader import fatbin
+from gate.reader.limits import Limits
 from gate.reader.listing import Kind
 from gate.reader.read import read_archive, read_artifact, read_buffer, read_paths, read_wheel
 
@@ -211,5 +212,8 @@ def test_impossible_lz4_ratio_is_refused_before_allocating() -> None:
         container = fatbin.parse_container(bytes(buf), pos, elf_end, "libkernels.so")
     lz4_entry = next(e for e in container.entries if e.compression == "lz4")
     struct.pack_into("<Q", buf, lz4_entry.offset + 0x38, fatbin.MAX_UNCOMPRESSED)
-    with pytest.raises(BadInputError, match="impossible LZ4 ratio"):
+    with pytest.raises(BadInputError, match="more than 200:1, a decompression bomb"):
         read_buffer(bytes(buf), 0, elf_end, "libkernels.so")
+    # Past the general ratio bound (raised by the user), LZ4's own limit still holds.
+    with pytest.raises(BadInputError, match="impossible LZ4 ratio"):
+        read_buffer(bytes(buf), 0, elf_end, "libkernels.so", limits=Limits(ratio=1 << 30))

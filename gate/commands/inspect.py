@@ -9,9 +9,13 @@ target, and the route each kernel takes per device.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gate.reader.limits import Limits
 
 _SMI_TIMEOUT = 15.0
 
@@ -49,11 +53,51 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="read only .nv_fatbin (or __nv_relfatbin), as cuobjdump does; by default other "
         "data sections are scanned for fatbin containers too",
     )
+    limits = parser.add_argument_group(
+        "bounds on decompression",
+        "Each also comes from an environment variable; an option overrides it. A file past "
+        "a bound gets one error line saying which bound to raise.",
+    )
+    for option, field, default, what in (
+        ("--max-entry-mb", "entry", "256", "one fatbin entry, decompressed"),
+        ("--max-artifact-mb", "artifact", "16384", "all entries of one artifact, decompressed"),
+        ("--max-member-mb", "member", "4096", "one wheel member, inflated"),
+        ("--max-ratio", "ratio", "200", "decompressed per compressed byte, past 64 MB"),
+    ):
+        limits.add_argument(
+            option,
+            metavar="N",
+            default=None,
+            help=f"{what} (default {default}; ${_env(field)})",
+        )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
         "--output", type=Path, default=None, help="also write the JSON document to this file"
     )
     parser.set_defaults(handler=handle)
+
+
+def _env(field: str) -> str:
+    from gate.reader.limits import ENV
+
+    return ENV[field]
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """The reader's bounds: defaults, then CUDA_GATE_MAX_* variables, then options."""
+    from gate.reader.limits import Limits, parse_value
+
+    given = {
+        field: parse_value(value, option)
+        for field, option, value in (
+            ("entry", "--max-entry-mb", args.max_entry_mb),
+            ("artifact", "--max-artifact-mb", args.max_artifact_mb),
+            ("member", "--max-member-mb", args.max_member_mb),
+            ("ratio", "--max-ratio", args.max_ratio),
+        )
+        if value is not None
+    }
+    return Limits.from_env().overridden(**given)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -63,12 +107,17 @@ def handle(args: argparse.Namespace) -> int:
     from gate.reader.read import read_paths
     from gate.reader.targets import parse_target_or_capability
 
+    # Names come from files and binaries: never let one that cannot be encoded (a
+    # terminal or pipe that is not UTF-8) stop the table half-way.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     caps = [parse_target_or_capability(d) for d in args.device or ()]
     if args.device is None and not args.no_detect:
         caps = detect_devices()
     scan = not args.no_scan
+    limits = _limits(args)
     reports = []
-    for report in read_paths(args.paths, names=args.names, scan=scan):
+    for report in read_paths(args.paths, names=args.names, scan=scan, limits=limits):
         reports.append(report)
         if report.error:
             print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)

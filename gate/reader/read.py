@@ -36,7 +36,9 @@ from pathlib import Path
 
 from gate.errors import BadInputError
 from gate.reader import artifacts, fatbin
+from gate.reader.artifacts import shown
 from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile
+from gate.reader.limits import Budget, Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.targets import Target, Variant, Version
 
@@ -71,84 +73,113 @@ class _Decoded:
 
 
 def read_paths(
-    paths: Sequence[str | os.PathLike[str]], *, names: bool = True, scan: bool = True
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> Iterator[ArtifactReport]:
     """Reports for every artifact under ``paths``; failures become reports with ``error``."""
+    limits = limits or Limits.from_env()
     for found in artifacts.discover(paths):
-        if isinstance(found, BadInputError):
-            yield ArtifactReport(found.message.split(":", 1)[0], "unknown", error=found.message)
+        if isinstance(found, artifacts.Unreadable):
+            yield ArtifactReport(found.path, "unknown", error=found.message)
             continue
         try:
             if found.kind == "zip":
-                yield from read_wheel(found.path, names=names, scan=scan)
+                yield from read_wheel(found.path, names=names, scan=scan, limits=limits)
             elif found.kind == "archive":
-                yield from read_archive(found.path, names=names, scan=scan)
+                yield from read_archive(found.path, names=names, scan=scan, limits=limits)
             elif found.kind == "duplicate":
                 continue
             else:
-                yield read_artifact(found.path, names=names, scan=scan)
+                yield read_artifact(found.path, names=names, scan=scan, limits=limits)
         except BadInputError as e:
-            yield ArtifactReport(str(found.path), "unknown", error=e.message)
+            yield ArtifactReport(shown(found.path), "unknown", error=e.message)
 
 
 def read_artifact(
-    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+    path: str | os.PathLike[str],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> ArtifactReport:
     """The report for one ELF file, raw cubin or raw fatbin; BadInputError if unreadable."""
     with _mapped(path) as buf:
-        return read_buffer(buf, 0, len(buf), str(path), names=names, scan=scan)
+        return read_buffer(buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits)
 
 
 def read_archive(
-    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+    path: str | os.PathLike[str],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every ELF member of a static archive."""
     reports = []
+    name = shown(path)
     with _mapped(path) as buf:
-        for member, offset, size in artifacts.archive_members(buf, 0, len(buf), str(path)):
-            display = f"{path}({member})"
+        for member, offset, size in artifacts.archive_members(buf, 0, len(buf), name):
+            display = f"{name}({member})"
             if buf[offset : offset + 4] != b"\x7fELF":
                 continue
             try:
-                reports.append(read_buffer(buf, offset, size, display, names=names, scan=scan))
+                reports.append(
+                    read_buffer(buf, offset, size, display, names=names, scan=scan, limits=limits)
+                )
             except BadInputError as e:
                 reports.append(ArtifactReport(display, "unknown", error=e.message))
     return tuple(reports)
 
 
 def read_wheel(
-    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+    path: str | os.PathLike[str],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> tuple[ArtifactReport, ...]:
-    """Reports for every shared library, cubin and fatbin inside a wheel (or any zip)."""
-    import zipfile  # noqa: PLC0415  (wheels only: keeps the common path's start-up short)
+    """Reports for every shared library, cubin and fatbin inside a wheel (or any zip).
 
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise BadInputError(f"{path}: not a readable zip/wheel: {e}") from e
+    A member that cannot be read (encrypted, corrupted, over a bound) gives a report
+    with ``error`` set; the other members are still read.
+    """
+    limits = limits or Limits.from_env()
+    name = shown(path)
     reports = []
-    with archive:
-        for info in artifacts.wheel_members(archive):
-            display = f"{path}!{info.filename}"
+    with artifacts.open_zip(path, name) as archive:
+        for info in artifacts.wheel_members(archive.zip):
+            display = f"{name}!{shown(info.filename)}"
             try:
-                data = artifacts.read_member(archive, info, display)
-                if artifacts.classify(data[:8]) not in ("elf", "fatbin"):
-                    continue
-                reports.append(read_buffer(data, 0, len(data), display, names=names, scan=scan))
+                data = artifacts.read_member(archive, info, display, limits)
+                reports.append(
+                    read_buffer(data, 0, len(data), display, names=names, scan=scan, limits=limits)
+                )
             except BadInputError as e:
                 reports.append(ArtifactReport(display, "unknown", error=e.message))
     return tuple(reports)
 
 
 def read_buffer(
-    buf: Buffer, base: int, size: int, display: str, *, names: bool = True, scan: bool = True
+    buf: Buffer,
+    base: int,
+    size: int,
+    display: str,
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> ArtifactReport:
     """The report for the ELF file, cubin or fatbin at ``buf[base:base+size]``."""
+    budget = Budget(limits or Limits.from_env(), display)
     head = bytes(buf[base : base + 8])
     if head.startswith(fatbin.CONTAINER_PREFIX):
         containers = fatbin.parse_containers(buf, base, base + size, display)
         found = [("(fatbin)", c) for c in containers]
-        return ArtifactReport(display, "fatbin", listing=_listing(buf, found, display, names))
+        listing = _listing(buf, found, display, names, budget)
+        return ArtifactReport(display, "fatbin", listing=listing, names=names)
     elf = ElfFile(buf, display, base, size)
     if elf.machine == EM_CUDA:
         return _cubin_report(elf, display, names=names)
@@ -174,7 +205,7 @@ def read_buffer(
         "ELF",
         elf.elf_class,
         elf.machine_name,
-        _listing(buf, found, display, names),
+        _listing(buf, found, display, names, budget),
         names,
     )
 
@@ -199,7 +230,11 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
 
 
 def _listing(
-    buf: Buffer, found: list[tuple[str, fatbin.Container]], display: str, names: bool
+    buf: Buffer,
+    found: list[tuple[str, fatbin.Container]],
+    display: str,
+    names: bool,
+    budget: Budget,
 ) -> Listing:
     flat = [(section, e) for section, c in found for e in c.entries]
     decoded: list[_Decoded | None] = [None] * len(flat)
@@ -217,7 +252,8 @@ def _listing(
                 headers = [e for _, e in flat]
                 chunks = list(_batches(headers))
                 done = pool.map(
-                    lambda r: [_decode(buf, e, display) for e in headers[r[0] : r[1]]], chunks
+                    lambda r: [_decode(buf, e, display, budget) for e in headers[r[0] : r[1]]],
+                    chunks,
                 )
                 try:
                     for (lo, hi), chunk in zip(chunks, done, strict=True):
@@ -231,7 +267,7 @@ def _listing(
                     raise
         else:
             for i, (_, e) in enumerate(flat):
-                decoded[i] = _decode(buf, e, display)
+                decoded[i] = _decode(buf, e, display, budget)
                 release(e.offset, e.payload_offset + e.payload_size)
     # Entries sharing a header signature share kind, target, ISA and compression: work
     # those out once per signature, not once per entry (libcublasLt: 5,666 entries, ~60
@@ -293,18 +329,20 @@ def _releaser(buf: Buffer) -> Callable[[int, int], None]:
     return release
 
 
-def _decode(buf: Buffer, entry: fatbin.Entry, display: str) -> _Decoded | None:
+def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _Decoded | None:
     if entry.kind == fatbin.KIND_NVVM:
         return None  # LTO IR payloads are opaque: listed, never decoded
-    from gate.reader.cubin import read_cubin, read_ptx  # noqa: PLC0415  (names only: start-up)
+    from gate.reader.cubin import read_cubin, scan_ptx  # noqa: PLC0415  (names only: start-up)
 
     where = f"{display}: fatbin entry at {entry.offset:#x}"
-    data, start, size = fatbin.payload(buf, entry, display)
     if entry.kind == fatbin.KIND_PTX:
-        ptx = read_ptx(data, start, size)
+        # Streamed: a PTX text is read once from the front, never held whole.
+        pieces = fatbin.payload_chunks(buf, entry, display, budget.limits, budget)
+        ptx = scan_ptx(pieces, where)
         target = ptx.target or ""
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
         return _Decoded(ptx.kernels, ptx.producer, variant)
+    data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
     cubin = read_cubin(data, start, size, where)
     return _Decoded(
         cubin.kernels, cubin.producer, Variant.ARCH if cubin.arch_specific else Variant.NONE
@@ -346,20 +384,21 @@ def _version(major: int, minor: int) -> Version:
 
 
 class _mapped:  # noqa: N801  (used as a context manager, reads like a function)
-    """A read-only mmap of a file (bytes for an empty one), closed on exit."""
+    """A read-only mmap of a regular file, closed on exit; BadInputError for anything else."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._map: mmap.mmap | None = None
 
     def __enter__(self) -> Buffer:
+        name = shown(self.path)
         try:
-            with self.path.open("rb") as f:
+            with artifacts.open_regular(self.path, name) as f:
                 if os.fstat(f.fileno()).st_size == 0:
-                    raise BadInputError(f"{self.path}: empty file")
+                    raise BadInputError(f"{name}: empty file")
                 self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as e:
-            raise BadInputError(f"{self.path}: cannot read: {e.strerror or e}") from e
+            raise BadInputError(f"{name}: cannot read: {e.strerror or e}") from e
         return self._map
 
     def __exit__(self, *exc: object) -> None:
