@@ -21,9 +21,12 @@ from typing import Any
 
 from gate.errors import ConfigError
 
-_VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
-_TARGET_RE = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
-_CAP_RE = re.compile(r"^(\d+)\.(\d+)$|^(\d{2,3})$")
+# ASCII digits only, and few of them: \d also matches other scripts' digits, and int()
+# of a 5,000-digit string raises ValueError (CPython's digit limit) instead of an answer.
+# A capability's minor is one digit: SM numbers are major * 10 + minor.
+_VERSION_RE = re.compile(r"^([0-9]{1,4})\.([0-9]{1,4})$")
+_TARGET_RE = re.compile(r"^(sm|compute|lto)_([0-9]{2,4})([af]?)$")
+_CAP_RE = re.compile(r"^([0-9]{1,3})\.([0-9])$|^([0-9]{2,3})$")
 
 
 @dataclass(frozen=True, order=True)
@@ -38,7 +41,7 @@ class Version:
         """Parse ``"13.0"``; raise ConfigError on anything else."""
         match = _VERSION_RE.match(text.strip())
         if not match:
-            raise ConfigError(f"not a MAJOR.MINOR version: {text!r}")
+            raise ConfigError(f"not a MAJOR.MINOR version: {_clip(text)}")
         return cls(int(match.group(1)), int(match.group(2)))
 
     def __str__(self) -> str:
@@ -57,7 +60,7 @@ class Capability:
         """Parse ``"12.1"`` or the probe's ``"121"`` form."""
         match = _CAP_RE.match(text.strip())
         if not match:
-            raise ConfigError(f"not a compute capability (like 12.1 or 121): {text!r}")
+            raise ConfigError(f"not a compute capability (like 12.1 or 121): {_clip(text)}")
         if match.group(3):
             number = int(match.group(3))
             return cls(number // 10, number % 10)
@@ -103,11 +106,11 @@ class Target:
         match = _TARGET_RE.match(text.strip())
         if not match:
             raise ConfigError(
-                f"not a CUDA target (like sm_121, sm_90a, sm_120f, compute_90): {text!r}"
+                f"not a CUDA target (like sm_121, sm_90a, sm_120f, compute_90): {_clip(text)}"
             )
         number = int(match.group(2))
         if number < 10:
-            raise ConfigError(f"not a CUDA target (SM number too small): {text!r}")
+            raise ConfigError(f"not a CUDA target (SM number too small): {_clip(text)}")
         return cls(
             number // 10,
             number % 10,
@@ -157,6 +160,11 @@ class Target:
     def __str__(self) -> str:
         prefix = "compute" if self.virtual else "sm"
         return f"{prefix}_{self.number}{self.variant.value}"
+
+
+def _clip(text: str) -> str:
+    """``text`` quoted for a one-line message, cut short when it is long."""
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
 
 
 def parse_target_or_capability(text: str) -> Capability:
