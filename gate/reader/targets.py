@@ -1,6 +1,7 @@
 """GPU targets and capabilities as values, and the compatibility rules between them.
 
-Every rule lives here, once, and cites its source (see ``gate/data/compat.json``):
+Every rule lives here, once, and cites its source (the tables: ``compat.json``, loaded
+and validated by :mod:`gate.reader.compat`):
 
 * SASS for ``sm_XY`` runs on X.Z when the major is the same and Z >= Y.
 * ``sm_XYa`` / ``compute_XYa`` run and JIT only on exactly X.Y.
@@ -12,12 +13,8 @@ Every rule lives here, once, and cites its source (see ``gate/data/compat.json``
 from __future__ import annotations
 
 import enum
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path as FilePath
-from typing import Any
 
 from gate.errors import ConfigError
 
@@ -175,36 +172,18 @@ def parse_target_or_capability(text: str) -> Capability:
     return Capability.parse(stripped)
 
 
-@cache
-def _rules() -> dict[str, Any]:
-    # Beside this module rather than through importlib.resources: every command pays for
-    # this import at start-up, and `cuda-gate inspect` is timed against cuobjdump.
-    text = (FilePath(__file__).parent.parent / "data" / "compat.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
-
-
 def family_members(target: Target) -> frozenset[Capability]:
-    """Capabilities an ``f`` target serves; same major at >= minor when the table is silent."""
-    families: dict[str, list[str]] = _rules()["families"]
-    listed = families.get(f"{target.number}f")
-    if listed is not None:
-        return frozenset(Capability.parse(c) for c in listed)
-    # A family newer than our table: the documented rule is same major, equal or higher
-    # minor; list the minors that could exist.
-    return frozenset(Capability(target.major, m) for m in range(target.minor, 10))
+    """Capabilities an ``f`` target serves (compat.json: listed, else its stated rule)."""
+    from gate.reader.compat import rules  # noqa: PLC0415  (compat imports this module's types)
+
+    return rules().family_members(target)
 
 
 def min_driver_for_ptx(isa: Version) -> Version | None:
     """The oldest driver CUDA version that can JIT PTX of ISA ``isa``; None if unknown."""
-    table: dict[str, str] = _rules()["ptx_isa_min_driver"]
-    found = table.get(str(isa))
-    if found is not None:
-        return Version.parse(found)
-    if isa.major >= 9:
-        # ISA 9.x ships with CUDA 13.x; the table's newest rows follow that pattern.
-        return Version(isa.major + 4, isa.minor)
-    return None
+    from gate.reader.compat import rules  # noqa: PLC0415  (compat imports this module's types)
+
+    return rules().min_driver_for_ptx(isa)
 
 
 class Path(enum.Enum):
