@@ -16,7 +16,7 @@ from typing import Any
 from gate import __version__
 from gate.reader.listing import DeviceEntry, DevicePrediction, KernelPrediction, Kind, Listing
 from gate.reader.read import ArtifactReport
-from gate.reader.targets import Capability, Route, Target, route
+from gate.reader.targets import Capability, Route, Target
 
 SCHEMA_VERSION = 1
 ALL_KERNELS = "(every kernel)"
@@ -34,11 +34,9 @@ def predict(report: ArtifactReport, cap: Capability) -> DevicePrediction:
     listing = report.listing
     if report.names:
         return listing.predict(cap)
-    sass = listing.targets(Kind.SASS)
-    ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in listing.of_kind(Kind.PTX)))
-    if not sass and not ptx:
+    if not listing.targets(Kind.SASS) and not listing.has_ptx:
         return DevicePrediction(cap, ())
-    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, route(sass, ptx, cap)),))
+    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, listing.target_route(cap)),))
 
 
 def _route_json(r: Route) -> dict[str, Any]:
@@ -124,9 +122,9 @@ def artifact_json(
         prediction = predict(report, cap)
         routes: dict[str, list[str]] = {}
         by_text: dict[str, Route] = {}
-        for k in prediction.kernels:
-            routes.setdefault(k.route.describe(), []).append(k.kernel)
-            by_text[k.route.describe()] = k.route
+        for r, ks in prediction.by_route:  # one group per route: describe() once each
+            routes.setdefault(r.describe(), []).extend(ks)
+            by_text[r.describe()] = r
         devices.append(
             {
                 "capability": str(cap),

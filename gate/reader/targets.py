@@ -229,7 +229,9 @@ def sass_route(sass_targets: tuple[Target, ...], cap: Capability) -> Route | Non
     exact = [t for t in usable if t.number == cap.number]
     if exact:
         return Route(Path.EXACT_SASS, _prefer_plain(exact))
-    best = max(usable, key=lambda t: t.minor)
+    # Ties (sm_100 and sm_100f on 10.3) go to the plain target, as exact matches do, so
+    # the answer never depends on the order the entries came in.
+    best = max(usable, key=lambda t: (t.minor, t.variant is Variant.NONE))
     path = Path.FAMILY_SASS if best.variant is Variant.FAMILY else Path.COMPATIBLE_SASS
     return Route(path, best)
 
@@ -239,8 +241,16 @@ def ptx_route(ptx: tuple[tuple[Target, Version | None], ...], cap: Capability) -
     usable = [(t, isa) for t, isa in ptx if t.ptx_jits_for(cap)]
     if not usable:
         return None
-    target, isa = max(usable, key=lambda item: (item[0].number, item[0].variant != Variant.NONE))
+    target, isa = max(usable, key=_ptx_preference)
     return Route(Path.PTX_JIT, target, isa, min_driver_for_ptx(isa) if isa else None)
+
+
+def _ptx_preference(item: tuple[Target, Version | None]) -> tuple[int, bool, bool, int]:
+    """Newest target, a/f before plain; for one target, a known and then the oldest ISA
+    (the one needing the oldest driver), so the answer never depends on entry order."""
+    target, isa = item
+    age = -(isa.major * 1000 + isa.minor) if isa else 0
+    return target.number, target.variant is not Variant.NONE, isa is not None, age
 
 
 def route(
