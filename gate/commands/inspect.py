@@ -1,16 +1,19 @@
 """`cuda-gate inspect`: list the device code of artifacts with our own reader, no toolkit needed.
 
 Headers only by default (fast: no decompression): kinds, targets with their ``a``/``f``
-variant, PTX ISA, sizes, and per device a route per target. ``--names`` decompresses
-every entry for kernel names: kernel counts per target, kernels missing from some
-target, and the route each kernel takes per device.
+variant, PTX ISA, sizes, and per device a route per target (standing for every kernel).
+``--names`` decompresses every entry for kernel names: kernel counts per target, kernels
+missing from some target (shown demangled; the JSON keeps them mangled), and the route
+each kernel takes per device. ``--require-device`` turns a device without code into exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +40,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="CAP",
         help="a device capability (12.1, 121 or sm_121); repeat for several "
         "(default: the GPU nvidia-smi reports, if any)",
+    )
+    parser.add_argument(
+        "--require-device",
+        action="append",
+        default=[],
+        metavar="CAP",
+        help="fail (exit 1, one line per failing artifact) when any kernel of any artifact "
+        "has no route on this device: no SASS that runs there and no PTX that JITs for it; "
+        "per kernel with --names, else per target; also shown like --device; repeatable",
     )
     parser.add_argument(
         "--no-detect", action="store_true", help="do not ask nvidia-smi for the local GPU"
@@ -114,16 +126,24 @@ def handle(args: argparse.Namespace) -> int:
     caps = [parse_target_or_capability(d) for d in args.device or ()]
     if args.device is None and not args.no_detect:
         caps = detect_devices()
+    required = list(dict.fromkeys(parse_target_or_capability(d) for d in args.require_device))
+    caps = list(dict.fromkeys([*caps, *required]))
     scan = not args.no_scan
     limits = _limits(args)
     reports = []
+    unmet = []
     for report in read_paths(args.paths, names=args.names, scan=scan, limits=limits):
         reports.append(report)
         if report.error:
             print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)
         elif not args.json:
             art = inspect_view.artifact_json(report, caps, with_entries=False)
-            sys.stdout.write(inspect_view.console(art))
+            sys.stdout.write(inspect_view.console(art, demangle=_demangle))
+        for cap in required:
+            reason = inspect_view.unmet(report, cap)
+            if reason:
+                unmet.append(reason)
+                print(f"cuda-gate: error: {reason}", file=sys.stderr, flush=True)
     doc = (
         inspect_view.document(reports, caps, names=args.names, scan=scan)
         if (args.json or args.output)
@@ -141,7 +161,39 @@ def handle(args: argparse.Namespace) -> int:
     failed = [r for r in reports if r.error]
     if failed:
         raise BadInputError(f"{len(failed)} of {len(reports)} artifacts could not be read")
+    if unmet:
+        from gate.errors import NotAcceptedError
+
+        devices = ", ".join(str(c) for c in required)
+        raise NotAcceptedError(
+            f"{len(unmet)} artifact/device pair(s) without code for a required device ({devices})"
+        )
     return 0
+
+
+def _demangle(name: str) -> str:
+    """A kernel name as C++ spells it, by the C++ runtime's own demangler (cxxfilt).
+
+    Imported only when a name is shown: cxxfilt looks for libstdc++ when imported. Any
+    failure (no libstdc++, a name that is not mangled C++) shows the name as it is.
+    """
+    demangler = _demangler()
+    if demangler is None:
+        return name
+    try:
+        return demangler(name)
+    except Exception:  # noqa: BLE001  (cxxfilt.Error and ctypes' own: fall back to the name)
+        return name
+
+
+@functools.cache
+def _demangler() -> Callable[[str], str] | None:
+    try:
+        import cxxfilt
+    except (ImportError, OSError):
+        return None
+    demangle: Callable[[str], str] = cxxfilt.demangle
+    return demangle
 
 
 def detect_devices() -> list[Any]:
