@@ -60,6 +60,14 @@ class _NoProcesses:
 
 
 @pytest.fixture(autouse=True)
+def _private_inspection_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test reads or writes the real ~/.cache/cuda-gate (the reader's cache)."""
+    monkeypatch.setenv("CUDA_GATE_CACHE_DIR", str(tmp_path_factory.mktemp("inspection-cache")))
+
+
+@pytest.fixture(autouse=True)
 def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("unit"):
         monkeypatch.setattr(subprocess, "Popen", _NoProcesses)

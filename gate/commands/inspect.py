@@ -82,6 +82,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             default=None,
             help=f"{what} (default {default}; ${_env(field)})",
         )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="with --names, read every file even if the inspection cache holds its report "
+        "(by SHA-256, reader version and mode; $CUDA_GATE_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/cuda-gate, else ~/.cache/cuda-gate)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
         "--output", type=Path, default=None, help="also write the JSON document to this file"
@@ -132,7 +139,9 @@ def handle(args: argparse.Namespace) -> int:
     limits = _limits(args)
     reports = []
     unmet = []
-    for report in read_paths(args.paths, names=args.names, scan=scan, limits=limits):
+    # Only names are worth caching: headers alone are read faster than the file is hashed.
+    cache = args.names and not args.no_cache
+    for report in read_paths(args.paths, names=args.names, scan=scan, limits=limits, cache=cache):
         reports.append(report)
         if report.error:
             print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)

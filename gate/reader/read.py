@@ -78,8 +78,13 @@ def read_paths(
     names: bool = True,
     scan: bool = True,
     limits: Limits | None = None,
+    cache: bool = False,
 ) -> Iterator[ArtifactReport]:
-    """Reports for every artifact under ``paths``; failures become reports with ``error``."""
+    """Reports for every artifact under ``paths``; failures become reports with ``error``.
+
+    With ``cache``, files (not wheels or archives) go through the content-addressed
+    cache (:mod:`gate.reader.cache`): a file read before in the same mode is not read.
+    """
     limits = limits or Limits.from_env()
     for found in artifacts.discover(paths):
         if isinstance(found, artifacts.Unreadable):
@@ -92,6 +97,10 @@ def read_paths(
                 yield from read_archive(found.path, names=names, scan=scan, limits=limits)
             elif found.kind == "duplicate":
                 continue
+            elif cache:
+                from gate.reader.cache import inspect_file  # noqa: PLC0415  (cache imports this)
+
+                yield inspect_file(found.path, names=names, scan=scan, limits=limits)[0]
             else:
                 yield read_artifact(found.path, names=names, scan=scan, limits=limits)
         except BadInputError as e:
