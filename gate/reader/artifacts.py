@@ -235,7 +235,8 @@ def wheel_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     wanted = []
     for info in archive.infolist():
         base = info.filename.rsplit("/", 1)[-1]
-        if info.is_dir():
+        # Not info.is_dir(): it indexes filename[-1], and a crafted entry has no name.
+        if not base:
             continue
         shared = base.endswith(".so") or ".so." in base
         if shared or base.endswith((".cubin", ".fatbin")):
