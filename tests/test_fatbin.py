@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,3 +218,23 @@ def test_impossible_lz4_ratio_is_refused_before_allocating() -> None:
     # Past the general ratio bound (raised by the user), LZ4's own limit still holds.
     with pytest.raises(BadInputError, match="impossible LZ4 ratio"):
         read_buffer(bytes(buf), 0, elf_end, "libkernels.so", limits=Limits(ratio=1 << 30))
+
+
+def test_identical_entries_are_decoded_once_and_each_gets_the_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gate.reader import read
+
+    one = (GOLDEN / "debug.fatbin").read_bytes()
+    calls: list[fatbin.Entry] = []
+    real = read._decode
+
+    def counted(buf: bytes, entry: fatbin.Entry, display: str, budget: Any) -> Any:
+        calls.append(entry)
+        return real(buf, entry, display, budget)
+
+    monkeypatch.setattr(read, "_decode", counted)
+    report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
+    assert len(report.listing.entries) == 6
+    assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
+    assert len(calls) == 2  # one SASS and one PTX payload, each decoded once

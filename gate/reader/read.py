@@ -50,6 +50,8 @@ _PARALLEL_MIN = 16
 # Entries decoded by one task, and between two releases of the pages they were read from.
 _BATCH = 16
 _BATCH_BYTES = 4 << 20
+# Distinct payloads of one header signature kept to compare later entries against.
+_DISTINCT_COMPARED = 4
 
 
 @dataclass(frozen=True)
@@ -248,36 +250,13 @@ def _listing(
     flat = [(section, e) for section, c in found for e in c.entries]
     decoded: list[_Decoded | None] = [None] * len(flat)
     if names:
-        workers = os.cpu_count() or 1
-        release = _releaser(buf)
-        if len(flat) >= _PARALLEL_MIN and workers > 1:
-            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
-
-            # lz4 and zstd release the GIL while decompressing: threads use every core.
-            # Chunks of a few entries (each task costs GIL time), handed out with no
-            # barrier between them: a worker never waits for another's large entry.
-            # Results come back in order; each chunk's pages are dropped once decoded.
-            with ThreadPoolExecutor(workers) as pool:
-                headers = [e for _, e in flat]
-                chunks = list(_batches(headers))
-                done = pool.map(
-                    lambda r: [_decode(buf, e, display, budget) for e in headers[r[0] : r[1]]],
-                    chunks,
-                )
-                try:
-                    for (lo, hi), chunk in zip(chunks, done, strict=True):
-                        decoded[lo:hi] = chunk
-                        release(
-                            headers[lo].offset,
-                            headers[hi - 1].payload_offset + headers[hi - 1].payload_size,
-                        )
-                except BaseException:
-                    pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
-                    raise
-        else:
-            for i, (_, e) in enumerate(flat):
-                decoded[i] = _decode(buf, e, display, budget)
-                release(e.offset, e.payload_offset + e.payload_size)
+        headers = [e for _, e in flat]
+        first = _first_copies(buf, headers)
+        todo = [i for i, f in enumerate(first) if f == i]
+        _decode_all(buf, headers, todo, decoded, display=display, budget=budget)
+        for i, f in enumerate(first):
+            if f != i:
+                decoded[i] = decoded[f]
     # Entries sharing a header signature share kind, target, ISA and compression: work
     # those out once per signature, not once per entry (libcublasLt: 5,666 entries, ~60
     # signatures; enum and Target hashing made the per-entry cost add up).
@@ -305,6 +284,76 @@ def _listing(
             )
         )
     return Listing(tuple(entries))
+
+
+def _decode_all(
+    buf: Buffer,
+    headers: list[fatbin.Entry],
+    todo: list[int],
+    decoded: list[_Decoded | None],
+    *,
+    display: str,
+    budget: Budget,
+) -> None:
+    """Decode ``headers[i]`` for each ``i`` in ``todo`` into ``decoded[i]``."""
+    release = _releaser(buf)
+    workers = os.cpu_count() or 1
+    if len(todo) < _PARALLEL_MIN or workers == 1:
+        for i in todo:
+            e = headers[i]
+            decoded[i] = _decode(buf, e, display, budget)
+            release(e.offset, e.payload_offset + e.payload_size)
+        return
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
+
+    # lz4 and zstd release the GIL while decompressing: threads use every core. Chunks
+    # of a few entries (each task costs GIL time), handed out with no barrier between
+    # them: a worker never waits for another's large entry. Results come back in order;
+    # each chunk's pages are dropped once decoded.
+    work = [headers[i] for i in todo]
+    chunks = list(_batches(work))
+    with ThreadPoolExecutor(workers) as pool:
+        done = pool.map(
+            lambda r: [_decode(buf, e, display, budget) for e in work[r[0] : r[1]]], chunks
+        )
+        try:
+            for (lo, hi), chunk in zip(chunks, done, strict=True):
+                for i, d in zip(todo[lo:hi], chunk, strict=True):
+                    decoded[i] = d
+                last = work[hi - 1]
+                release(work[lo].offset, last.payload_offset + last.payload_size)
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
+            raise
+
+
+def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
+    """For each entry, the index of the first entry with the same header and payload bytes.
+
+    Libraries repeat entries (libcublasLt: 4,479 of its 5,666 are copies, mostly small
+    device-link stubs): decoding each payload once saves the per-entry cost of the rest.
+    Only entries whose header fields all agree are compared, byte for byte, each against
+    at most a few distinct payloads (so a crafted file cannot make this quadratic).
+    """
+    first = list(range(len(headers)))
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, e in enumerate(headers):
+        key = (e.kind, e.flags, e.arch, e.major, e.minor, e.payload_size, e.compressed_size,
+               e.uncompressed_size)  # fmt: skip
+        groups.setdefault(key, []).append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        distinct: list[tuple[int, bytes]] = []
+        for i in members:
+            e = headers[i]
+            data = bytes(buf[e.payload_offset : e.payload_offset + e.payload_size])
+            same = next((j for j, seen in distinct if seen == data), None)
+            if same is not None:
+                first[i] = same
+            elif len(distinct) < _DISTINCT_COMPARED:
+                distinct.append((i, data))
+    return first
 
 
 def _batches(entries: list[fatbin.Entry]) -> Iterator[tuple[int, int]]:
