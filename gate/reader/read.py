@@ -21,8 +21,10 @@ the kernel names (cubin STO_CUDA_ENTRY symbols, PTX ``.entry``) and producers.
 
 Which sections: ``.nv_fatbin`` if present, else ``__nv_relfatbin`` (as cuobjdump does:
 ``__nv_relfatbin`` in an executable is input for a later device link, not loaded at run
-time); plus containers found by scanning every other non-code PROGBITS section, such
-as the 24,453 that libcufft keeps in ``.ldata``. Each entry records its section.
+time); plus containers found by scanning the other sections the runtime could load one
+from (allocated, non-code, non-TLS PROGBITS, less toolchain-owned tables and ranges
+already read), such as the 24,453 that libcufft keeps in ``.ldata``. Each entry
+records its section.
 """
 
 from __future__ import annotations
@@ -37,13 +39,23 @@ from pathlib import Path
 from gate.errors import BadInputError
 from gate.reader import artifacts, fatbin
 from gate.reader.artifacts import shown
-from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile
+from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile, Section
 from gate.reader.limits import Budget, Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.targets import Target, Variant, Version
 
 PRIMARY_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 _SHT_PROGBITS = 1
+_SHF_ALLOC = 0x2
+_SHF_TLS = 0x400
+# PROGBITS sections whose layout is the toolchain's (unwind data, exception tables,
+# pointer tables, 24-byte fatbin wrappers, module id strings): never a container.
+_STRUCTURED = frozenset(
+    (
+        ".eh_frame", ".eh_frame_hdr", ".gcc_except_table", ".got", ".got.plt",
+        ".ctors", ".dtors", ".jcr", ".nvFatBinSegment", "__nv_module_id", ".interp",
+    )
+)  # fmt: skip
 _KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVVM: Kind.LTOIR}
 # Fewer entries than this to decompress are not worth a thread pool.
 _PARALLEL_MIN = 16
@@ -201,16 +213,15 @@ def read_buffer(
         start, end = elf.span(primary)
         containers = fatbin.parse_containers(buf, start, end, display, done=_releaser(buf))
         found += [(primary.name, c) for c in containers]
+    parsed = [elf.span(primary)] if primary is not None else []
     for section in sections if scan else ():
-        if (
-            section.type == _SHT_PROGBITS
-            and not section.flags & SHF_EXECINSTR
-            and section.name not in PRIMARY_SECTIONS
-            and section.size >= 80
-        ):
-            start, end = elf.span(section)
-            containers = fatbin.scan_containers(buf, start, end, display, done=_releaser(buf))
+        if not _may_hold_containers(section):
+            continue
+        start, end = elf.span(section)
+        for lo, hi in _outside(start, end, parsed):
+            containers = fatbin.scan_containers(buf, lo, hi, display, done=_releaser(buf))
             found += [(section.name, c) for c in containers]
+        parsed.append((start, end))
     return ArtifactReport(
         display,
         "ELF",
@@ -219,6 +230,36 @@ def read_buffer(
         _listing(buf, found, display, names, budget),
         names,
     )
+
+
+def _may_hold_containers(section: Section) -> bool:
+    """Whether a container the runtime could load may sit in ``section``.
+
+    Only bytes loaded at run time (SHF_ALLOC, PROGBITS), not code, not TLS templates,
+    not the primary section (parsed, not scanned), and not the sections whose format
+    the toolchain owns (unwind tables, GOT, the fatbin wrappers and module ids).
+    """
+    return (
+        section.type == _SHT_PROGBITS
+        and bool(section.flags & _SHF_ALLOC)
+        and not section.flags & (SHF_EXECINSTR | _SHF_TLS)
+        and section.name not in PRIMARY_SECTIONS
+        and section.name not in _STRUCTURED
+        and section.size >= 80
+    )
+
+
+def _outside(start: int, end: int, parsed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, end)`` less the ranges already parsed or scanned (sections can overlap)."""
+    pieces = [(start, end)]
+    for lo, hi in parsed:
+        pieces = [
+            part
+            for a, b in pieces
+            for part in ((a, min(b, lo)), (max(a, hi), b))
+            if part[1] - part[0] > 0
+        ]
+    return pieces
 
 
 def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
