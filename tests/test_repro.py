@@ -199,3 +199,26 @@ def test_non_utf8_file_name_prints_in_table_and_json(inspect: object, tmp_path: 
     doc = inspect(str(odd), "--json")  # type: ignore[operator]
     (art,) = json.loads(doc.out)["artifacts"]
     assert art["path"].endswith("lib\\xffk\\x0ax.so")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--max-ratio", "0"), ("--max-entry-mb", "²"), ("--max-member-mb", "9" * 50)],
+)
+def test_bad_limit_values_are_one_config_error_line(
+    capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    assert (
+        main(["inspect", "--no-detect", option, value, str(GOLDEN / "multi.o")]) == ExitCode.CONFIG
+    )
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"cuda-gate: error: {option}: ")
+
+
+def test_limits_from_the_environment_apply(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_GATE_MAX_ARTIFACT_MB", "1")
+    code = main(["inspect", "--no-detect", "--names", str(REPRO / "ptx_newlines_zstd_4M.fatbin")])
+    assert code == ExitCode.BAD_INPUT
+    assert "raise CUDA_GATE_MAX_ARTIFACT_MB" in capsys.readouterr().err
