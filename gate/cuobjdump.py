@@ -27,9 +27,13 @@ _ARCH_RE = re.compile(r"^arch = (\S+)", re.MULTILINE)
 _ENTRY_SYMBOL_RE = re.compile(
     r"^(?:STT_)?FUNC\s+(?:\S+\s+){1,3}?(?:STO_)?ENTRY\s+(\S+)\s*$", re.MULTILINE
 )
-_PTX_ENTRY_RE = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", re.MULTILINE)
-_PTX_VERSION_RE = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
-_PTX_TARGET_RE = re.compile(r"^\s*\.target\s+(\S+?)(?:,|\s|$)", re.MULTILINE)
+# Line starts are matched with [ \t]*, never \s*: \s* at a line start runs over every
+# following newline, and from each of a run of newlines: quadratic on such text.
+_PTX_ENTRY_RE = re.compile(
+    r"^[ \t]*(?:\.visible[ \t]+|\.weak[ \t]+)?\.entry\s+([\w$.]+)", re.MULTILINE
+)
+_PTX_VERSION_RE = re.compile(r"^[ \t]*\.version[ \t]+([0-9]{1,4}\.[0-9]{1,4})\b", re.MULTILINE)
+_PTX_TARGET_RE = re.compile(r"^[ \t]*\.target[ \t]+(\S+?)(?:,|\s|$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)

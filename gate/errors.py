@@ -49,6 +49,12 @@ class GateError(Exception):
         return text
 
 
+class NotAcceptedError(GateError):
+    """A requirement was checked and not met (such as ``inspect --require-device``)."""
+
+    exit_code = ExitCode.NOT_ACCEPTED
+
+
 class ToolError(GateError):
     """A required external tool is missing, failed, or printed something unusable."""
 

@@ -62,6 +62,7 @@ class RunOptions:
     python: str | None = None
     signer: Signer | None = None
     use_cuobjdump: bool = True
+    use_cache: bool = True
     store_settings: StoreSettings | None = None
     project_config: Config | None = None
 
@@ -322,6 +323,7 @@ class _Stages:
             workdir=self.workdir,
             dump_sass=options.dump_sass,
             use_cuobjdump=options.use_cuobjdump,
+            use_cache=options.use_cache,
         )
         found = self.found = replace(
             found, artifacts=tuple(a.record() for a in inspected.artifacts)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gate.errors import BadInputError
 from gate.reader import fatbin
+from gate.reader.limits import Limits
 from gate.reader.listing import Kind
 from gate.reader.read import read_archive, read_artifact, read_buffer, read_paths, read_wheel
 
@@ -211,5 +213,81 @@ def test_impossible_lz4_ratio_is_refused_before_allocating() -> None:
         container = fatbin.parse_container(bytes(buf), pos, elf_end, "libkernels.so")
     lz4_entry = next(e for e in container.entries if e.compression == "lz4")
     struct.pack_into("<Q", buf, lz4_entry.offset + 0x38, fatbin.MAX_UNCOMPRESSED)
-    with pytest.raises(BadInputError, match="impossible LZ4 ratio"):
+    with pytest.raises(BadInputError, match="more than 200:1, a decompression bomb"):
         read_buffer(bytes(buf), 0, elf_end, "libkernels.so")
+    # Past the general ratio bound (raised by the user), LZ4's own limit still holds.
+    with pytest.raises(BadInputError, match="impossible LZ4 ratio"):
+        read_buffer(bytes(buf), 0, elf_end, "libkernels.so", limits=Limits(ratio=1 << 30))
+
+
+def test_identical_entries_are_decoded_once_and_each_gets_the_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gate.reader import read
+
+    one = (GOLDEN / "debug.fatbin").read_bytes()
+    calls: list[fatbin.Entry] = []
+    real = read._decode
+
+    def counted(buf: bytes, entry: fatbin.Entry, display: str, budget: Any) -> Any:
+        calls.append(entry)
+        return real(buf, entry, display, budget)
+
+    monkeypatch.setattr(read, "_decode", counted)
+    report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
+    assert len(report.listing.entries) == 6
+    assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
+    assert len(calls) == 2  # one SASS and one PTX payload, each decoded once
+
+
+def test_scan_skips_what_cannot_hold_a_loadable_container(tmp_path: Path) -> None:
+    from gate.reader.elffile import Section
+    from gate.reader.read import _may_hold_containers, _outside
+
+    def section(name: str, typ: int = 1, flags: int = 0x2) -> Section:
+        return Section(1, name, typ, flags, 0, 0, 4096, 0, 0, 0)
+
+    assert _may_hold_containers(section(".ldata", flags=0x2 | 0x1 | 0x10000000))  # libcufft's
+    assert _may_hold_containers(section(".rodata"))
+    assert _may_hold_containers(section(".cask_resource"))
+    assert not _may_hold_containers(section(".debug_info", flags=0))  # not loaded
+    assert not _may_hold_containers(section(".text", flags=0x6))
+    assert not _may_hold_containers(section(".tdata", flags=0x403))
+    assert not _may_hold_containers(section(".eh_frame"))
+    assert not _may_hold_containers(section(".bss", typ=8, flags=0x3))
+    assert not _may_hold_containers(section(".nv_fatbin"))  # parsed, not scanned
+    assert _outside(0, 100, [(10, 20), (90, 200)]) == [(0, 10), (20, 90)]
+    assert _outside(0, 100, [(0, 100)]) == []
+
+
+def _elf_with_section(name: bytes, flags: int, payload: bytes) -> bytes:
+    """A minimal x86-64 ELF shared object: null, ``name`` (PROGBITS) and .shstrtab."""
+    names = b"\0" + name + b"\0.shstrtab\0"
+    data_off = 64
+    data = payload + bytes(-len(payload) % 8)
+    names_off = data_off + len(data)
+    shoff = names_off + len(names) + (-(names_off + len(names)) % 8)
+    header = struct.pack(
+        "<4sBBBBB7xHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, 3, 62, 1, 0, 0, shoff, 0,
+        64, 0, 0, 64, 3, 2,
+    )  # fmt: skip
+    shdr = struct.Struct("<IIQQQQIIQQ")
+    sections = shdr.pack(*[0] * 10)
+    sections += shdr.pack(1, 1, flags, 0x400000, data_off, len(payload), 0, 0, 16, 0)
+    sections += shdr.pack(2 + len(name), 3, 0, 0, names_off, len(names), 0, 0, 1, 0)
+    body = header + data + names
+    return body + bytes(shoff - len(body)) + sections
+
+
+def test_containers_in_ldata_are_found_as_in_libcufft() -> None:
+    # libcufft keeps 24,453 containers in .ldata (writable, SHF_X86_64_LARGE) and one
+    # in .nv_fatbin; cuobjdump sees only that one. The default scan must find them.
+    real = (GOLDEN / "debug.fatbin").read_bytes()
+    blob = b"junk" * 7 + real + real
+    elf = _elf_with_section(b".ldata", 0x2 | 0x1 | 0x10000000, blob)
+    report = read_buffer(elf, 0, len(elf), "libcufft-like.so", names=True)
+    assert [(e.section, e.kind) for e in report.listing.entries] == [
+        (".ldata", Kind.SASS), (".ldata", Kind.PTX), (".ldata", Kind.SASS), (".ldata", Kind.PTX),
+    ]  # fmt: skip
+    assert report.listing.kernels() == KERNELS
+    assert read_buffer(elf, 0, len(elf), "x.so", scan=False).listing.entries == ()

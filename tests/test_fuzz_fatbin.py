@@ -1,13 +1,21 @@
-"""Property: whatever bytes a real fatbin is mutated into, reading it gives a report or a
-one-line BadInputError naming the file; never another exception, a hang or unbounded memory.
+"""Property: whatever bytes a real fatbin, wheel or archive is mutated into, reading it gives
+a report or a one-line BadInputError naming the file; never another exception, a hang or
+unbounded memory, and a good file beside a bad one is still read.
 
-Thousands of cases over the golden binaries (about 30 s): byte overwrites in the header
-regions that matter most, random flips anywhere, truncations, and spliced size fields.
+Thousands of cases over the golden binaries and the repro wheels (the corpus is
+tests/golden and tests/repro; runs are derandomized, so every run tries the same cases):
+byte overwrites in the header regions that matter most, random flips anywhere,
+truncations, and spliced size fields. Each case has a deadline (hypothesis), and the
+traced memory of the whole run is bounded.
 """
 
 from __future__ import annotations
 
+import io
+import resource
 import struct
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,9 +24,15 @@ from hypothesis import strategies as st
 
 from gate.errors import BadInputError
 from gate.reader import fatbin
-from gate.reader.read import read_buffer
+from gate.reader.limits import Limits
+from gate.reader.read import read_buffer, read_paths
 
 GOLDEN = Path(__file__).parent / "golden"
+REPRO = Path(__file__).parent / "repro"
+# Smaller bounds than the defaults: a mutated size field reaches them in a few ms,
+# and the memory check below then holds whatever the mutation claims.
+LIMITS = Limits(entry=16 << 20, artifact=64 << 20, member=32 << 20, ratio=200)
+MEMORY = 256 << 20
 SEEDS = {
     name: (GOLDEN / name).read_bytes()
     for name in ("debug.fatbin", "multi.o", "libkernels.so", "sm_90a.cubin")
@@ -74,16 +88,18 @@ def mutated(draw: st.DrawFn) -> tuple[str, bytes]:
 
 
 @settings(
-    max_examples=4000,
+    max_examples=3000,
     deadline=2000,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=True,
 )
 @given(case=mutated(), names=st.booleans())
-def test_mutated_fatbins_read_or_fail_with_one_line(case: tuple[str, bytes], names: bool) -> None:
+def test_mutated_fatbins_read_or_fail_with_one_line(
+    traced: None, case: tuple[str, bytes], names: bool
+) -> None:
     name, data = case
     try:
-        report = read_buffer(data, 0, len(data), name, names=names)
+        report = read_buffer(data, 0, len(data), name, names=names, limits=LIMITS)
     except BadInputError as e:
         line = e.one_line()
         assert line.startswith(f"{name}: ")
@@ -91,4 +107,127 @@ def test_mutated_fatbins_read_or_fail_with_one_line(case: tuple[str, bytes], nam
         return
     if names:  # decompressed entries passed the bound; headers alone are only listed
         for entry in report.listing.entries:
-            assert entry.size <= fatbin.MAX_UNCOMPRESSED or entry.compression == "none"
+            assert entry.size <= LIMITS.entry or entry.compression == "none"
+
+
+def _wheel_seed() -> bytes:
+    """A deflated wheel of the golden library, its cubin and fatbin (fixed dates: same bytes)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for member, source in (
+            ("demo/libkernels.so", "libkernels.so"),
+            ("demo/k.cubin", "sm_90a.cubin"),
+            ("demo/d.fatbin", "debug.fatbin"),
+        ):
+            info = zipfile.ZipInfo(member, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, (GOLDEN / source).read_bytes())
+        z.writestr("demo-1.0.dist-info/RECORD", "")
+    return out.getvalue()
+
+
+CONTAINERS = {
+    "demo.whl": _wheel_seed(),
+    "repro-demo.whl": (REPRO / "demo-0.1-py3-none-any.whl").read_bytes(),
+    "libkernels.a": (GOLDEN / "libkernels.a").read_bytes(),
+}
+
+
+def _zip_hot(data: bytes) -> list[int]:
+    """Local headers, central directory records and the end record of a zip."""
+    hot = []
+    for magic in (b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06"):
+        pos = data.find(magic)
+        while pos >= 0:
+            hot.append(pos)
+            pos = data.find(magic, pos + 4)
+    return hot
+
+
+def _ar_hot(data: bytes) -> list[int]:
+    """Every member header of an ar archive."""
+    hot, pos = [], 8
+    while pos + 60 <= len(data):
+        hot.append(pos)
+        size = data[pos + 48 : pos + 58].strip()
+        if not size.isdigit():
+            break
+        pos += 60 + int(size) + (int(size) & 1)
+    return hot
+
+
+CONTAINER_HOT = {
+    name: (_ar_hot(data) if name.endswith(".a") else _zip_hot(data)) or [0]
+    for name, data in CONTAINERS.items()
+}
+
+
+@st.composite
+def mutated_container(draw: st.DrawFn) -> tuple[str, bytes]:
+    name = draw(st.sampled_from(sorted(CONTAINERS)))
+    data = bytearray(CONTAINERS[name])
+    for _ in range(draw(st.integers(1, 3))):
+        how = draw(st.sampled_from(["hot-byte", "hot-size", "any-byte", "truncate"]))
+        if not data:
+            break
+        if how == "truncate":
+            del data[draw(st.integers(0, len(data) - 1)) :]
+            continue
+        if how == "any-byte":
+            at = draw(st.integers(0, len(data) - 1))
+        else:
+            at = draw(st.sampled_from(CONTAINER_HOT[name])) + draw(st.integers(0, 59))
+        if at >= len(data):
+            continue
+        if how == "hot-size" and at + 8 <= len(data):
+            value = draw(st.sampled_from(SIZES))
+            width = draw(st.sampled_from([2, 4, 8]))
+            fmt = {2: "<H", 4: "<I", 8: "<Q"}[width]
+            struct.pack_into(fmt, data, at, value & ((1 << width * 8) - 1))
+        else:
+            data[at] = draw(st.integers(0, 255))
+    return name, bytes(data)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@pytest.fixture(scope="module")
+def traced() -> Iterator[None]:
+    """The process's peak memory grows by less than MEMORY over the whole fuzz run.
+
+    The high-water mark (rusage), not tracemalloc: tracing every allocation would slow
+    thousands of cases several-fold, and a claimed size that got allocated would show
+    in the peak either way.
+    """
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    yield
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+    assert grown < MEMORY, f"peak memory grew by {grown} bytes"
+
+
+@settings(
+    max_examples=1500,
+    deadline=3000,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=True,
+)
+@given(case=mutated_container(), names=st.booleans())
+def test_mutated_wheels_and_archives_give_one_line_per_bad_file(
+    folder: Path, traced: None, case: tuple[str, bytes], names: bool
+) -> None:
+    name, data = case
+    bad = folder / f"mutated-{name}"
+    bad.write_bytes(data)
+    good = GOLDEN / "multi.o"
+    reports = list(read_paths([bad, good], names=names, limits=LIMITS))
+    assert reports[-1].path == str(good)
+    assert reports[-1].error is None  # the good file beside the bad one is still read
+    for report in reports[:-1]:
+        assert report.path.startswith(str(bad))
+        if report.error is not None:
+            assert report.error.startswith(str(bad))
+            assert "\n" not in report.error
+            assert len(report.error) < 1000

@@ -123,3 +123,89 @@ def test_output_file_is_written_atomically(
     assert doc["devices"] == []
     assert [p.name for p in tmp_path.iterdir()] == ["inspect.json"]
     assert "debug.fatbin" in capsys.readouterr().out
+
+
+def _one_kernel_report(*, names: bool) -> Any:
+    from gate.reader.listing import DeviceEntry, Kind, Listing
+    from gate.reader.read import ArtifactReport
+    from gate.reader.targets import Target
+
+    kernels = ("_Z3onePi",) if names else ()
+    listing = Listing(
+        (
+            DeviceEntry(Kind.SASS, Target.parse("sm_90"), kernels),
+            DeviceEntry(Kind.SASS, Target.parse("sm_80"), ()),
+        )
+    )
+    return ArtifactReport("one.so", "ELF", 64, "x86-64", listing, names)
+
+
+def test_counts_agree_with_their_nouns() -> None:
+    from gate.reader.summary import artifact_json, console
+    from gate.reader.targets import Capability
+
+    text = console(artifact_json(_one_kernel_report(names=True), [Capability(9, 0)]))
+    assert ", 1 kernel\n" in text
+    assert "exact SASS (sm_90): 1 kernel\n" in text
+    assert "1 kernels" not in text
+    text = console(artifact_json(_one_kernel_report(names=True), [Capability(10, 0)]))
+    assert "no code for 1 of 1 kernel:" in text
+
+
+def test_without_names_no_per_kernel_count_is_invented(capsys: pytest.CaptureFixture[str]) -> None:
+    # sm_90a.cubin has 3 kernels; headers alone cannot count them on 10.0.
+    code = main(["inspect", str(GOLDEN / "sm_90a.cubin"), "--device", "10.0"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "device 10.0: no code for any kernel (per target, standing for every kernel" in out
+    assert " of 1 kernel" not in out
+    _, doc = _inspect_json(capsys, str(GOLDEN / "sm_90a.cubin"), "--device", "10.0")
+    (device,) = doc["artifacts"][0]["devices"]
+    assert (device["verdict"], device["per_kernel"]) == ("no code for any kernel", False)
+    assert device["routes"][0]["kernels"] is None
+
+
+def test_missing_kernels_are_shown_demangled_and_kept_mangled_in_json() -> None:
+    from gate.reader.listing import DeviceEntry, Kind, Listing
+    from gate.reader.read import ArtifactReport
+    from gate.reader.summary import artifact_json, console
+    from gate.reader.targets import Target
+
+    listing = Listing(
+        (
+            DeviceEntry(Kind.SASS, Target.parse("sm_90"), ("_Z1av", "_Z1bv")),
+            DeviceEntry(Kind.SASS, Target.parse("sm_120"), ("_Z1av",)),
+        )
+    )
+    art = artifact_json(ArtifactReport("two.so", "ELF", listing=listing), [])
+    assert art["missing_kernels"] == {"sm_120": ["_Z1bv"]}
+    text = console(art, demangle={"_Z1bv": "b()"}.get)  # type: ignore[arg-type]
+    assert "sm_120 lacks 1 kernel: b()" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "reason"),
+    [
+        (["--require-device", "9.0"], 0, None),
+        (["--require-device", "10.0"], 1, "no code for any kernel on 10.0 (per target"),
+        (["--require-device", "10.0", "--names"], 1, "no code for 3 of 3 kernels on 10.0"),
+        (["--require-device", "9.0", "--require-device", "sm_121", "--names"], 1, "on 12.1"),
+    ],
+)
+def test_require_device_fails_with_one_line_per_artifact(
+    capsys: pytest.CaptureFixture[str], args: list[str], code: int, reason: str | None
+) -> None:
+    cubin = str(GOLDEN / "sm_90a.cubin")
+    result = main(["inspect", "--no-detect", cubin, str(GOLDEN / "libkernels.so"), *args])
+    captured = capsys.readouterr()
+    assert result == code
+    lines = captured.err.strip().splitlines()
+    if reason is None:
+        assert lines == []
+        return
+    assert result == ExitCode.NOT_ACCEPTED
+    (line, summary) = lines
+    assert line.startswith(f"cuda-gate: error: {cubin}: ")
+    assert reason in line
+    assert summary.startswith("cuda-gate: error: 1 artifact/device pair(s) without code")
+    assert "device " in captured.out  # the required device is shown like --device

@@ -57,3 +57,12 @@ def test_bad_input_is_one_line_per_file_and_no_traceback(tmp_path: Path) -> None
     assert errors[0].startswith(f"cuda-gate: error: {truncated}: ")
     assert errors[1].startswith(f"cuda-gate: error: {text}: ")
     assert "multi.o" in result.stdout
+
+
+def test_kernel_names_demangle_through_the_cxx_runtime_and_fall_back() -> None:
+    # Integration tier: importing cxxfilt looks for libstdc++ with ldconfig.
+    from gate.commands.inspect import _demangle
+
+    assert _demangle("_Z11write_valuePi") == "write_value(int*)"
+    assert _demangle("_Zbad") == "_Zbad"
+    assert _demangle("plain_c_kernel") == "plain_c_kernel"

@@ -384,4 +384,4 @@ def test_every_stage_appears_and_the_missing_driver_is_said_once(tmp_path: Path)
     assert done.stdout.count("no NVIDIA driver installed") <= 2  # the row and the verdict
     root = ET.parse(tmp_path / "ev" / "junit.xml").getroot()  # noqa: S314
     classes = {c.get("classname") for c in root.iter("testcase") if c.find("skipped") is not None}
-    assert {"gate.execute.native", "gate.execute.jit"} <= classes
+    assert {"default.gate.execute.native", "default.gate.execute.jit"} <= classes

@@ -211,3 +211,40 @@ def test_family_sass_route_on_gb10() -> None:
     r = route((t("sm_120f"),), (), GB10)
     assert r.path is Path.FAMILY_SASS
     assert not route((t("sm_120a"),), (), GB10).path.is_native
+
+
+HUGE = "1" * 5000
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "words"),
+    [
+        (Target.parse, f"sm_{HUGE}", "not a CUDA target"),
+        (Target.parse, "sm_9\u0660", "not a CUDA target"),  # an Arabic-Indic digit
+        (Target.parse, "sm_\u00b2\u00b2", "not a CUDA target"),
+        (Capability.parse, f"{HUGE}.0", "compute capability"),
+        (Capability.parse, f"9.{HUGE}", "compute capability"),
+        (Capability.parse, "9.10", "compute capability"),  # SM numbers have one-digit minors
+        (Capability.parse, HUGE, "compute capability"),
+        (Version.parse, f"{HUGE}.0", "MAJOR.MINOR"),
+        (Version.parse, "1\u00b2.0", "MAJOR.MINOR"),
+        (parse_target_or_capability, f"compute_{HUGE}", "compute capability"),
+    ],
+)
+def test_absurd_numbers_are_one_short_config_error(parse: object, text: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=words) as info:
+        parse(text)  # type: ignore[operator]
+    line = info.value.one_line()
+    assert "\n" not in line
+    assert len(line) < 200
+
+
+def test_device_option_with_absurd_number_exits_with_config_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gate.cli import main
+    from gate.errors import ExitCode
+
+    assert main(["inspect", "--device", HUGE, "--no-detect", __file__]) == ExitCode.CONFIG
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("cuda-gate: error: not a compute capability")

@@ -1,17 +1,24 @@
 """`cuda-gate inspect`: list the device code of artifacts with our own reader, no toolkit needed.
 
 Headers only by default (fast: no decompression): kinds, targets with their ``a``/``f``
-variant, PTX ISA, sizes, and per device a route per target. ``--names`` decompresses
-every entry for kernel names: kernel counts per target, kernels missing from some
-target, and the route each kernel takes per device.
+variant, PTX ISA, sizes, and per device a route per target (standing for every kernel).
+``--names`` decompresses every entry for kernel names: kernel counts per target, kernels
+missing from some target (shown demangled; the JSON keeps them mangled), and the route
+each kernel takes per device. ``--require-device`` turns a device without code into exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import io
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gate.reader.limits import Limits
 
 _SMI_TIMEOUT = 15.0
 
@@ -35,6 +42,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default: the GPU nvidia-smi reports, if any)",
     )
     parser.add_argument(
+        "--require-device",
+        action="append",
+        default=[],
+        metavar="CAP",
+        help="fail (exit 1, one line per failing artifact) when any kernel of any artifact "
+        "has no route on this device: no SASS that runs there and no PTX that JITs for it; "
+        "per kernel with --names, else per target; also shown like --device; repeatable",
+    )
+    parser.add_argument(
         "--no-detect", action="store_true", help="do not ask nvidia-smi for the local GPU"
     )
     parser.add_argument(
@@ -49,11 +65,58 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="read only .nv_fatbin (or __nv_relfatbin), as cuobjdump does; by default other "
         "data sections are scanned for fatbin containers too",
     )
+    limits = parser.add_argument_group(
+        "bounds on decompression",
+        "Each also comes from an environment variable; an option overrides it. A file past "
+        "a bound gets one error line saying which bound to raise.",
+    )
+    for option, field, default, what in (
+        ("--max-entry-mb", "entry", "256", "one fatbin entry, decompressed"),
+        ("--max-artifact-mb", "artifact", "16384", "all entries of one artifact, decompressed"),
+        ("--max-member-mb", "member", "4096", "one wheel member, inflated"),
+        ("--max-ratio", "ratio", "200", "decompressed per compressed byte, past 64 MB"),
+    ):
+        limits.add_argument(
+            option,
+            metavar="N",
+            default=None,
+            help=f"{what} (default {default}; ${_env(field)})",
+        )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="with --names, read every file even if the inspection cache holds its report "
+        "(by SHA-256, reader version and mode; $CUDA_GATE_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/cuda-gate, else ~/.cache/cuda-gate)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
         "--output", type=Path, default=None, help="also write the JSON document to this file"
     )
     parser.set_defaults(handler=handle)
+
+
+def _env(field: str) -> str:
+    from gate.reader.limits import ENV
+
+    return ENV[field]
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """The reader's bounds: defaults, then CUDA_GATE_MAX_* variables, then options."""
+    from gate.reader.limits import Limits, parse_value
+
+    given = {
+        field: parse_value(value, option)
+        for field, option, value in (
+            ("entry", "--max-entry-mb", args.max_entry_mb),
+            ("artifact", "--max-artifact-mb", args.max_artifact_mb),
+            ("member", "--max-member-mb", args.max_member_mb),
+            ("ratio", "--max-ratio", args.max_ratio),
+        )
+        if value is not None
+    }
+    return Limits.from_env().overridden(**given)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -63,18 +126,33 @@ def handle(args: argparse.Namespace) -> int:
     from gate.reader.read import read_paths
     from gate.reader.targets import parse_target_or_capability
 
+    # Names come from files and binaries: never let one that cannot be encoded (a
+    # terminal or pipe that is not UTF-8) stop the table half-way.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     caps = [parse_target_or_capability(d) for d in args.device or ()]
     if args.device is None and not args.no_detect:
         caps = detect_devices()
+    required = list(dict.fromkeys(parse_target_or_capability(d) for d in args.require_device))
+    caps = list(dict.fromkeys([*caps, *required]))
     scan = not args.no_scan
+    limits = _limits(args)
     reports = []
-    for report in read_paths(args.paths, names=args.names, scan=scan):
+    unmet = []
+    # Only names are worth caching: headers alone are read faster than the file is hashed.
+    cache = args.names and not args.no_cache
+    for report in read_paths(args.paths, names=args.names, scan=scan, limits=limits, cache=cache):
         reports.append(report)
         if report.error:
             print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)
         elif not args.json:
             art = inspect_view.artifact_json(report, caps, with_entries=False)
-            sys.stdout.write(inspect_view.console(art))
+            sys.stdout.write(inspect_view.console(art, demangle=_demangle))
+        for cap in required:
+            reason = inspect_view.unmet(report, cap)
+            if reason:
+                unmet.append(reason)
+                print(f"cuda-gate: error: {reason}", file=sys.stderr, flush=True)
     doc = (
         inspect_view.document(reports, caps, names=args.names, scan=scan)
         if (args.json or args.output)
@@ -92,7 +170,39 @@ def handle(args: argparse.Namespace) -> int:
     failed = [r for r in reports if r.error]
     if failed:
         raise BadInputError(f"{len(failed)} of {len(reports)} artifacts could not be read")
+    if unmet:
+        from gate.errors import NotAcceptedError
+
+        devices = ", ".join(str(c) for c in required)
+        raise NotAcceptedError(
+            f"{len(unmet)} artifact/device pair(s) without code for a required device ({devices})"
+        )
     return 0
+
+
+def _demangle(name: str) -> str:
+    """A kernel name as C++ spells it, by the C++ runtime's own demangler (cxxfilt).
+
+    Imported only when a name is shown: cxxfilt looks for libstdc++ when imported. Any
+    failure (no libstdc++, a name that is not mangled C++) shows the name as it is.
+    """
+    demangler = _demangler()
+    if demangler is None:
+        return name
+    try:
+        return demangler(name)
+    except Exception:  # noqa: BLE001  (cxxfilt.Error and ctypes' own: fall back to the name)
+        return name
+
+
+@functools.cache
+def _demangler() -> Callable[[str], str] | None:
+    try:
+        import cxxfilt
+    except (ImportError, OSError):
+        return None
+    demangle: Callable[[str], str] = cxxfilt.demangle
+    return demangle
 
 
 def detect_devices() -> list[Any]:

@@ -107,6 +107,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="skip the cuobjdump cross-check (our reader is the inspector)",
     )
     parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read every artifact again instead of using the inspection cache "
+        "(CUDA_GATE_CACHE_DIR, else ~/.cache/cuda-gate; entries are keyed by SHA-256)",
+    )
+    parser.add_argument(
         "--store",
         metavar="URL",
         default=None,
@@ -167,6 +173,7 @@ def handle(args: argparse.Namespace) -> int:
         nvcc=args.nvcc,
         python=args.python,
         use_cuobjdump=not args.no_cuobjdump,
+        use_cache=not args.no_cache,
         store_settings=store,
         signer=load_signer_from_env_or_file(args.signing_key or project.signing_key),
         project_config=project,

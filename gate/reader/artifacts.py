@@ -2,30 +2,54 @@
 
 Classification is by content, never by name alone: ELF (``\\x7fELF``), ``ar`` archives
 (``!<arch>\\n``), raw fatbins (container magic) and zip files (wheels). Wheel members
-are read from the zip into memory, never extracted to disk; a member whose declared
-size is past :data:`MAX_MEMBER` is refused rather than read.
+are read from the zip into memory, never extracted to disk, within the bounds of
+:class:`gate.reader.limits.Limits` (measured on what is inflated, not on claims).
 """
 
 from __future__ import annotations
 
+import io
 import os
+import re
+import stat
+import struct
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from gate.errors import BadInputError
 from gate.reader.elffile import ELF_MAGIC, Buffer
 from gate.reader.fatbin import CONTAINER_PREFIX
+from gate.reader.limits import Limits, hint
 
 if TYPE_CHECKING:  # zipfile is imported only when a wheel is read
     import zipfile
 
 AR_MAGIC = b"!<arch>\n"
 ZIP_MAGIC = b"PK\x03\x04"
-MAX_MEMBER = 4 << 30
 _AR_HEADER = 60
-_CHUNK = 1 << 20
+# Small pieces: the zip reader reads ahead about one piece of compressed data, and the
+# ratio check compares against what it has consumed.
+_CHUNK = 64 << 10
+_ZIP_ENCRYPTED = 0x1
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# What zipfile and the decompressors under it raise for a corrupted or unsupported file
+# (found by fuzzing real wheels: a bad central directory reaches struct, a bad local
+# header ValueError, an unknown method NotImplementedError, encryption RuntimeError);
+# zipfile's, zlib's and lzma's own are added where a zip is opened (imported lazily).
+_ZIP_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    OverflowError,
+    IndexError,
+    KeyError,
+    struct.error,
+)
 
 
 def classify(head: bytes | bytearray) -> str | None:
@@ -49,39 +73,105 @@ class Found:
     kind: str | None
 
 
-def discover(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Found | BadInputError]:
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A named path that is not something to read: its display name and why, in one line."""
+
+    path: str
+    message: str
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """``path`` as text safe to print and to put in JSON, on one line.
+
+    Bytes that are not UTF-8 (kept by Python as lone surrogates) become ``\\xNN``, and
+    control characters (a newline in a file name) ``\\xNN`` too: every message stays one
+    line and no output stream can fail to encode it.
+    """
+    text = os.fsdecode(path)
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that did not come from a file name
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+def discover(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Found | Unreadable]:
     """Each named file, and every recognised file under each named folder, in sorted order.
 
     A file named explicitly is always yielded (an unrecognised one gets ``kind`` None,
-    so the caller can report it); inside folders only recognised files are, and a file
+    so the caller can report it); a named path that is not a regular file or folder (a
+    device such as /dev/null, a FIFO, a socket) is reported, never opened (a FIFO would
+    block). Inside folders only recognised regular files are yielded, and a file
     reached twice through symlinks only once.
     """
     seen: set[str] = set()
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            yield Unreadable(shown(path), f"{shown(path)}: no such file or folder")
+            continue
+        except OSError as e:
+            yield Unreadable(shown(path), f"{shown(path)}: cannot read: {e.strerror or e}")
+            continue
+        if stat.S_ISDIR(mode):
             for root, dirs, files in os.walk(path):
                 dirs.sort()
                 for name in sorted(files):
                     found = _probe(Path(root) / name, seen)
-                    if isinstance(found, BadInputError) or (found and found.kind):
+                    if isinstance(found, Unreadable) or (found and found.kind):
                         yield found
-        elif path.exists():
+        elif stat.S_ISREG(mode):
             yield _probe(path, seen) or Found(path, "duplicate")
         else:
-            yield BadInputError(f"{path}: no such file or folder")
+            yield Unreadable(shown(path), f"{shown(path)}: not a regular file ({_what(mode)})")
 
 
-def _probe(path: Path, seen: set[str]) -> Found | BadInputError | None:
+def _what(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    kinds = (
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((text for test, text in kinds if test(mode)), "not a file")
+
+
+def open_regular(path: str | os.PathLike[str], name: str) -> BinaryIO:
+    """``path`` opened for reading, without ever blocking; BadInputError if not a regular file.
+
+    O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer;
+    the type is then checked on the open descriptor, so a file swapped for a FIFO or
+    a device after it was listed is refused too.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise BadInputError(f"{name}: not a regular file ({_what(mode)})")
+    return os.fdopen(fd, "rb")
+
+
+def _probe(path: Path, seen: set[str]) -> Found | Unreadable | None:
     real = os.path.realpath(path)
     if real in seen or not Path(real).is_file():
         return None
     seen.add(real)
     try:
-        with path.open("rb") as f:
+        with open_regular(path, shown(path)) as f:
             head = f.read(8)
+    except BadInputError as e:
+        return Unreadable(shown(path), e.message)
     except OSError as e:
-        return BadInputError(f"{path}: cannot read: {e.strerror or e}")
+        return Unreadable(shown(path), f"{shown(path)}: cannot read: {e.strerror or e}")
     return Found(path, classify(head))
 
 
@@ -95,31 +185,49 @@ def archive_members(buf: Buffer, start: int, end: int, name: str) -> Iterator[tu
         header = bytes(buf[pos : pos + _AR_HEADER])
         if header[58:60] != b"`\n":
             raise BadInputError(f"{name}: corrupted archive member header at {pos:#x}")
-        try:
-            size = int(header[48:58].decode("ascii").strip() or "0")
-        except ValueError as e:
-            raise BadInputError(f"{name}: corrupted archive member size at {pos:#x}") from e
+        size = _decimal(header[48:58].strip() or b"0")
         data = pos + _AR_HEADER
-        if size < 0 or data + size > end:
+        if size is None:
+            raise BadInputError(f"{name}: corrupted archive member size at {pos:#x}")
+        if data + size > end:
             raise BadInputError(f"{name}: archive member at {pos:#x} runs past the end")
-        ident = header[:16].decode("utf-8", "replace").rstrip()
-        if ident == "//":
+        ident = header[:16].rstrip(b" ")
+        if ident == b"//":
             long_names = bytes(buf[data : data + size])
-        elif ident.startswith("#1/"):  # BSD: the name follows the header
-            length = int(ident[3:]) if ident[3:].isdigit() else 0
-            member = bytes(buf[data : data + length]).rstrip(b"\0").decode("utf-8", "replace")
-            yield member, data + length, size - length
-        elif ident not in ("/", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED"):
-            yield _member_name(ident, long_names), data, size
+        elif ident.startswith(b"#1/"):  # BSD: the name follows the header
+            length = _decimal(ident[3:])
+            if length is None or length > size:
+                raise BadInputError(f"{name}: corrupted archive member name at {pos:#x}")
+            member = bytes(buf[data : data + length]).rstrip(b"\0")
+            yield _text(member), data + length, size - length
+        elif ident not in (b"/", b"/SYM64/", b"__.SYMDEF", b"__.SYMDEF SORTED"):
+            yield _member_name(ident, long_names, name, pos), data, size
         pos = data + size + (size & 1)
 
 
-def _member_name(ident: str, long_names: bytes) -> str:
-    if ident.startswith("/") and ident[1:].isdigit():
-        offset = int(ident[1:])
+def _decimal(field: bytes) -> int | None:
+    """An ar header's decimal field, or None: only ASCII digits, as ar writes them.
+
+    ``str.isdigit()`` is not enough: it accepts '²', which ``int()`` then refuses.
+    """
+    if not field or len(field) > 20 or not field.isdigit():  # bytes.isdigit is ASCII-only
+        return None
+    return int(field)
+
+
+def _text(raw: bytes) -> str:
+    return shown(raw.decode("utf-8", "replace"))
+
+
+def _member_name(ident: bytes, long_names: bytes, name: str, pos: int) -> str:
+    """A member's name: inline (``name/``), or ``/offset`` into the GNU long-name table."""
+    if ident.startswith(b"/") and len(ident) > 1:
+        offset = _decimal(ident[1:])
+        if offset is None or offset >= len(long_names):
+            raise BadInputError(f"{name}: corrupted archive member name at {pos:#x}")
         end = long_names.find(b"/\n", offset)
-        return long_names[offset : end if end >= 0 else None].decode("utf-8", "replace")
-    return ident.rstrip("/")
+        return _text(long_names[offset : end if end >= 0 else None])
+    return _text(ident.rstrip(b"/"))
 
 
 def wheel_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
@@ -127,7 +235,8 @@ def wheel_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     wanted = []
     for info in archive.infolist():
         base = info.filename.rsplit("/", 1)[-1]
-        if info.is_dir():
+        # Not info.is_dir(): it indexes filename[-1], and a crafted entry has no name.
+        if not base:
             continue
         shared = base.endswith(".so") or ".so." in base
         if shared or base.endswith((".cubin", ".fatbin")):
@@ -135,38 +244,100 @@ def wheel_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     return wanted
 
 
-def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> bytearray:
-    """A wheel member's bytes, read into one buffer of its declared size (no second copy).
+class _CountingFile(io.FileIO):
+    """A file that counts the bytes read from it: the compressed bytes a member consumed."""
 
-    BadInputError for a broken member, an oversized one, or one whose data does not
-    match its declared size.
-    """
-    import lzma  # noqa: PLC0415  (wheels only)
+    consumed = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        data = super().read(size)
+        self.consumed += len(data or b"")
+        return data or b""
+
+
+@dataclass(frozen=True)
+class Zip:
+    """An open zip file and the file under it, which counts what decompression consumed."""
+
+    zip: zipfile.ZipFile
+    file: _CountingFile
+
+
+def _zip_errors() -> tuple[type[BaseException], ...]:
+    import lzma  # noqa: PLC0415  (wheels only: keeps the common path's start-up short)
     import zipfile  # noqa: PLC0415
     import zlib  # noqa: PLC0415
 
-    if info.file_size > MAX_MEMBER:
-        raise BadInputError(f"{name}: member declares {info.file_size} bytes; refusing")
-    data = bytearray(info.file_size)
-    view = memoryview(data)
-    filled = 0
+    return (*_ZIP_ERRORS, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError)
+
+
+@contextmanager
+def open_zip(path: str | os.PathLike[str], name: str) -> Iterator[Zip]:
+    """``path`` opened as a zip file; BadInputError (one line) if it is not a readable one."""
+    import zipfile  # noqa: PLC0415  (wheels only: keeps the common path's start-up short)
+
     try:
-        with archive.open(info) as member:
-            while filled < len(data):
-                chunk = member.read(min(_CHUNK, len(data) - filled))
-                if not chunk:
-                    break
-                view[filled : filled + len(chunk)] = chunk
-                filled += len(chunk)
-            extra = member.read(1)  # also makes zipfile check the CRC at the end
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError) as e:
-        raise BadInputError(f"{name}: broken zip member: {e}") from e
-    except (EOFError, OSError, ValueError) as e:
-        raise BadInputError(f"{name}: broken zip member: {e}") from e
-    except NotImplementedError as e:
-        raise BadInputError(f"{name}: unsupported zip compression: {e}") from e
-    finally:
-        view.release()
-    if filled != len(data) or extra:
+        raw = open_regular(path, name)
+    except OSError as e:
+        raise BadInputError(f"{name}: cannot read: {e.strerror or e}") from e
+    with raw:
+        counting = _CountingFile(os.dup(raw.fileno()), "r")
+    with counting:
+        try:
+            archive = zipfile.ZipFile(counting)
+        except _zip_errors() as e:
+            raise BadInputError(f"{name}: not a readable zip/wheel: {_reason(e)}") from e
+        with archive:
+            yield Zip(archive, counting)
+
+
+def read_member(archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits) -> bytearray:
+    """A wheel member's bytes (an ELF file or a fatbin, by its first bytes).
+
+    Read in pieces into a buffer that grows with what is actually inflated, never
+    allocated from the size the member claims; refused past the member bound, or once
+    it has inflated more than ``limits.ratio`` times the bytes it consumed (a zip bomb).
+    BadInputError for an encrypted, broken or oversized member, one that is not an ELF
+    file or a fatbin, or one whose data does not match its declared size.
+    """
+    if info.flag_bits & _ZIP_ENCRYPTED:
+        raise BadInputError(f"{name}: encrypted zip member; cannot read it")
+    if info.file_size > limits.member:
+        raise BadInputError(
+            f"{name}: member declares {info.file_size} bytes (limit {limits.member}); "
+            f"refusing ({hint('member')})"
+        )
+    data = bytearray()
+    try:
+        with archive.zip.open(info) as member:
+            archive.file.consumed = 0
+            head = member.read(8)
+            if classify(head) not in ("elf", "fatbin"):
+                # Named like a library, cubin or fatbin but not one: say so rather than
+                # skip it in silence (and never inflate the rest of it).
+                raise BadInputError(
+                    f"{name}: not an ELF file or fatbin (starts with {head[:8].hex(' ')})"
+                )
+            data += head
+            while chunk := member.read(_CHUNK):
+                data += chunk
+                if len(data) > limits.member:
+                    raise BadInputError(
+                        f"{name}: member inflates past {limits.member} bytes; "
+                        f"refusing ({hint('member')})"
+                    )
+                if limits.refuse_ratio(len(data), archive.file.consumed):
+                    raise BadInputError(
+                        f"{name}: member inflates more than {limits.ratio}:1 "
+                        f"(a zip bomb?); refusing ({hint('ratio')})"
+                    )
+    except _zip_errors() as e:
+        raise BadInputError(f"{name}: broken zip member: {_reason(e)}") from e
+    if len(data) != info.file_size:
         raise BadInputError(f"{name}: broken zip member: size differs from the declared one")
     return data
+
+
+def _reason(e: BaseException) -> str:
+    """An exception's text on one line (zipfile's messages can hold a ZipInfo's repr)."""
+    return " ".join(str(e).split())[:200] or type(e).__name__

@@ -13,6 +13,7 @@ import mmap
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 
 from gate.errors import BadInputError
 
@@ -108,6 +109,7 @@ class ElfFile:
         self.shentsize, self.shnum, self.shstrndx = fields[10:13]
         self._sections: tuple[Section, ...] | None = None
         self._headers: list[tuple[int, ...]] | None = None
+        self._table: bytes | None = None
         self._names: bytes | None = None
 
     @property
@@ -133,9 +135,50 @@ class ElfFile:
             self._headers = self._read_headers()
         return self._headers
 
-    def _read_headers(self) -> list[tuple[int, ...]]:
+    def headers_of_type(self, types: frozenset[int]) -> list[tuple[int, tuple[int, ...]]]:
+        """``(index, raw header)`` of the sections whose type is in ``types``, in order.
+
+        For a 64-bit little-endian file the candidates are picked in C (a strided slice
+        of the type fields' low bytes, translated and searched) and only those unpacked:
+        a cubin has hundreds of sections and its reader wants two or three.
+        """
+        if self._headers is not None or self.elf_class != 64 or not self.little_endian:
+            return [(i, h) for i, h in enumerate(self.headers()) if h[1] in types]
+        table = self._header_table()
+        width = self._shdr.size
+        flags = _low_byte_table(types)
+        candidates = table[4::width].translate(flags)
+        out = []
+        i = candidates.find(1)
+        while i >= 0:
+            header = self._shdr.unpack_from(table, i * width)
+            if header[1] in types:
+                out.append((i, header))
+            i = candidates.find(1, i + 1)
+        return out
+
+    def header(self, index: int) -> tuple[int, ...]:
+        """The raw header of section ``index``; BadInputError when there is none."""
+        if self._headers is not None:
+            if not 0 <= index < len(self._headers):
+                raise BadInputError(f"{self.name}: no section {index}")
+            return self._headers[index]
+        table = self._header_table()
+        if not 0 <= index < len(table) // self._shdr.size:
+            raise BadInputError(f"{self.name}: no section {index}")
+        return self._shdr.unpack_from(table, index * self._shdr.size)
+
+    def _header_table(self) -> bytes:
+        """The section header table's bytes (validated as _read_headers does), kept."""
+        if self._table is None:
+            count = self._section_count()
+            start = self.base + self.shoff
+            self._table = bytes(self.buf[start : start + count * self._shdr.size])
+        return self._table
+
+    def _section_count(self) -> int:
         if self.shoff == 0:
-            return []
+            return 0
         count = self.shnum
         if count == 0:  # more than SHN_LORESERVE sections: the count is in section 0
             count = self._unpack(self._shdr, self.shoff, "section header")[5]
@@ -143,8 +186,10 @@ class ElfFile:
             raise BadInputError(f"{self.name}: corrupted ELF header (section table)")
         if self.shoff + count * self._shdr.size > self.size:
             raise BadInputError(f"{self.name}: truncated (section table past the end of file)")
-        start = self.base + self.shoff
-        return list(self._shdr.iter_unpack(self.buf[start : start + count * self._shdr.size]))
+        return int(count)
+
+    def _read_headers(self) -> list[tuple[int, ...]]:
+        return list(self._shdr.iter_unpack(self._header_table()))
 
     def _read_sections(self) -> tuple[Section, ...]:
         raw = self.headers()
@@ -232,6 +277,13 @@ class ElfFile:
                 raise BadInputError(f"{self.name}: corrupted note in {what}")
             yield _cstr(data[pos + 12 : name_end], 0), kind, data[desc_start:desc_end]
             pos = desc_end + (-descsz % 4)
+
+
+@cache
+def _low_byte_table(types: frozenset[int]) -> bytes:
+    """A translate table mapping a section type's low byte to 1 when some type has it."""
+    lows = {t & 0xFF for t in types}
+    return bytes(1 if b in lows else 0 for b in range(256))
 
 
 def _cstr(table: bytes, offset: int) -> str:

@@ -8,7 +8,8 @@ an NVVM / LTO IR blob, raw or compressed (LZ4 block or zstd frame).
 :func:`parse_containers` reads a section that must hold nothing but containers
 (``.nv_fatbin``); :func:`scan_containers` finds containers anywhere else by their magic,
 keeping only candidates whose every size checks out. Reading headers never decompresses;
-:func:`payload` does, refusing sizes past :data:`MAX_UNCOMPRESSED`.
+:func:`payload` does (whole, for cubins) and :func:`payload_chunks` streams (for PTX),
+both within the bounds of :class:`gate.reader.limits.Limits`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import NamedTuple
 
 from gate.errors import BadInputError
 from gate.reader.elffile import Buffer
+from gate.reader.limits import Budget, Limits, hint
 
 CONTAINER_MAGIC = 0xBA55ED50
 # Magic, version 1 and header size 16, as they sit in memory: what a scan looks for.
@@ -36,8 +38,10 @@ FLAG_ZSTD = 0x8000
 FLAG_ARCH_SPECIFIC = 0x100000  # 'a'
 FLAG_FAMILY_SPECIFIC = 0x200000  # 'f'
 
-# No real cubin comes near this; a larger claim is a corrupted header or a bomb.
-MAX_UNCOMPRESSED = 1 << 28
+# The default per-entry bound (gate.reader.limits): no real cubin comes near it.
+MAX_UNCOMPRESSED = Limits().entry
+# Pieces PTX text is streamed in, and compressed bytes fed to zstd per step.
+_CHUNK = 1 << 20
 # LZ4 cannot expand more than 255x (a match token covers at most 255 bytes per byte).
 _LZ4_MAX_RATIO = 255
 _MAX_ENTRY_HEADER = 4096
@@ -263,18 +267,28 @@ def options(buf: Buffer, entry: Entry, name: str) -> tuple[str, bytes]:
     return header[data_off : data_off + length].rstrip(b"\0").decode("utf-8", "replace"), b""
 
 
-def payload(buf: Buffer, entry: Entry, name: str) -> tuple[Buffer, int, int]:
-    """The entry's payload as ``(buffer, start, size)``: in place when raw, else decompressed."""
+def payload(
+    buf: Buffer,
+    entry: Entry,
+    name: str,
+    limits: Limits | None = None,
+    budget: Budget | None = None,
+) -> tuple[Buffer, int, int]:
+    """The entry's payload as ``(buffer, start, size)``: in place when raw, else decompressed.
+
+    A compressed payload is refused before decompressing when its claimed size passes
+    the per-entry bound or an implausible ratio, and charged to ``budget`` (the
+    artifact's running total) before it is allocated.
+    """
     start = entry.payload_offset
     if entry.compression == "none":
         return buf, start, entry.payload_size
+    limits = limits or Limits()
     expected = entry.uncompressed_size
     where = f"fatbin entry at {entry.offset:#x}"
-    if not 0 < expected <= MAX_UNCOMPRESSED:
-        raise BadInputError(
-            f"{name}: {where} would decompress to {expected} bytes "
-            f"(limit {MAX_UNCOMPRESSED}); refusing"
-        )
+    _check_claim(entry, name, where, limits)
+    if budget is not None:
+        budget.charge(expected, where)
     # A view, not a copy: the decompressors read the mapped file directly.
     with memoryview(buf) as whole, whole[start : start + entry.compressed_size] as stored:
         out = (
@@ -289,6 +303,81 @@ def payload(buf: Buffer, entry: Entry, name: str) -> tuple[Buffer, int, int]:
     return out, 0, len(out)
 
 
+def payload_chunks(
+    buf: Buffer,
+    entry: Entry,
+    name: str,
+    limits: Limits | None = None,
+    budget: Budget | None = None,
+    *,
+    chunk: int = _CHUNK,
+) -> Iterator[bytes]:
+    """The entry's payload in pieces of at most ``chunk`` bytes, decompressed as it goes.
+
+    For text read once from the front (PTX): a zstd payload is never held whole, so
+    memory stays at one piece however large the entry; the caller may stop early.
+    LZ4 blocks cannot be streamed and are decompressed whole (within the same bounds).
+    """
+    start = entry.payload_offset
+    if entry.compression == "none":
+        for lo in range(start, start + entry.payload_size, chunk):
+            yield bytes(buf[lo : min(lo + chunk, start + entry.payload_size)])
+        return
+    if entry.compression == "lz4":
+        data, lo, size = payload(buf, entry, name, limits, budget)
+        with memoryview(data) as view:
+            for at in range(lo, lo + size, chunk):
+                yield bytes(view[at : min(at + chunk, lo + size)])
+        return
+    limits = limits or Limits()
+    expected = entry.uncompressed_size
+    where = f"fatbin entry at {entry.offset:#x}"
+    _check_claim(entry, name, where, limits)
+    import zstandard  # noqa: PLC0415  (only when an entry is zstd-compressed)
+
+    produced = 0
+    with memoryview(buf) as whole, whole[start : start + entry.compressed_size] as stored:
+        _zstd_declared(stored, expected, name, where)
+        pieces = zstandard.ZstdDecompressor().read_to_iter(
+            stored, read_size=_CHUNK, write_size=chunk
+        )
+        try:
+            for piece in pieces:
+                produced += len(piece)
+                if produced > expected:
+                    raise BadInputError(
+                        f"{name}: {where} decompresses past the {expected} bytes its header says"
+                    )
+                if budget is not None:
+                    budget.charge(len(piece), where)
+                yield piece
+        except zstandard.ZstdError as e:
+            raise BadInputError(f"{name}: {where}: corrupted zstd data ({e})") from e
+        finally:
+            # The iterator holds the view; drop it first, or releasing the view fails
+            # when the caller stops early (a PTX text ends at its first NUL).
+            del pieces
+    if produced != expected:
+        raise BadInputError(
+            f"{name}: {where} decompressed to {produced} bytes, header says {expected}"
+        )
+
+
+def _check_claim(entry: Entry, name: str, where: str, limits: Limits) -> None:
+    """Refuse, before any work, an entry whose claimed size passes a bound."""
+    expected = entry.uncompressed_size
+    if not 0 < expected <= limits.entry:
+        raise BadInputError(
+            f"{name}: {where} would decompress to {expected} bytes "
+            f"(limit {limits.entry}); refusing ({hint('entry')})"
+        )
+    if limits.refuse_ratio(expected, entry.compressed_size):
+        raise BadInputError(
+            f"{name}: {where} claims {expected} bytes from {entry.compressed_size} "
+            f"(more than {limits.ratio}:1, a decompression bomb?); refusing ({hint('ratio')})"
+        )
+
+
 def _lz4(stored: memoryview, expected: int, name: str, where: str) -> bytes:
     import lz4.block  # noqa: PLC0415  (only when an entry is LZ4-compressed)
 
@@ -301,21 +390,28 @@ def _lz4(stored: memoryview, expected: int, name: str, where: str) -> bytes:
     return out
 
 
+def _zstd_declared(stored: memoryview, expected: int, name: str, where: str) -> None:
+    """The frame's own size claim must agree with the header's (it is what zstd allocates)."""
+    import zstandard  # noqa: PLC0415  (only when an entry is zstd-compressed)
+
+    try:
+        declared = zstandard.frame_content_size(stored)
+    except zstandard.ZstdError as e:
+        raise BadInputError(f"{name}: {where}: corrupted zstd frame header ({e})") from e
+    if declared not in (-1, expected):
+        raise BadInputError(
+            f"{name}: {where}: zstd frame declares {declared} bytes, header says {expected}"
+        )
+
+
 def _zstd(stored: memoryview, expected: int, name: str, where: str) -> bytes:
     import zstandard  # noqa: PLC0415  (only when an entry is zstd-compressed)
 
     decompressor = getattr(_local, "zstd", None)
     if decompressor is None:
         decompressor = _local.zstd = zstandard.ZstdDecompressor()
-    try:
-        declared = zstandard.frame_content_size(stored)
-    except zstandard.ZstdError as e:
-        raise BadInputError(f"{name}: {where}: corrupted zstd frame header ({e})") from e
     # Checked before decompressing: the frame's own size claim is what would be allocated.
-    if declared not in (-1, expected):
-        raise BadInputError(
-            f"{name}: {where}: zstd frame declares {declared} bytes, header says {expected}"
-        )
+    _zstd_declared(stored, expected, name, where)
     try:
         out: bytes = decompressor.decompress(stored, max_output_size=expected)
     except zstandard.ZstdError as e:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from gate.reader.targets import Capability, Path, Route, Target, Version, route
+from gate.reader.targets import Capability, Path, Route, Target, Version, ptx_route, route
 
 
 class Kind(enum.Enum):
@@ -62,19 +63,30 @@ class DevicePrediction:
     @property
     def runnable(self) -> bool:
         """Every kernel has some path (and, when the driver is known, it can JIT the PTX)."""
-        return bool(self.kernels) and all(self._usable(k.route) for k in self.kernels)
+        return bool(self.kernels) and all(usable(k.route, self.driver) for k in self.kernels)
 
     @property
     def native(self) -> bool:
         """Every kernel runs from SASS, with no JIT."""
         return bool(self.kernels) and all(k.route.path.is_native for k in self.kernels)
 
-    def _usable(self, r: Route) -> bool:
-        if r.path is Path.NONE:
-            return False
-        if r.path is Path.PTX_JIT and self.driver and r.min_driver:
-            return self.driver >= r.min_driver
-        return True
+    @cached_property
+    def by_route(self) -> tuple[tuple[Route, tuple[str, ...]], ...]:
+        """Kernels grouped by route, routes in first-seen order, in one pass.
+
+        Grouped by the route object's identity first (predict shares one Route per
+        group of kernels, so this is an int lookup per kernel), then merged by equality.
+        """
+        by_id: dict[int, tuple[Route, list[str]]] = {}
+        for k in self.kernels:
+            group = by_id.get(id(k.route))
+            if group is None:
+                group = by_id[id(k.route)] = (k.route, [])
+            group[1].append(k.kernel)
+        merged: dict[Route, list[str]] = {}
+        for r, names in by_id.values():
+            merged.setdefault(r, []).extend(names)
+        return tuple((r, tuple(names)) for r, names in merged.items())
 
     def verdict(self) -> str:
         """One phrase: native, JIT only, JIT needs a newer driver, or no code."""
@@ -82,9 +94,9 @@ class DevicePrediction:
             return "no kernels"
         if self.native:
             return "native"
-        missing = [k for k in self.kernels if k.route.path is Path.NONE]
+        missing = sum(len(ks) for r, ks in self.by_route if r.path is Path.NONE)
         if missing:
-            return f"no code for {len(missing)} of {len(self.kernels)} kernels"
+            return f"no code for {missing} of {plural(len(self.kernels), 'kernel')}"
         if not self.runnable:
             return "PTX JIT needs a newer driver"
         return (
@@ -94,46 +106,217 @@ class DevicePrediction:
         )
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 kernel``, ``3 kernels``: a count with its noun agreeing."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def usable(r: Route, driver: Version | None) -> bool:
+    """Whether a route gives code: not NONE, and a known driver is new enough for its PTX."""
+    if r.path is Path.NONE:
+        return False
+    if r.path is Path.PTX_JIT and driver and r.min_driver:
+        return driver >= r.min_driver
+    return True
+
+
+@dataclass(frozen=True)
+class LibraryRoutes:
+    """How one library's kernels reach one device: counts per path and the best route.
+
+    Built for large vendor libraries (tens of thousands of kernels) in time linear in
+    entries plus kernels. ``per_kernel`` is False when kernel names were not read: the
+    counts are then empty and ``best`` is the route of the library's best target,
+    standing for every kernel.
+    """
+
+    capability: Capability
+    driver: Version | None
+    counts: tuple[tuple[Path, int], ...]  # kernels per path, best path first; none at 0
+    best: Route
+    kernels: int
+    unusable: int  # kernels with no code, or PTX the known driver is too old to JIT
+    per_kernel: bool
+
+    def count(self, path: Path) -> int:
+        """Kernels that take ``path`` (0 when names were not read)."""
+        return dict(self.counts).get(path, 0)
+
+    @property
+    def any_runs(self) -> bool:
+        """Some kernel (or, without names, some target) has code for the device."""
+        return usable(self.best, self.driver)
+
+    @property
+    def all_run(self) -> bool:
+        """Every kernel has code for the device (without names: as ``any_runs``)."""
+        return self.unusable == 0 if self.per_kernel else self.any_runs
+
+    def line(self) -> str:
+        """One short line: counts per path (or the per-target route) and the best route."""
+        if not self.per_kernel:
+            return f"{self.capability}: {self.best.describe()} (per target; no kernel names read)"
+        if not self.kernels:
+            return f"{self.capability}: no kernels"
+        parts = ", ".join(f"{n:,} {path.value}" for path, n in self.counts)
+        head = f"{self.capability}: {plural(self.kernels, 'kernel')}"
+        return f"{head}: {parts}; best {self.best.describe()}"
+
+
+_Key = tuple[Kind, Target]
+
+
+@dataclass(frozen=True)
+class _Index:
+    """Everything prediction needs from a listing, built in one pass over its entries."""
+
+    by_kind: dict[Kind, tuple[DeviceEntry, ...]]
+    # One group per (kind, target), first-seen order, with the union of its kernels.
+    groups: dict[_Key, frozenset[str]]
+    # Distinct (target, ISA) of the PTX entries, first-seen order.
+    ptx: tuple[tuple[Target, Version | None], ...]
+    # Kernels grouped by where they are: a bitmask over _Index.places -> kernel names.
+    by_mask: dict[int, list[str]]
+    places: tuple[tuple[Kind, Target, Version | None], ...]
+    kernels: tuple[str, ...]  # sorted
+
+
+def _index(entries: tuple[DeviceEntry, ...]) -> _Index:
+    by_kind: dict[Kind, list[DeviceEntry]] = {kind: [] for kind in Kind}
+    members: dict[_Key, list[tuple[str, ...]]] = {}
+    place_bits: dict[tuple[Kind, Target, Version | None], int] = {}
+    masks: dict[str, int] = {}
+    for e in entries:
+        by_kind[e.kind].append(e)
+        members.setdefault((e.kind, e.target), []).append(e.kernels)
+        if e.kind is Kind.LTOIR or not e.kernels:
+            continue
+        place = (e.kind, e.target, e.ptx_isa if e.kind is Kind.PTX else None)
+        bit = place_bits.get(place)
+        if bit is None:
+            bit = place_bits[place] = 1 << len(place_bits)
+        get = masks.get
+        for k in e.kernels:
+            masks[k] = get(k, 0) | bit
+    by_mask: dict[int, list[str]] = {}
+    for k, mask in masks.items():
+        by_mask.setdefault(mask, []).append(k)
+    groups = {key: frozenset().union(*lists) for key, lists in members.items()}
+    ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in by_kind[Kind.PTX]))
+    return _Index(
+        {kind: tuple(found) for kind, found in by_kind.items()},
+        groups,
+        ptx,
+        by_mask,
+        tuple(place_bits),
+        tuple(sorted(masks)),
+    )
+
+
 @dataclass(frozen=True)
 class Listing:
-    """The device code of one artifact, in the order the inspector found it."""
+    """The device code of one artifact, in the order the inspector found it.
+
+    Every query runs in time linear in entries plus kernels: an index is built once,
+    in one pass, on first use (large vendor libraries hold thousands of entries and tens
+    of thousands of kernels; a per-kernel scan of the entries was quadratic).
+    """
 
     entries: tuple[DeviceEntry, ...] = field(default_factory=tuple)
 
+    @cached_property
+    def _index(self) -> _Index:
+        return _index(self.entries)
+
     def of_kind(self, kind: Kind) -> tuple[DeviceEntry, ...]:
         """Entries of one kind, in order."""
-        return tuple(e for e in self.entries if e.kind is kind)
+        return self._index.by_kind[kind]
 
     def targets(self, kind: Kind) -> tuple[Target, ...]:
         """Distinct targets of one kind, in first-seen order."""
-        return tuple(dict.fromkeys(e.target for e in self.of_kind(kind)))
+        return tuple(t for k, t in self._index.groups if k is kind)
 
     def kernels(self) -> tuple[str, ...]:
-        """Every kernel name found in any entry, sorted."""
-        return tuple(sorted({k for e in self.entries for k in e.kernels}))
+        """Every kernel name found in any SASS or PTX entry, sorted."""
+        return self._index.kernels
 
     def kernels_for(self, kind: Kind, target: Target) -> frozenset[str]:
         """Kernel names present in entries of ``kind`` for ``target``."""
-        return frozenset(k for e in self.of_kind(kind) if e.target == target for k in e.kernels)
+        return self._index.groups.get((kind, target), frozenset())
+
+    @property
+    def has_ptx(self) -> bool:
+        """Whether the artifact carries any PTX at all."""
+        return bool(self._index.ptx)
+
+    def ptx_route(self, cap: Capability) -> Route | None:
+        """The newest PTX that JIT-compiles for ``cap`` (with its minimum driver), or None."""
+        return ptx_route(self._index.ptx, cap)
+
+    def target_route(self, cap: Capability) -> Route:
+        """The best route any target of the artifact gives ``cap`` (no kernel names needed)."""
+        return route(self.targets(Kind.SASS), self._index.ptx, cap)
 
     def missing_kernels(self) -> dict[str, tuple[str, ...]]:
         """For each SASS or PTX target, the kernels found elsewhere but absent there."""
         everything = set(self.kernels())
         out: dict[str, tuple[str, ...]] = {}
         for kind in (Kind.SASS, Kind.PTX):
-            for target in self.targets(kind):
-                absent = everything - self.kernels_for(kind, target)
-                if absent:
-                    out[str(target)] = tuple(sorted(absent))
+            for (k, target), present in self._index.groups.items():
+                if k is kind:
+                    absent = everything - present
+                    if absent:
+                        out[str(target)] = tuple(sorted(absent))
+        return out
+
+    def _mask_routes(self, cap: Capability) -> list[tuple[Route, list[str]]]:
+        """One route per group of kernels found in the same places, computed once per group."""
+        places = self._index.places
+        out = []
+        for mask, names in self._index.by_mask.items():
+            sass: list[Target] = []
+            ptx: list[tuple[Target, Version | None]] = []
+            for i, (kind, target, isa) in enumerate(places):
+                if mask >> i & 1:
+                    if kind is Kind.SASS:
+                        sass.append(target)
+                    else:
+                        ptx.append((target, isa))
+            out.append((route(tuple(sass), tuple(ptx), cap), names))
         return out
 
     def predict(self, cap: Capability, driver: Version | None = None) -> DevicePrediction:
-        """The route each kernel takes on ``cap`` (SASS first, then PTX JIT)."""
-        predictions = []
-        for kernel in self.kernels():
-            sass = tuple(e.target for e in self.of_kind(Kind.SASS) if kernel in e.kernels)
-            ptx = tuple(
-                (e.target, e.ptx_isa) for e in self.of_kind(Kind.PTX) if kernel in e.kernels
-            )
-            predictions.append(KernelPrediction(kernel, route(sass, ptx, cap)))
-        return DevicePrediction(cap, tuple(predictions), driver)
+        """The route each kernel takes on ``cap`` (SASS first, then PTX JIT), kernels sorted."""
+        of: dict[str, Route] = {}
+        for r, names in self._mask_routes(cap):
+            of.update(dict.fromkeys(names, r))
+        return DevicePrediction(
+            cap, tuple(KernelPrediction(k, of[k]) for k in self.kernels()), driver
+        )
+
+    def routes(self, cap: Capability, driver: Version | None = None) -> LibraryRoutes:
+        """How the kernels reach ``cap``: counts per path and the best route, in one pass.
+
+        Without kernel names (a headers-only read) the library's best target stands for
+        every kernel and ``per_kernel`` is False.
+        """
+        if not self._index.by_mask:
+            best = self.target_route(cap)
+            return LibraryRoutes(cap, driver, (), best, 0, 0, per_kernel=False)
+        counts = dict.fromkeys(Path, 0)
+        unusable = 0
+        groups = self._mask_routes(cap)
+        for r, names in groups:
+            counts[r.path] += len(names)
+            unusable += 0 if usable(r, driver) else len(names)
+        order = list(Path)
+        best = min((r for r, _ in groups), key=lambda r: _rank(r, order, driver))
+        kept = tuple((path, n) for path, n in counts.items() if n)
+        total = sum(counts.values())
+        return LibraryRoutes(cap, driver, kept, best, total, unusable, per_kernel=True)
+
+
+def _rank(r: Route, order: list[Path], driver: Version | None) -> tuple[int, int, int]:
+    """Sort key of a route: usable first, then by path (best first), then newest target."""
+    number = r.target.number if r.target else 0
+    return (0 if usable(r, driver) else 1, order.index(r.path), -number)

@@ -21,8 +21,10 @@ the kernel names (cubin STO_CUDA_ENTRY symbols, PTX ``.entry``) and producers.
 
 Which sections: ``.nv_fatbin`` if present, else ``__nv_relfatbin`` (as cuobjdump does:
 ``__nv_relfatbin`` in an executable is input for a later device link, not loaded at run
-time); plus containers found by scanning every other non-code PROGBITS section, such
-as the 24,453 that libcufft keeps in ``.ldata``. Each entry records its section.
+time); plus containers found by scanning the other sections the runtime could load one
+from (allocated, non-code, non-TLS PROGBITS, less toolchain-owned tables and ranges
+already read), such as the 24,453 that libcufft keeps in ``.ldata``. Each entry
+records its section.
 """
 
 from __future__ import annotations
@@ -36,18 +38,32 @@ from pathlib import Path
 
 from gate.errors import BadInputError
 from gate.reader import artifacts, fatbin
-from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile
+from gate.reader.artifacts import shown
+from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile, Section
+from gate.reader.limits import Budget, Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.targets import Target, Variant, Version
 
 PRIMARY_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 _SHT_PROGBITS = 1
+_SHF_ALLOC = 0x2
+_SHF_TLS = 0x400
+# PROGBITS sections whose layout is the toolchain's (unwind data, exception tables,
+# pointer tables, 24-byte fatbin wrappers, module id strings): never a container.
+_STRUCTURED = frozenset(
+    (
+        ".eh_frame", ".eh_frame_hdr", ".gcc_except_table", ".got", ".got.plt",
+        ".ctors", ".dtors", ".jcr", ".nvFatBinSegment", "__nv_module_id", ".interp",
+    )
+)  # fmt: skip
 _KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVVM: Kind.LTOIR}
 # Fewer entries than this to decompress are not worth a thread pool.
 _PARALLEL_MIN = 16
 # Entries decoded by one task, and between two releases of the pages they were read from.
 _BATCH = 16
 _BATCH_BYTES = 4 << 20
+# Distinct payloads of one header signature kept to compare later entries against.
+_DISTINCT_COMPARED = 4
 
 
 @dataclass(frozen=True)
@@ -71,84 +87,122 @@ class _Decoded:
 
 
 def read_paths(
-    paths: Sequence[str | os.PathLike[str]], *, names: bool = True, scan: bool = True
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
+    cache: bool = False,
 ) -> Iterator[ArtifactReport]:
-    """Reports for every artifact under ``paths``; failures become reports with ``error``."""
+    """Reports for every artifact under ``paths``; failures become reports with ``error``.
+
+    With ``cache``, files (not wheels or archives) go through the content-addressed
+    cache (:mod:`gate.reader.cache`): a file read before in the same mode is not read.
+    """
+    limits = limits or Limits.from_env()
     for found in artifacts.discover(paths):
-        if isinstance(found, BadInputError):
-            yield ArtifactReport(found.message.split(":", 1)[0], "unknown", error=found.message)
+        if isinstance(found, artifacts.Unreadable):
+            yield ArtifactReport(found.path, "unknown", error=found.message)
             continue
         try:
             if found.kind == "zip":
-                yield from read_wheel(found.path, names=names, scan=scan)
+                yield from read_wheel(found.path, names=names, scan=scan, limits=limits)
             elif found.kind == "archive":
-                yield from read_archive(found.path, names=names, scan=scan)
+                yield from read_archive(found.path, names=names, scan=scan, limits=limits)
             elif found.kind == "duplicate":
                 continue
+            elif cache:
+                from gate.reader.cache import inspect_file  # noqa: PLC0415  (cache imports this)
+
+                yield inspect_file(found.path, names=names, scan=scan, limits=limits)[0]
             else:
-                yield read_artifact(found.path, names=names, scan=scan)
+                yield read_artifact(found.path, names=names, scan=scan, limits=limits)
         except BadInputError as e:
-            yield ArtifactReport(str(found.path), "unknown", error=e.message)
+            yield ArtifactReport(shown(found.path), "unknown", error=e.message)
 
 
 def read_artifact(
-    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+    path: str | os.PathLike[str],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> ArtifactReport:
     """The report for one ELF file, raw cubin or raw fatbin; BadInputError if unreadable."""
     with _mapped(path) as buf:
-        return read_buffer(buf, 0, len(buf), str(path), names=names, scan=scan)
+        return read_buffer(buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits)
 
 
 def read_archive(
-    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+    path: str | os.PathLike[str],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every ELF member of a static archive."""
     reports = []
+    name = shown(path)
     with _mapped(path) as buf:
-        for member, offset, size in artifacts.archive_members(buf, 0, len(buf), str(path)):
-            display = f"{path}({member})"
+        for member, offset, size in artifacts.archive_members(buf, 0, len(buf), name):
+            display = f"{name}({member})"
             if buf[offset : offset + 4] != b"\x7fELF":
                 continue
             try:
-                reports.append(read_buffer(buf, offset, size, display, names=names, scan=scan))
+                reports.append(
+                    read_buffer(buf, offset, size, display, names=names, scan=scan, limits=limits)
+                )
             except BadInputError as e:
                 reports.append(ArtifactReport(display, "unknown", error=e.message))
     return tuple(reports)
 
 
 def read_wheel(
-    path: str | os.PathLike[str], *, names: bool = True, scan: bool = True
+    path: str | os.PathLike[str],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> tuple[ArtifactReport, ...]:
-    """Reports for every shared library, cubin and fatbin inside a wheel (or any zip)."""
-    import zipfile  # noqa: PLC0415  (wheels only: keeps the common path's start-up short)
+    """Reports for every shared library, cubin and fatbin inside a wheel (or any zip).
 
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise BadInputError(f"{path}: not a readable zip/wheel: {e}") from e
+    A member that cannot be read (encrypted, corrupted, over a bound) gives a report
+    with ``error`` set; the other members are still read.
+    """
+    limits = limits or Limits.from_env()
+    name = shown(path)
     reports = []
-    with archive:
-        for info in artifacts.wheel_members(archive):
-            display = f"{path}!{info.filename}"
+    with artifacts.open_zip(path, name) as archive:
+        for info in artifacts.wheel_members(archive.zip):
+            display = f"{name}!{shown(info.filename)}"
             try:
-                data = artifacts.read_member(archive, info, display)
-                if artifacts.classify(data[:8]) not in ("elf", "fatbin"):
-                    continue
-                reports.append(read_buffer(data, 0, len(data), display, names=names, scan=scan))
+                data = artifacts.read_member(archive, info, display, limits)
+                reports.append(
+                    read_buffer(data, 0, len(data), display, names=names, scan=scan, limits=limits)
+                )
             except BadInputError as e:
                 reports.append(ArtifactReport(display, "unknown", error=e.message))
     return tuple(reports)
 
 
 def read_buffer(
-    buf: Buffer, base: int, size: int, display: str, *, names: bool = True, scan: bool = True
+    buf: Buffer,
+    base: int,
+    size: int,
+    display: str,
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
 ) -> ArtifactReport:
     """The report for the ELF file, cubin or fatbin at ``buf[base:base+size]``."""
+    budget = Budget(limits or Limits.from_env(), display)
     head = bytes(buf[base : base + 8])
     if head.startswith(fatbin.CONTAINER_PREFIX):
         containers = fatbin.parse_containers(buf, base, base + size, display)
         found = [("(fatbin)", c) for c in containers]
-        return ArtifactReport(display, "fatbin", listing=_listing(buf, found, display, names))
+        listing = _listing(buf, found, display, names, budget)
+        return ArtifactReport(display, "fatbin", listing=listing, names=names)
     elf = ElfFile(buf, display, base, size)
     if elf.machine == EM_CUDA:
         return _cubin_report(elf, display, names=names)
@@ -159,24 +213,53 @@ def read_buffer(
         start, end = elf.span(primary)
         containers = fatbin.parse_containers(buf, start, end, display, done=_releaser(buf))
         found += [(primary.name, c) for c in containers]
+    parsed = [elf.span(primary)] if primary is not None else []
     for section in sections if scan else ():
-        if (
-            section.type == _SHT_PROGBITS
-            and not section.flags & SHF_EXECINSTR
-            and section.name not in PRIMARY_SECTIONS
-            and section.size >= 80
-        ):
-            start, end = elf.span(section)
-            containers = fatbin.scan_containers(buf, start, end, display, done=_releaser(buf))
+        if not _may_hold_containers(section):
+            continue
+        start, end = elf.span(section)
+        for lo, hi in _outside(start, end, parsed):
+            containers = fatbin.scan_containers(buf, lo, hi, display, done=_releaser(buf))
             found += [(section.name, c) for c in containers]
+        parsed.append((start, end))
     return ArtifactReport(
         display,
         "ELF",
         elf.elf_class,
         elf.machine_name,
-        _listing(buf, found, display, names),
+        _listing(buf, found, display, names, budget),
         names,
     )
+
+
+def _may_hold_containers(section: Section) -> bool:
+    """Whether a container the runtime could load may sit in ``section``.
+
+    Only bytes loaded at run time (SHF_ALLOC, PROGBITS), not code, not TLS templates,
+    not the primary section (parsed, not scanned), and not the sections whose format
+    the toolchain owns (unwind tables, GOT, the fatbin wrappers and module ids).
+    """
+    return (
+        section.type == _SHT_PROGBITS
+        and bool(section.flags & _SHF_ALLOC)
+        and not section.flags & (SHF_EXECINSTR | _SHF_TLS)
+        and section.name not in PRIMARY_SECTIONS
+        and section.name not in _STRUCTURED
+        and section.size >= 80
+    )
+
+
+def _outside(start: int, end: int, parsed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, end)`` less the ranges already parsed or scanned (sections can overlap)."""
+    pieces = [(start, end)]
+    for lo, hi in parsed:
+        pieces = [
+            part
+            for a, b in pieces
+            for part in ((a, min(b, lo)), (max(a, hi), b))
+            if part[1] - part[0] > 0
+        ]
+    return pieces
 
 
 def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
@@ -199,40 +282,22 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
 
 
 def _listing(
-    buf: Buffer, found: list[tuple[str, fatbin.Container]], display: str, names: bool
+    buf: Buffer,
+    found: list[tuple[str, fatbin.Container]],
+    display: str,
+    names: bool,
+    budget: Budget,
 ) -> Listing:
     flat = [(section, e) for section, c in found for e in c.entries]
     decoded: list[_Decoded | None] = [None] * len(flat)
     if names:
-        workers = os.cpu_count() or 1
-        release = _releaser(buf)
-        if len(flat) >= _PARALLEL_MIN and workers > 1:
-            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
-
-            # lz4 and zstd release the GIL while decompressing: threads use every core.
-            # Chunks of a few entries (each task costs GIL time), handed out with no
-            # barrier between them: a worker never waits for another's large entry.
-            # Results come back in order; each chunk's pages are dropped once decoded.
-            with ThreadPoolExecutor(workers) as pool:
-                headers = [e for _, e in flat]
-                chunks = list(_batches(headers))
-                done = pool.map(
-                    lambda r: [_decode(buf, e, display) for e in headers[r[0] : r[1]]], chunks
-                )
-                try:
-                    for (lo, hi), chunk in zip(chunks, done, strict=True):
-                        decoded[lo:hi] = chunk
-                        release(
-                            headers[lo].offset,
-                            headers[hi - 1].payload_offset + headers[hi - 1].payload_size,
-                        )
-                except BaseException:
-                    pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
-                    raise
-        else:
-            for i, (_, e) in enumerate(flat):
-                decoded[i] = _decode(buf, e, display)
-                release(e.offset, e.payload_offset + e.payload_size)
+        headers = [e for _, e in flat]
+        first = _first_copies(buf, headers)
+        todo = [i for i, f in enumerate(first) if f == i]
+        _decode_all(buf, headers, todo, decoded, display=display, budget=budget)
+        for i, f in enumerate(first):
+            if f != i:
+                decoded[i] = decoded[f]
     # Entries sharing a header signature share kind, target, ISA and compression: work
     # those out once per signature, not once per entry (libcublasLt: 5,666 entries, ~60
     # signatures; enum and Target hashing made the per-entry cost add up).
@@ -260,6 +325,76 @@ def _listing(
             )
         )
     return Listing(tuple(entries))
+
+
+def _decode_all(
+    buf: Buffer,
+    headers: list[fatbin.Entry],
+    todo: list[int],
+    decoded: list[_Decoded | None],
+    *,
+    display: str,
+    budget: Budget,
+) -> None:
+    """Decode ``headers[i]`` for each ``i`` in ``todo`` into ``decoded[i]``."""
+    release = _releaser(buf)
+    workers = os.cpu_count() or 1
+    if len(todo) < _PARALLEL_MIN or workers == 1:
+        for i in todo:
+            e = headers[i]
+            decoded[i] = _decode(buf, e, display, budget)
+            release(e.offset, e.payload_offset + e.payload_size)
+        return
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
+
+    # lz4 and zstd release the GIL while decompressing: threads use every core. Chunks
+    # of a few entries (each task costs GIL time), handed out with no barrier between
+    # them: a worker never waits for another's large entry. Results come back in order;
+    # each chunk's pages are dropped once decoded.
+    work = [headers[i] for i in todo]
+    chunks = list(_batches(work))
+    with ThreadPoolExecutor(workers) as pool:
+        done = pool.map(
+            lambda r: [_decode(buf, e, display, budget) for e in work[r[0] : r[1]]], chunks
+        )
+        try:
+            for (lo, hi), chunk in zip(chunks, done, strict=True):
+                for i, d in zip(todo[lo:hi], chunk, strict=True):
+                    decoded[i] = d
+                last = work[hi - 1]
+                release(work[lo].offset, last.payload_offset + last.payload_size)
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
+            raise
+
+
+def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
+    """For each entry, the index of the first entry with the same header and payload bytes.
+
+    Libraries repeat entries (libcublasLt: 4,479 of its 5,666 are copies, mostly small
+    device-link stubs): decoding each payload once saves the per-entry cost of the rest.
+    Only entries whose header fields all agree are compared, byte for byte, each against
+    at most a few distinct payloads (so a crafted file cannot make this quadratic).
+    """
+    first = list(range(len(headers)))
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, e in enumerate(headers):
+        key = (e.kind, e.flags, e.arch, e.major, e.minor, e.payload_size, e.compressed_size,
+               e.uncompressed_size)  # fmt: skip
+        groups.setdefault(key, []).append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        distinct: list[tuple[int, bytes]] = []
+        for i in members:
+            e = headers[i]
+            data = bytes(buf[e.payload_offset : e.payload_offset + e.payload_size])
+            same = next((j for j, seen in distinct if seen == data), None)
+            if same is not None:
+                first[i] = same
+            elif len(distinct) < _DISTINCT_COMPARED:
+                distinct.append((i, data))
+    return first
 
 
 def _batches(entries: list[fatbin.Entry]) -> Iterator[tuple[int, int]]:
@@ -293,18 +428,20 @@ def _releaser(buf: Buffer) -> Callable[[int, int], None]:
     return release
 
 
-def _decode(buf: Buffer, entry: fatbin.Entry, display: str) -> _Decoded | None:
+def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _Decoded | None:
     if entry.kind == fatbin.KIND_NVVM:
         return None  # LTO IR payloads are opaque: listed, never decoded
-    from gate.reader.cubin import read_cubin, read_ptx  # noqa: PLC0415  (names only: start-up)
+    from gate.reader.cubin import read_cubin, scan_ptx  # noqa: PLC0415  (names only: start-up)
 
     where = f"{display}: fatbin entry at {entry.offset:#x}"
-    data, start, size = fatbin.payload(buf, entry, display)
     if entry.kind == fatbin.KIND_PTX:
-        ptx = read_ptx(data, start, size)
+        # Streamed: a PTX text is read once from the front, never held whole.
+        pieces = fatbin.payload_chunks(buf, entry, display, budget.limits, budget)
+        ptx = scan_ptx(pieces, where)
         target = ptx.target or ""
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
         return _Decoded(ptx.kernels, ptx.producer, variant)
+    data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
     cubin = read_cubin(data, start, size, where)
     return _Decoded(
         cubin.kernels, cubin.producer, Variant.ARCH if cubin.arch_specific else Variant.NONE
@@ -346,20 +483,21 @@ def _version(major: int, minor: int) -> Version:
 
 
 class _mapped:  # noqa: N801  (used as a context manager, reads like a function)
-    """A read-only mmap of a file (bytes for an empty one), closed on exit."""
+    """A read-only mmap of a regular file, closed on exit; BadInputError for anything else."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._map: mmap.mmap | None = None
 
     def __enter__(self) -> Buffer:
+        name = shown(self.path)
         try:
-            with self.path.open("rb") as f:
+            with artifacts.open_regular(self.path, name) as f:
                 if os.fstat(f.fileno()).st_size == 0:
-                    raise BadInputError(f"{self.path}: empty file")
+                    raise BadInputError(f"{name}: empty file")
                 self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as e:
-            raise BadInputError(f"{self.path}: cannot read: {e.strerror or e}") from e
+            raise BadInputError(f"{name}: cannot read: {e.strerror or e}") from e
         return self._map
 
     def __exit__(self, *exc: object) -> None:

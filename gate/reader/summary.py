@@ -10,13 +10,20 @@ per target: every kernel is assumed to be in every entry, and the document says 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gate import __version__
-from gate.reader.listing import DeviceEntry, DevicePrediction, KernelPrediction, Kind, Listing
+from gate.reader.listing import (
+    DeviceEntry,
+    DevicePrediction,
+    KernelPrediction,
+    Kind,
+    Listing,
+    plural,
+)
 from gate.reader.read import ArtifactReport
-from gate.reader.targets import Capability, Route, Target, route
+from gate.reader.targets import Capability, Path, Route, Target
 
 SCHEMA_VERSION = 1
 ALL_KERNELS = "(every kernel)"
@@ -34,11 +41,39 @@ def predict(report: ArtifactReport, cap: Capability) -> DevicePrediction:
     listing = report.listing
     if report.names:
         return listing.predict(cap)
-    sass = listing.targets(Kind.SASS)
-    ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in listing.of_kind(Kind.PTX)))
-    if not sass and not ptx:
+    if not listing.targets(Kind.SASS) and not listing.has_ptx:
         return DevicePrediction(cap, ())
-    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, route(sass, ptx, cap)),))
+    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, listing.target_route(cap)),))
+
+
+def verdict(report: ArtifactReport, prediction: DevicePrediction) -> str:
+    """The device's verdict; every count in it true (per target, none is given)."""
+    if not prediction.kernels:
+        if not report.listing.entries:
+            return "no device code"
+        has_code = report.listing.targets(Kind.SASS) or report.listing.has_ptx
+        return "no kernels" if has_code else "no SASS or PTX"
+    if not report.names and prediction.kernels[0].route.path is Path.NONE:
+        # One route stands for every kernel: "no code for 1 of 1 kernels" would be false.
+        return "no code for any kernel"
+    return prediction.verdict()
+
+
+def unmet(report: ArtifactReport, cap: Capability) -> str | None:
+    """Why ``report`` fails a required device (some kernel has no route), or None.
+
+    Per kernel when names were read; else the artifact's targets stand for every kernel.
+    """
+    if report.error is not None:
+        return None
+    prediction = predict(report, cap)
+    lacking = sum(len(ks) for r, ks in prediction.by_route if r.path is Path.NONE)
+    if not lacking:
+        return None
+    if not report.names:
+        return f"{report.path}: no code for any kernel on {cap} (per target: no SASS or PTX for it)"
+    total = len(prediction.kernels)
+    return f"{report.path}: no code for {lacking} of {plural(total, 'kernel')} on {cap}"
 
 
 def _route_json(r: Route) -> dict[str, Any]:
@@ -96,14 +131,20 @@ def _rows(
 def _missing(
     groups: dict[tuple[Kind, Target], list[DeviceEntry]], everything: set[str]
 ) -> dict[str, list[str]]:
-    """Listing.missing_kernels from the groups: per SASS, then PTX target, kernels it lacks."""
+    """Listing.missing_kernels from the groups: per SASS, then PTX target, kernels it lacks.
+
+    Every kernel is sorted once, and each target's missing ones are picked from that
+    order (libcublasLt: 18,000 kernels missing from 14 targets; sorting each list
+    separately was half of the time spent here).
+    """
+    ordered = sorted(everything)
     out: dict[str, list[str]] = {}
     for kind in (Kind.SASS, Kind.PTX):
         for (k, target), entries in groups.items():
             if k is kind:
-                absent = everything.difference(*(e.kernels for e in entries))
-                if absent:
-                    out[str(target)] = sorted(absent)
+                present = set().union(*(e.kernels for e in entries))
+                if len(present) < len(everything):
+                    out[str(target)] = [name for name in ordered if name not in present]
     return out
 
 
@@ -124,13 +165,13 @@ def artifact_json(
         prediction = predict(report, cap)
         routes: dict[str, list[str]] = {}
         by_text: dict[str, Route] = {}
-        for k in prediction.kernels:
-            routes.setdefault(k.route.describe(), []).append(k.kernel)
-            by_text[k.route.describe()] = k.route
+        for r, ks in prediction.by_route:  # one group per route: describe() once each
+            routes.setdefault(r.describe(), []).extend(ks)
+            by_text[r.describe()] = r
         devices.append(
             {
                 "capability": str(cap),
-                "verdict": prediction.verdict() if prediction.kernels else "no device code",
+                "verdict": verdict(report, prediction),
                 "native": prediction.native,
                 "runnable": prediction.runnable,
                 "per_kernel": names,
@@ -198,8 +239,16 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
 
 
-def console(art: dict[str, Any]) -> str:
-    """The readable table for one artifact of the document."""
+def _same(name: str) -> str:
+    return name
+
+
+def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
+    """The readable table for one artifact of the document.
+
+    Kernel names are shown through ``demangle`` (the CLI passes the C++ runtime's
+    demangler; the JSON keeps the mangled names).
+    """
     if art["error"]:
         return f"{art['path']}: ERROR: {art['error']}\n"
     counts: Counter[str] = Counter()
@@ -209,7 +258,7 @@ def console(art: dict[str, Any]) -> str:
     lines = [
         f"{art['path']}  [{head}]  "
         + ", ".join(f"{counts.get(k.value, 0)} {k.value}" for k in Kind)
-        + (f", {art['kernels']} kernels" if art["kernels"] is not None else "")
+        + (f", {plural(art['kernels'], 'kernel')}" if art["kernels"] is not None else "")
     ]
     if not art["by_target"]:
         lines.append("  no device code")
@@ -226,17 +275,25 @@ def console(art: dict[str, Any]) -> str:
                 f"{_mb(row['stored_size']):>10} {_mb(row['size']):>10}  {','.join(row['sections'])}"
             )
     for target, missing in (art["missing_kernels"] or {}).items():
-        shown = [k if len(k) <= 60 else k[:57] + "..." for k in missing[:3]]
-        sample = ", ".join(shown) + (", ..." if len(missing) > 3 else "")
-        lines.append(f"  {target} lacks {len(missing)} kernel(s): {sample}")
+        shown = [_short(demangle(k)) for k in missing[:3]]
+        sample = "; ".join(shown) + ("; ..." if len(missing) > 3 else "")
+        lines.append(f"  {target} lacks {plural(len(missing), 'kernel')}: {sample}")
     for dev in art["devices"]:
         parts = [
-            f"{r['route']}" + (f": {r['kernels']} kernels" if r["kernels"] is not None else "")
+            f"{r['route']}" + (f": {plural(r['kernels'], 'kernel')}" if dev["per_kernel"] else "")
             for r in dev["routes"]
         ]
         if not parts:
             lines.append(f"  device {dev['capability']}: {dev['verdict']}")
             continue
-        scope = "" if dev["per_kernel"] else " (per target; --names for per-kernel routes)"
+        scope = (
+            ""
+            if dev["per_kernel"]
+            else " (per target, standing for every kernel; --names for per-kernel routes)"
+        )
         lines.append(f"  device {dev['capability']}: {dev['verdict']}{scope}: {'; '.join(parts)}")
     return "\n".join(lines) + "\n"
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 60 else name[:57] + "..."

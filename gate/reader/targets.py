@@ -1,6 +1,7 @@
 """GPU targets and capabilities as values, and the compatibility rules between them.
 
-Every rule lives here, once, and cites its source (see ``gate/data/compat.json``):
+Every rule lives here, once, and cites its source (the tables: ``compat.json``, loaded
+and validated by :mod:`gate.reader.compat`):
 
 * SASS for ``sm_XY`` runs on X.Z when the major is the same and Z >= Y.
 * ``sm_XYa`` / ``compute_XYa`` run and JIT only on exactly X.Y.
@@ -12,18 +13,17 @@ Every rule lives here, once, and cites its source (see ``gate/data/compat.json``
 from __future__ import annotations
 
 import enum
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path as FilePath
-from typing import Any
 
 from gate.errors import ConfigError
 
-_VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
-_TARGET_RE = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
-_CAP_RE = re.compile(r"^(\d+)\.(\d+)$|^(\d{2,3})$")
+# ASCII digits only, and few of them: \d also matches other scripts' digits, and int()
+# of a 5,000-digit string raises ValueError (CPython's digit limit) instead of an answer.
+# A capability's minor is one digit: SM numbers are major * 10 + minor.
+_VERSION_RE = re.compile(r"^([0-9]{1,4})\.([0-9]{1,4})$")
+_TARGET_RE = re.compile(r"^(sm|compute|lto)_([0-9]{2,4})([af]?)$")
+_CAP_RE = re.compile(r"^([0-9]{1,3})\.([0-9])$|^([0-9]{2,3})$")
 
 
 @dataclass(frozen=True, order=True)
@@ -38,7 +38,7 @@ class Version:
         """Parse ``"13.0"``; raise ConfigError on anything else."""
         match = _VERSION_RE.match(text.strip())
         if not match:
-            raise ConfigError(f"not a MAJOR.MINOR version: {text!r}")
+            raise ConfigError(f"not a MAJOR.MINOR version: {_clip(text)}")
         return cls(int(match.group(1)), int(match.group(2)))
 
     def __str__(self) -> str:
@@ -57,7 +57,7 @@ class Capability:
         """Parse ``"12.1"`` or the probe's ``"121"`` form."""
         match = _CAP_RE.match(text.strip())
         if not match:
-            raise ConfigError(f"not a compute capability (like 12.1 or 121): {text!r}")
+            raise ConfigError(f"not a compute capability (like 12.1 or 121): {_clip(text)}")
         if match.group(3):
             number = int(match.group(3))
             return cls(number // 10, number % 10)
@@ -103,11 +103,11 @@ class Target:
         match = _TARGET_RE.match(text.strip())
         if not match:
             raise ConfigError(
-                f"not a CUDA target (like sm_121, sm_90a, sm_120f, compute_90): {text!r}"
+                f"not a CUDA target (like sm_121, sm_90a, sm_120f, compute_90): {_clip(text)}"
             )
         number = int(match.group(2))
         if number < 10:
-            raise ConfigError(f"not a CUDA target (SM number too small): {text!r}")
+            raise ConfigError(f"not a CUDA target (SM number too small): {_clip(text)}")
         return cls(
             number // 10,
             number % 10,
@@ -159,6 +159,11 @@ class Target:
         return f"{prefix}_{self.number}{self.variant.value}"
 
 
+def _clip(text: str) -> str:
+    """``text`` quoted for a one-line message, cut short when it is long."""
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
+
+
 def parse_target_or_capability(text: str) -> Capability:
     """Accept ``sm_121``, ``compute_121``, ``12.1`` or ``121`` and return the capability."""
     stripped = text.strip()
@@ -167,36 +172,18 @@ def parse_target_or_capability(text: str) -> Capability:
     return Capability.parse(stripped)
 
 
-@cache
-def _rules() -> dict[str, Any]:
-    # Beside this module rather than through importlib.resources: every command pays for
-    # this import at start-up, and `cuda-gate inspect` is timed against cuobjdump.
-    text = (FilePath(__file__).parent.parent / "data" / "compat.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
-
-
 def family_members(target: Target) -> frozenset[Capability]:
-    """Capabilities an ``f`` target serves; same major at >= minor when the table is silent."""
-    families: dict[str, list[str]] = _rules()["families"]
-    listed = families.get(f"{target.number}f")
-    if listed is not None:
-        return frozenset(Capability.parse(c) for c in listed)
-    # A family newer than our table: the documented rule is same major, equal or higher
-    # minor; list the minors that could exist.
-    return frozenset(Capability(target.major, m) for m in range(target.minor, 10))
+    """Capabilities an ``f`` target serves (compat.json: listed, else its stated rule)."""
+    from gate.reader.compat import rules  # noqa: PLC0415  (compat imports this module's types)
+
+    return rules().family_members(target)
 
 
 def min_driver_for_ptx(isa: Version) -> Version | None:
     """The oldest driver CUDA version that can JIT PTX of ISA ``isa``; None if unknown."""
-    table: dict[str, str] = _rules()["ptx_isa_min_driver"]
-    found = table.get(str(isa))
-    if found is not None:
-        return Version.parse(found)
-    if isa.major >= 9:
-        # ISA 9.x ships with CUDA 13.x; the table's newest rows follow that pattern.
-        return Version(isa.major + 4, isa.minor)
-    return None
+    from gate.reader.compat import rules  # noqa: PLC0415  (compat imports this module's types)
+
+    return rules().min_driver_for_ptx(isa)
 
 
 class Path(enum.Enum):
@@ -242,7 +229,9 @@ def sass_route(sass_targets: tuple[Target, ...], cap: Capability) -> Route | Non
     exact = [t for t in usable if t.number == cap.number]
     if exact:
         return Route(Path.EXACT_SASS, _prefer_plain(exact))
-    best = max(usable, key=lambda t: t.minor)
+    # Ties (sm_100 and sm_100f on 10.3) go to the plain target, as exact matches do, so
+    # the answer never depends on the order the entries came in.
+    best = max(usable, key=lambda t: (t.minor, t.variant is Variant.NONE))
     path = Path.FAMILY_SASS if best.variant is Variant.FAMILY else Path.COMPATIBLE_SASS
     return Route(path, best)
 
@@ -252,8 +241,16 @@ def ptx_route(ptx: tuple[tuple[Target, Version | None], ...], cap: Capability) -
     usable = [(t, isa) for t, isa in ptx if t.ptx_jits_for(cap)]
     if not usable:
         return None
-    target, isa = max(usable, key=lambda item: (item[0].number, item[0].variant != Variant.NONE))
+    target, isa = max(usable, key=_ptx_preference)
     return Route(Path.PTX_JIT, target, isa, min_driver_for_ptx(isa) if isa else None)
+
+
+def _ptx_preference(item: tuple[Target, Version | None]) -> tuple[int, bool, bool, int]:
+    """Newest target, a/f before plain; for one target, a known and then the oldest ISA
+    (the one needing the oldest driver), so the answer never depends on entry order."""
+    target, isa = item
+    age = -(isa.major * 1000 + isa.minor) if isa else 0
+    return target.number, target.variant is not Variant.NONE, isa is not None, age
 
 
 def route(

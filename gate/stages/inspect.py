@@ -14,7 +14,6 @@ and (when the driver is known) whether the driver can JIT the PTX's ISA.
 from __future__ import annotations
 
 import re
-import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +23,12 @@ from gate.config import Config, resolve_artifact_specs
 from gate.errors import BadInputError, GateError, ToolError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import artifacts as found_files
-from gate.reader import read as reader
 from gate.reader import summary
+from gate.reader.cache import inspect_file
 from gate.reader.hostelf import Dependency, HostFormat, dependencies, read_format
+from gate.reader.limits import Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.read import ArtifactReport
 from gate.reader.targets import Capability, Target, Variant, Version, min_driver_for_ptx
 from gate.record import Artifact, Cause, Check, CrossCheck
 from gate.render.text import count
@@ -82,10 +83,12 @@ class InspectOutcome:
     failure: GateError | None = None
 
 
-def read_device_code(path: Path) -> tuple[reader.ArtifactReport, str, int]:
-    """Our reader's report of ``path`` with names, and the file's SHA-256 and size."""
-    digest, size = fsutil.digest_file(path)
-    return reader.read_artifact(path, names=True), digest, size
+def read_device_code(path: Path, *, use_cache: bool = True) -> tuple[ArtifactReport, str, int]:
+    """Our reader's report of ``path`` with names, and its SHA-256 and size, hashed once.
+
+    A file already read (same SHA-256, same reader) comes from the inspection cache.
+    """
+    return inspect_file(path, names=True, limits=Limits.from_env(), use_cache=use_cache)
 
 
 def run(
@@ -102,6 +105,7 @@ def run(
     workdir: Path,
     dump_sass: str = "auto",
     use_cuobjdump: bool = True,
+    use_cache: bool = True,
 ) -> InspectOutcome:
     """Inspect the smoke program and every configured artifact (wheels library by library)."""
     devices: tuple[Capability, ...] = (capability,) if capability else (target.capability,)
@@ -123,6 +127,7 @@ def run(
                 dump_sass=dump_sass,
                 devices=devices,
                 use_cuobjdump=use_cuobjdump,
+                use_cache=use_cache,
             )
             done.append(artifact)
             evidence.write_text("sha256.txt", "".join(f"{a.sha256}  {a.path}\n" for a in done))
@@ -153,18 +158,16 @@ def unpack_wheel(wheel: Path, into: Path) -> list[Path]:
     """
     target = into / wheel.name
     written = []
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            for info in found_files.wheel_members(archive):
-                base = info.filename.rsplit("/", 1)[-1]
-                if not _SHARED_LIBRARY.search(base):
-                    continue
-                data = found_files.read_member(archive, info, f"{wheel}!{info.filename}")
-                path = target.joinpath(*_safe_member_parts(info.filename, wheel))
-                fsutil.write_atomic(path, bytes(data), mode=0o755)
-                written.append(path)
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise BadInputError(f"{wheel}: not a readable wheel: {e}") from e
+    limits = Limits.from_env()
+    with found_files.open_zip(wheel, str(wheel)) as archive:
+        for info in found_files.wheel_members(archive.zip):
+            base = info.filename.rsplit("/", 1)[-1]
+            if not _SHARED_LIBRARY.search(base):
+                continue
+            data = found_files.read_member(archive, info, f"{wheel}!{info.filename}", limits)
+            path = target.joinpath(*_safe_member_parts(info.filename, wheel))
+            fsutil.write_atomic(path, bytes(data), mode=0o755)
+            written.append(path)
     return written
 
 
@@ -185,10 +188,11 @@ def inspect_artifact(
     dump_sass: str = "auto",
     devices: tuple[Capability, ...] = (),
     use_cuobjdump: bool = True,
+    use_cache: bool = True,
 ) -> Inspected:
     """Inspect one artifact with our reader, cross-checked by cuobjdump where available."""
     fmt = read_format(path)
-    report, digest, size = read_device_code(path)
+    report, digest, size = read_device_code(path, use_cache=use_cache)
     deps = dependencies(path, fmt, machine.ld_cache())
     view = summary.artifact_json(report, devices)
     evidence.write_text(f"{prefix}device-code.txt", summary.console(view))

@@ -1,0 +1,228 @@
+"""A content-addressed cache of inspection reports: a library already read is not read again.
+
+Keyed by the file's SHA-256, the reader's version and the mode (kernel names or headers
+only; every section scanned or not). The pipeline needs each artifact's SHA-256 for the
+evidence anyway, so :func:`inspect_file` hashes the file once, looks the hash up, and
+reads the file only on a miss::
+
+    report, sha256, size = inspect_file(path, names=True)
+
+Where: ``$CUDA_GATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cuda-gate``, else
+``~/.cache/cuda-gate``. An entry that is corrupted, truncated, foreign or written by
+another reader version is ignored and written again; entries are written atomically
+(temporary file, then ``os.replace``), and a cache that cannot be written is skipped
+without failing the inspection. Reports of files that could not be read are never kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gate import __version__
+from gate.errors import BadInputError, ConfigError
+from gate.reader import artifacts
+from gate.reader.limits import Limits
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.read import ArtifactReport, read_buffer
+from gate.reader.targets import Target, Version
+
+FORMAT = "cuda-gate-inspection-cache"
+# Bump when what the reader reports for the same bytes changes without a release.
+READER_FORMAT = 1
+ENV_DIR = "CUDA_GATE_CACHE_DIR"
+# Hashed this many bytes at a time; a multiple of the page size.
+_HASH_STEP = 16 << 20
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The cache folder: $CUDA_GATE_CACHE_DIR, $XDG_CACHE_HOME/cuda-gate or ~/.cache/cuda-gate."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_DIR):
+        return Path(env[ENV_DIR])
+    xdg = env.get("XDG_CACHE_HOME", "")
+    # The XDG spec: a relative value is invalid and must be ignored.
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "cuda-gate"
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".cache" / "cuda-gate"
+
+
+def reader_version() -> str:
+    """What identifies this reader in a cache entry."""
+    return f"{__version__}+{READER_FORMAT}"
+
+
+def inspect_file(
+    path: str | os.PathLike[str],
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
+    folder: Path | None = None,
+    use_cache: bool = True,
+) -> tuple[ArtifactReport, str, int]:
+    """``(report, sha256, size)`` of one file, the report from the cache when it holds it.
+
+    The file is mapped once: hashed, then read only on a miss. ``folder`` defaults to
+    :func:`cache_dir`; ``use_cache=False`` reads and hashes without touching the cache.
+    BadInputError (one line naming the file) when the file cannot be read.
+    """
+    display = artifacts.shown(path)
+    try:
+        with artifacts.open_regular(path, display) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise BadInputError(f"{display}: empty file")
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                digest = _sha256(buf)
+                entry = _entry_path(folder or cache_dir(), digest, names, scan)
+                if use_cache:
+                    cached = _load(entry, digest, size, names=names, scan=scan)
+                    if cached is not None:
+                        return _renamed(cached, display), digest, size
+                report = read_buffer(buf, 0, size, display, names=names, scan=scan, limits=limits)
+    except OSError as e:
+        raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
+    if use_cache and report.error is None:
+        _store(entry, _document(report, digest, size, scan=scan))
+    return report, digest, size
+
+
+def _sha256(buf: mmap.mmap) -> str:
+    """SHA-256 of the whole map, dropping each piece's pages once hashed (flat memory)."""
+    h = hashlib.sha256()
+    step = _HASH_STEP
+    with memoryview(buf) as view:
+        for lo in range(0, len(buf), step):
+            h.update(view[lo : lo + step])  # hashlib releases the GIL for large pieces
+            if hasattr(mmap, "MADV_DONTNEED") and lo + step < len(buf):
+                buf.madvise(mmap.MADV_DONTNEED, lo, step)
+    return h.hexdigest()
+
+
+def _entry_path(folder: Path, digest: str, names: bool, scan: bool) -> Path:
+    mode = ("names" if names else "headers") + ("" if scan else "-noscan")
+    return folder / digest[:2] / f"{digest}.{mode}.json"
+
+
+def _renamed(report: ArtifactReport, display: str) -> ArtifactReport:
+    """The cached report under the name this file was given now."""
+    return ArtifactReport(
+        display, report.format, report.elf_class, report.machine, report.listing, report.names
+    )
+
+
+def _load(entry: Path, digest: str, size: int, *, names: bool, scan: bool) -> ArtifactReport | None:
+    """The cached report, or None for a missing, corrupted, foreign or other-version entry."""
+    try:
+        doc = json.loads(entry.read_bytes())
+        if (
+            doc["format"] != FORMAT
+            or doc["reader"] != reader_version()
+            or doc["sha256"] != digest
+            or doc["size"] != size
+            or doc["names"] is not names
+            or doc["scan"] is not scan
+        ):
+            return None
+        return _report(doc["report"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
+        # Unreadable, not JSON, fields missing or mistyped, values that do not parse:
+        # a cache entry is only ever a shortcut, so any doubt means reading the file.
+        return None
+
+
+def _store(entry: Path, doc: dict[str, Any]) -> None:
+    """Write ``doc`` at ``entry`` atomically; a cache that cannot be written is skipped."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=f".{entry.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(doc, f, separators=(",", ":"))
+            Path(tmp).replace(entry)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return
+
+
+def _document(report: ArtifactReport, digest: str, size: int, *, scan: bool) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "reader": reader_version(),
+        "sha256": digest,
+        "size": size,
+        "names": report.names,
+        "scan": scan,
+        "report": {
+            "format": report.format,
+            "elf_class": report.elf_class,
+            "machine": report.machine,
+            "names": report.names,
+            "entries": [_entry_json(e) for e in report.listing.entries],
+        },
+    }
+
+
+def _entry_json(e: DeviceEntry) -> list[Any]:
+    # A list, not an object: libraries hold thousands of entries.
+    return [
+        e.kind.value,
+        str(e.target),
+        list(e.kernels),
+        str(e.ptx_isa) if e.ptx_isa else None,
+        e.section,
+        e.compression,
+        e.stored_size,
+        e.size,
+        e.producer,
+        e.debug,
+        e.name,
+    ]
+
+
+def _report(doc: dict[str, Any]) -> ArtifactReport:
+    targets: dict[str, Target] = {}
+    entries = []
+    for row in doc["entries"]:
+        kind, target, kernels, isa, section, compression, stored, size, producer, debug, name = row
+        parsed = targets.get(target)
+        if parsed is None:
+            parsed = targets[target] = Target.parse(target)
+        if not all(isinstance(k, str) for k in kernels):
+            raise TypeError("kernel names must be strings")
+        entries.append(
+            DeviceEntry(
+                Kind(kind),
+                parsed,
+                tuple(kernels),
+                Version.parse(isa) if isa is not None else None,
+                str(section),
+                str(compression),
+                int(stored),
+                int(size),
+                producer if producer is None else str(producer),
+                bool(debug),
+                name if name is None else str(name),
+            )
+        )
+    elf_class = doc["elf_class"]
+    if elf_class not in (None, 32, 64):
+        raise ValueError("ELF class")
+    return ArtifactReport(
+        "",
+        str(doc["format"]),
+        elf_class,
+        doc["machine"] if doc["machine"] is None else str(doc["machine"]),
+        Listing(tuple(entries)),
+        bool(doc["names"]),
+    )
