@@ -135,8 +135,8 @@ def nvcc_path(explicit: str | None = None) -> str:
     return proc.which("nvcc", extra_dirs=[str(p) for p in extra])
 
 
-def smi_capability() -> str | None:
-    """Device 0's compute capability as nvidia-smi's ``compute_cap`` reports it; None if unknown.
+def smi_capabilities() -> tuple[Capability, ...]:
+    """Every GPU's compute capability as nvidia-smi's ``compute_cap`` reports it, in order.
 
     ToolError when nvidia-smi is absent or fails. The probe reads the capability
     through the CUDA runtime; this is for commands that must not build anything.
@@ -145,11 +145,19 @@ def smi_capability() -> str | None:
     result = proc.run_checked(
         [smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=_SMI_TIMEOUT
     )
-    lines = result.stdout.strip().splitlines()
-    try:
-        return str(Capability.parse(lines[0])) if lines else None
-    except ConfigError:
-        return None
+    found = []
+    for line in result.stdout.splitlines():
+        try:
+            found.append(Capability.parse(line))
+        except ConfigError:
+            continue
+    return tuple(found)
+
+
+def smi_capability() -> str | None:
+    """Device 0's capability (``9.0``) from nvidia-smi; None if it lists none."""
+    found = smi_capabilities()
+    return str(found[0]) if found else None
 
 
 def container_info() -> ContainerInfo | None:

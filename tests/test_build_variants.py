@@ -138,3 +138,18 @@ def test_empty_listing_is_a_failure(tmp_path: Path, build_and_inspect: Builder) 
         "smoke: ELF listing lists a cubin",
         "smoke: PTX dump holds PTX",
     }
+
+
+def test_a_missing_kernel_is_named_as_cxx_spells_it() -> None:
+    from gate.reader.listing import DeviceEntry, Listing
+    from gate.reader.targets import Version
+
+    listing = Listing(
+        (
+            DeviceEntry(Kind.SASS, T("sm_90"), ("_Z11write_valuePi",)),
+            DeviceEntry(Kind.PTX, T("compute_90"), (), ptx_isa=Version(9, 0)),
+        )
+    )
+    check = inspection.coverage_check("libk.so", listing)
+    assert not check.passed
+    assert check.message == "write_value(int*) missing from compute_90"

@@ -26,6 +26,7 @@ LAYERS = (
     ("gate.reader", 1),
     ("gate.fsutil", 1),
     ("gate.redact", 1),
+    ("gate.demangle", 1),
     ("gate.jsonutil", 1),
     ("gate.proc", 2),
     ("gate.config", 3),

@@ -48,7 +48,6 @@ from gate.attest.steps import Outcome, StepResult, failed
 from gate.errors import (
     ArtifactChangedError,
     BadInputError,
-    ConfigError,
     GateError,
     NoDeviceError,
     SignatureError,
@@ -350,13 +349,9 @@ def gather_machine_facts() -> MachineFacts:
     try:
         full, query = environment.nvidia_smi()
         driver = environment.driver_from(full, query)
-        smi = proc.which("nvidia-smi")
-        cap = proc.run_checked(
-            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=_SMI_TIMEOUT
-        )
+        capability = environment.smi_capability()
     except ToolError as e:
         raise NoDeviceError(e.message) from e
-    capability = _first_capability(cap.stdout)
     toolkit_version = toolkit_release = None
     try:
         nvcc = environment.nvcc_path()
@@ -374,12 +369,3 @@ def gather_machine_facts() -> MachineFacts:
         capability=capability,
         toolkit_release=toolkit_release,
     )
-
-
-def _first_capability(text: str) -> str | None:
-    """Device 0's capability from nvidia-smi's compute_cap column; None if unreadable."""
-    lines = text.strip().splitlines()
-    try:
-        return str(Capability.parse(lines[0])) if lines else None
-    except ConfigError:
-        return None

@@ -10,17 +10,13 @@ each kernel takes per device. ``--require-device`` turns a device without code i
 from __future__ import annotations
 
 import argparse
-import functools
 import io
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gate.reader.limits import Limits
-
-_SMI_TIMEOUT = 15.0
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -121,7 +117,9 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
+    from gate.demangle import demangle
     from gate.errors import BadInputError
+    from gate.fsutil import write_atomic
     from gate.reader import summary as inspect_view
     from gate.reader.read import read_paths
     from gate.reader.targets import parse_target_or_capability
@@ -147,7 +145,7 @@ def handle(args: argparse.Namespace) -> int:
             print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)
         elif not args.json:
             art = inspect_view.artifact_json(report, caps, with_entries=False)
-            sys.stdout.write(inspect_view.console(art, demangle=_demangle))
+            sys.stdout.write(inspect_view.console(art, demangle=demangle))
         for cap in required:
             reason = inspect_view.unmet(report, cap)
             if reason:
@@ -165,7 +163,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.json:
             sys.stdout.write(text)
         if args.output:
-            _write_atomic(args.output, text)
+            write_atomic(args.output, text.encode("utf-8"))
     sys.stdout.flush()
     failed = [r for r in reports if r.error]
     if failed:
@@ -180,65 +178,12 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demangle(name: str) -> str:
-    """A kernel name as C++ spells it, by the C++ runtime's own demangler (cxxfilt).
-
-    Imported only when a name is shown: cxxfilt looks for libstdc++ when imported. Any
-    failure (no libstdc++, a name that is not mangled C++) shows the name as it is.
-    """
-    demangler = _demangler()
-    if demangler is None:
-        return name
-    try:
-        return demangler(name)
-    except Exception:  # noqa: BLE001  (cxxfilt.Error and ctypes' own: fall back to the name)
-        return name
-
-
-@functools.cache
-def _demangler() -> Callable[[str], str] | None:
-    try:
-        import cxxfilt
-    except (ImportError, OSError):
-        return None
-    demangle: Callable[[str], str] = cxxfilt.demangle
-    return demangle
-
-
 def detect_devices() -> list[Any]:
     """Capabilities of the local GPUs from nvidia-smi; none when it is absent or fails."""
-    from gate import proc
-    from gate.errors import ConfigError, ToolError
-    from gate.reader.targets import Capability
+    from gate import machine
+    from gate.errors import ToolError
 
     try:
-        smi = proc.which("nvidia-smi")
-        result = proc.run(
-            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=_SMI_TIMEOUT
-        )
+        return list(dict.fromkeys(machine.smi_capabilities()))
     except ToolError:
         return []
-    if not result.ok:
-        return []
-    caps = []
-    for line in result.stdout.splitlines():
-        try:
-            caps.append(Capability.parse(line))
-        except ConfigError:
-            continue
-    return list(dict.fromkeys(caps))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    from gate.errors import EvidenceError
-
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent or Path(), prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        Path(tmp).replace(path)
-    except OSError as e:
-        raise EvidenceError(f"{path}: cannot write: {e.strerror or e}") from e

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gate import cuobjdump, fsutil, machine
 from gate.config import Config, resolve_artifact_specs
+from gate.demangle import demangle
 from gate.errors import BadInputError, GateError, ToolError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import artifacts as found_files
@@ -195,7 +196,7 @@ def inspect_artifact(
     report, digest, size = read_device_code(path, use_cache=use_cache)
     deps = dependencies(path, fmt, machine.ld_cache())
     view = summary.artifact_json(report, devices)
-    evidence.write_text(f"{prefix}device-code.txt", summary.console(view))
+    evidence.write_text(f"{prefix}device-code.txt", summary.console(view, demangle=demangle))
     evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
     evidence.write_text(f"{prefix}binary-format.txt", fmt.description + "\n")
     evidence.write_text(
@@ -478,7 +479,7 @@ def coverage_check(name: str, listing: Listing) -> Check:
         for kernel in kernels:
             by_kernel.setdefault(kernel, []).append(target)
     shown = list(by_kernel.items())[:5]
-    detail = "; ".join(f"{k} missing from {', '.join(ts)}" for k, ts in shown)
+    detail = "; ".join(f"{demangle(k)} missing from {', '.join(ts)}" for k, ts in shown)
     if len(by_kernel) > 5:
         detail += f"; and {count(len(by_kernel) - 5, 'more kernel', 'more kernels')}"
     total = len(listing.kernels())

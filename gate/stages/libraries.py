@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.config import Config
+from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, unique_name
 from gate.fsutil import sha256_file
@@ -167,7 +168,7 @@ def judge(
         if artifact is not None:
             continue  # an artifact was judged by the inspect stage already
         view = summary.artifact_json(report, (cap,))
-        evidence.write_text(f"{prefix}device-code.txt", summary.console(view))
+        evidence.write_text(f"{prefix}device-code.txt", summary.console(view, demangle=demangle))
         evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
         checks.append(_check(library, cap))
         twin = by_name.get(path.name)
