@@ -15,17 +15,14 @@ import pytest
 from gate import cuobjdump
 from gate.reader.listing import Kind
 from gate.reader.read import read_artifact
+from tests.torchenv import torch_library
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def libtorch_cuda() -> Path:
-    torch = pytest.importorskip("torch", reason="torch is not importable here")
-    lib = Path(torch.__file__).parent / "lib" / "libtorch_cuda.so"
-    if not lib.is_file():
-        pytest.skip(f"{lib} not found (a CPU-only torch build?)")
-    return lib
+    return torch_library("libtorch_cuda.so")
 
 
 def test_names_mode_equals_cuobjdump_symbols_on_libtorch_cuda(libtorch_cuda: Path) -> None:

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tomllib
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from gate import config
 from gate.config import placeholders
 from gate.reader.targets import Target
 from tests.conftest import gpu_unavailable_reason
+from tests.torchenv import needs_torch
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "torch-extension"
 GOOD, DROPPED = "cuda-gate.toml", "cuda-gate-drop-arch.toml"
@@ -124,41 +124,6 @@ def test_the_configured_kernels_are_exactly_the_kernels_in_the_sources() -> None
 def test_the_build_outputs_are_ignored_by_git() -> None:
     ignored = (EXAMPLE / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert {"build/", "dist/", "dist-drop-arch/", "*.egg-info/"} <= set(ignored)
-
-
-@cache
-def torch_python() -> tuple[str | None, str]:
-    """The interpreter with a CUDA build of torch, or None and why not."""
-    chosen = os.environ.get("CUDA_GATE_PYTHON")
-    if not chosen:
-        own = Path(sys.prefix).resolve()
-        for folder in os.environ.get("PATH", "").split(os.pathsep):
-            candidate = Path(folder) / "python3"
-            # The folder, not the file: a virtualenv's python3 links to the base interpreter.
-            if candidate.is_file() and own not in Path(folder).resolve().parents:
-                chosen = str(candidate)
-                break
-    if not chosen:
-        return None, "no python3 outside the test virtualenv (set CUDA_GATE_PYTHON)"
-    probe = subprocess.run(
-        [chosen, "-c", "import torch; print(torch.version.cuda or '')"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if probe.returncode != 0:
-        return None, f"{chosen} cannot import torch (set CUDA_GATE_PYTHON)"
-    if not probe.stdout.strip():
-        return None, f"the torch of {chosen} is not a CUDA build"
-    return chosen, ""
-
-
-def needs_torch() -> str:
-    python, why = torch_python()
-    if python is None:
-        pytest.skip(why)
-    return python
 
 
 @pytest.fixture
