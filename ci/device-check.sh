@@ -15,6 +15,8 @@ export PIP_NO_INDEX=1 PIP_FIND_LINKS=$root/.whl PIP_DISABLE_PIP_VERSION_CHECK=1 
 # The project's interpreter ({python}: the one with torch) is the python3 found before nox's
 # own virtual environment goes first on PATH.
 export CUDA_GATE_PYTHON=${CUDA_GATE_PYTHON:-$(command -v python3)}
+# The tests run without the user's CUDA_GATE_* settings; they take the torch interpreter from here.
+export GATE_TEST_TORCH_PYTHON=$CUDA_GATE_PYTHON
 python3 -m venv /tmp/cg-nox && /tmp/cg-nox/bin/pip install -q nox || exit 3
 export PATH="/tmp/cg-nox/bin:$PATH"
 nox -s gate 2>&1 | tee "$out/gate.log"

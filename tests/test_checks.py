@@ -312,6 +312,31 @@ def test_a_vendor_library_without_ptx_blocks_only_whole_program_jit() -> None:
     assert predict.excuse(run(ExecPath.JIT, 1, "segfault\n"), [p], Proofs((), ())) is None
 
 
+def test_every_vendor_library_that_blocks_jit_is_named_the_largest_first() -> None:
+    # A torch program loads a dozen SASS-only libraries: the verdict must not name whichever
+    # happened to load first (libcublas) and hide libtorch_cuda.
+    def sass_only(kernels: int) -> Listing:
+        names = tuple(f"k{i}" for i in range(kernels))
+        return Listing((DeviceEntry(Kind.SASS, Target.parse("sm_90"), names),))
+
+    sizes = {"libcublas.so.13": 3, "libtorch_cuda.so": 9, "libcufft.so.12": 5, "libnccl.so.2": 1}
+    sources = [predict.Source(name, sass_only(n), own=False) for name, n in sizes.items()]
+    sources.append(predict.Source("libcudnn.so.9", listing(), own=False))  # has PTX: no blocker
+    jit = predict.expect_jit(sources, H200, CUDA13)
+    assert jit.can_run is False
+    assert not jit.firm
+    assert [s.name for s in jit.blockers] == [
+        "libtorch_cuda.so",
+        "libcufft.so.12",
+        "libcublas.so.13",
+        "libnccl.so.2",
+    ]
+    assert jit.basis == (
+        "libtorch_cuda.so, libcufft.so.12, libcublas.so.13 and 1 more ship no PTX for 9.0"
+    )
+    assert predict.expect_native(sources, H200).can_run is True
+
+
 def test_a_project_library_without_ptx_is_a_real_jit_failure() -> None:
     p = prediction(listing(ptx=()), own=True)
     assert p.jit.can_run is False

@@ -3,8 +3,8 @@
 The unit tests read the two configurations and the sources (no torch, no GPU). The
 integration tests run `cuda-gate run --target sm_90` on a copy where a CUDA build of torch
 is installed but no GPU is visible (build and inspect only); the gpu tests run the gate
-end to end on the device. Both need the Python that has torch: CUDA_GATE_PYTHON, else the
-first python3 on PATH outside this virtualenv.
+end to end on the device. Both need the Python that has torch (tests/torchenv.py finds it)
+and hand it to the gate as CUDA_GATE_PYTHON.
 """
 
 from __future__ import annotations

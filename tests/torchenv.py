@@ -1,7 +1,10 @@
 """Finding the interpreter that holds a CUDA build of torch, for the tests that need one.
 
-The test virtualenv has no torch; the user's interpreter does (CUDA_GATE_PYTHON, else the
-first python3 on PATH outside this virtualenv), as on the GPU machine.
+The test virtualenv has no torch; the user's interpreter does, as on the GPU machine. The
+tests name it with GATE_TEST_TORCH_PYTHON, else take the first python3 on PATH, outside this
+virtualenv, that imports a CUDA build of torch. (Not CUDA_GATE_PYTHON: every test runs
+without the user's CUDA_GATE_* settings, see conftest.py; the tests hand the interpreter
+they found to the gate themselves.)
 """
 
 from __future__ import annotations
@@ -15,32 +18,45 @@ from pathlib import Path
 import pytest
 
 
+def _probe(python: str) -> str | None:
+    """Why ``python`` cannot serve (None: it imports a CUDA build of torch)."""
+    try:
+        probe = subprocess.run(
+            [python, "-c", "import torch; print(torch.version.cuda or '')"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    except OSError as error:
+        return f"{python}: {error.strerror}"
+    if probe.returncode != 0:
+        return f"{python} cannot import torch"
+    if not probe.stdout.strip():
+        return f"the torch of {python} is not a CUDA build"
+    return None
+
+
 @cache
 def torch_python() -> tuple[str | None, str]:
     """The interpreter with a CUDA build of torch, or None and why not."""
-    chosen = os.environ.get("CUDA_GATE_PYTHON")
-    if not chosen:
-        own = Path(sys.prefix).resolve()
-        for folder in os.environ.get("PATH", "").split(os.pathsep):
-            candidate = Path(folder) / "python3"
-            # The folder, not the file: a virtualenv's python3 links to the base interpreter.
-            if candidate.is_file() and own not in Path(folder).resolve().parents:
-                chosen = str(candidate)
-                break
-    if not chosen:
-        return None, "no python3 outside the test virtualenv (set CUDA_GATE_PYTHON)"
-    probe = subprocess.run(
-        [chosen, "-c", "import torch; print(torch.version.cuda or '')"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if probe.returncode != 0:
-        return None, f"{chosen} cannot import torch (set CUDA_GATE_PYTHON)"
-    if not probe.stdout.strip():
-        return None, f"the torch of {chosen} is not a CUDA build"
-    return chosen, ""
+    named = os.environ.get("GATE_TEST_TORCH_PYTHON")
+    if named:
+        why = _probe(named)
+        return (None, f"{why} (GATE_TEST_TORCH_PYTHON)") if why else (named, "")
+    own = Path(sys.prefix).resolve()
+    tried: list[str] = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = Path(folder or ".") / "python3"
+        # The folder, not the file: a virtualenv's python3 links to the base interpreter.
+        if not candidate.is_file() or own in Path(folder).resolve().parents:
+            continue
+        why = _probe(str(candidate))
+        if why is None:
+            return str(candidate), ""
+        tried.append(why)
+    found = "; ".join(tried) or "no python3 on PATH outside the test virtualenv"
+    return None, f"{found} (set GATE_TEST_TORCH_PYTHON)"
 
 
 def needs_torch() -> str:

@@ -52,6 +52,7 @@ class Expectation:
     can_run: bool | None
     basis: str
     blocker: Source | None = None
+    blockers: tuple[Source, ...] = ()  # every vendor library that stops it, largest first
 
     @property
     def firm(self) -> bool:
@@ -150,6 +151,7 @@ def expect_native(sources: Sequence[Source], cap: Capability) -> Expectation:
     """Native: every kernel of the project's code has SASS for ``cap``; each vendor library some."""
     if not sources:
         return Expectation(None, "no inspected device code")
+    vendors: list[Source] = []
     for source in sources:
         if source.own:
             missing = [k for k in _kernels(source.listing) if k not in _native(source.listing, cap)]
@@ -160,7 +162,9 @@ def expect_native(sources: Sequence[Source], cap: Capability) -> Expectation:
                     source,
                 )
         elif sass_route(source.listing.targets(Kind.SASS), cap) is None:
-            return Expectation(False, f"{source.name} has no SASS for {cap}", source)
+            vendors.append(source)
+    if vendors:
+        return _blocked(vendors, f"has no SASS for {cap}", f"have no SASS for {cap}")
     return Expectation(True, f"SASS for {cap} in {_names(sources)}")
 
 
@@ -168,6 +172,9 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
     """Forced JIT: every kernel of the project's code has usable PTX; each vendor library some."""
     if not sources:
         return Expectation(None, "no inspected device code")
+    no_ptx: list[Source] = []
+    old_driver: list[Source] = []
+    need: Version | None = None
     for source in sorted(sources, key=lambda s: not s.own):  # the project's own code first
         if source.own:
             usable = _jittable(source.listing, cap, driver)
@@ -182,16 +189,30 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
         ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in source.listing.of_kind(Kind.PTX)))
         route = ptx_route(ptx, cap)
         if route is None:
-            return Expectation(
-                False,
-                f"{source.name} ships no PTX for {cap}",
-                source,
-            )
-        if driver and route.min_driver and driver < route.min_driver:
-            return Expectation(
-                False, f"{source.name}'s PTX needs driver CUDA >= {route.min_driver}", source
-            )
+            no_ptx.append(source)
+        elif driver and route.min_driver and driver < route.min_driver:
+            old_driver.append(source)
+            need = max(need, route.min_driver) if need else route.min_driver
+    if no_ptx:
+        return _blocked(no_ptx, f"ships no PTX for {cap}", f"ship no PTX for {cap}")
+    if old_driver:
+        return _blocked(
+            old_driver,
+            f"needs driver CUDA >= {need} for its PTX",
+            f"need driver CUDA >= {need} for their PTX",
+        )
     return Expectation(True, f"PTX for {cap} in {_names(sources)}")
+
+
+def _blocked(libraries: Sequence[Source], one: str, many: str) -> Expectation:
+    """ "Cannot run" because of vendor libraries: all of them in ``blockers``, the largest
+    (most kernels) first; the sentence names at most three."""
+    ranked = sorted(libraries, key=lambda s: (-len(_kernels(s.listing)), s.name))
+    shown = ", ".join(s.name for s in ranked[:3])
+    if len(ranked) > 3:
+        shown += f" and {len(ranked) - 3} more"
+    text = f"{shown} {one if len(ranked) == 1 else many}"
+    return Expectation(False, text, ranked[0], tuple(ranked))
 
 
 def _kernels(listing: Listing) -> frozenset[str]:
@@ -340,7 +361,7 @@ def paths_proved(
             words.append("forced JIT proved for the whole program")
             if prediction.jit_blocked_by_library:
                 words.append(
-                    f"it launched no kernel of the library that blocks it ({prediction.jit.basis})"
+                    f"it launched no kernel of the libraries that block it ({prediction.jit.basis})"
                 )
                 words.append(proved_own)
         elif prediction.jit_blocked_by_library:
