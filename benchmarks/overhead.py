@@ -40,13 +40,23 @@ def one_run(
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     wall = time.monotonic() - began
     record = json.loads((evidence / "result.json").read_text(encoding="utf-8"))
-    user = sum(b["duration"] for b in record["builds"] if b["name"] != SMOKE)
-    user += sum(e["duration"] for e in record["executions"] if e["entry_point"] != SMOKE)
+    builds = sum(b["duration"] for b in record["builds"] if b["name"] != SMOKE)
+    runs = sum(e["duration"] for e in record["executions"] if e["entry_point"] != SMOKE)
+    user = builds + runs
     print(
         f"exit {done.returncode}: wall {wall:.2f} s, user processes {user:.2f} s, "
         f"gate {wall - user:.2f} s; {record['verdict']['statement'][:90]}",
         flush=True,
     )
+    # Where the gate's part went: each stage's time less the user's processes in it.
+    theirs = {"build": builds, "execute": runs}
+    staged = sum(s["duration"] for s in record["stages"])
+    parts = [
+        f"{s['name']} {s['duration'] - theirs.get(s['name'], 0.0):.2f}"
+        for s in record["stages"]
+        if s["status"] != "skipped"
+    ]
+    print(f"  gate per stage (s): {', '.join(parts)}; outside stages {wall - staged:.2f}")
     return wall, user, record
 
 

@@ -7,6 +7,7 @@ parse content, never trust its exit code or count lines naively (CUDA-FACTS.md).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -161,8 +162,9 @@ def listing(symbols_text: str, ptx_text: str) -> Listing:
     return Listing(tuple(entries))
 
 
+@functools.cache
 def version(tool: str) -> str:
-    """cuobjdump's own version line, for the evidence."""
+    """cuobjdump's own version line, for the evidence (asked once per process)."""
     result = proc.run([tool, "--version"], timeout=60)
     for line in result.stdout.splitlines():
         if "release" in line or line.startswith("Build"):

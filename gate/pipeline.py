@@ -272,6 +272,7 @@ class _Stages:
             supported=env.environment.supported_targets,
             workdir=self.workdir,
             explicit_target=options.target,
+            use_cache=options.use_cache,
         )
         found = self.found = replace(
             found,
@@ -303,6 +304,7 @@ class _Stages:
             tools=tool_paths,
             sass=options.sass,
             ptx=options.ptx,
+            use_cache=options.use_cache,
         )
         found = self.found = replace(found, builds=built.builds, required_targets=built.required)
         if not self.finish("build", began, built):
@@ -347,6 +349,7 @@ class _Stages:
             artifacts=inspected.artifacts,
             capability=probed.capability,
             driver_cuda=driver,
+            use_cache=options.use_cache,
         )
         self.finish("execute", began, ran, Cause.INTERNAL)
         return replace(

@@ -13,7 +13,9 @@ Three things a careless wrapper gets wrong, done right here:
   kept, the middle cut with a note), so a chatty program cannot exhaust memory.
 * Processes the child leaves running are found (the gate makes itself the
   "child subreaper", so orphans are re-parented to it instead of to init), killed,
-  and named in the result.
+  and named in the result. Commands may run from several threads at once (the
+  cuobjdump cross-check does): a process another thread is running is never taken
+  for a stray.
 * Children never see the gate's own secrets (:func:`gate.redact.child_environment`):
   the signing key and its file, store credentials, GitHub and Actions tokens.
 """
@@ -28,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +46,9 @@ OUTPUT_LIMIT = 32 << 20
 # After killing a group, how long to wait for the child to be reaped.
 _REAP_TIMEOUT = 5.0
 _PR_SET_CHILD_SUBREAPER = 36
+# The children running now, from every thread: never strays of another command.
+_live: set[int] = set()
+_live_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ class Result:
     cwd: str | None = None
     # Processes the command left running after it exited (killed by the gate), as "pid cmd".
     strays: tuple[str, ...] = ()
+    # Not run: an identical earlier build was reused (gate.buildcache); its cache key.
+    reused: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -137,19 +145,21 @@ def run(
         env.pop(name, None)
     env.update(env_set or {})
     _become_subreaper()
-    before = _orphans()
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            child = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-            )
+            with _live_lock:
+                before = _orphans()
+                child = subprocess.Popen(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    cwd=cwd,
+                    env=env,
+                    start_new_session=True,
+                )
+                _live.add(child.pid)
         except FileNotFoundError as e:
             raise ToolError(f"{args[0]} not found", hint="is it installed and on PATH?") from e
         except PermissionError as e:
@@ -164,6 +174,8 @@ def run(
         except BaseException:
             _kill_group(child.pid)
             child.wait(timeout=_REAP_TIMEOUT)
+            with _live_lock:
+                _live.discard(child.pid)
             raise
         finally:
             # Whatever is left in the child's group goes too, finished or not.
@@ -171,7 +183,9 @@ def run(
         if timed_out:
             child.wait(timeout=_REAP_TIMEOUT)
         duration = time.monotonic() - start
-        strays = _kill_strays(before, child.pid)
+        with _live_lock:
+            _live.discard(child.pid)
+            strays = _kill_strays(before | _live, child.pid)
         stdout, stderr = _read_back(out), _read_back(err)
     return Result(
         argv=args,

@@ -32,6 +32,7 @@ LAYERS = (
     ("gate.config", 3),
     ("gate.git", 3),
     ("gate.machine", 3),
+    ("gate.buildcache", 3),
     ("gate.evidence", 3),
     ("gate.cuobjdump", 3),
     ("gate.record", 4),

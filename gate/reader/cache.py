@@ -226,3 +226,64 @@ def _report(doc: dict[str, Any]) -> ArtifactReport:
         Listing(tuple(entries)),
         bool(doc["names"]),
     )
+
+
+def loaded_library(
+    path: str | os.PathLike[str],
+    *,
+    use_cache: bool = True,
+    folder: Path | None = None,
+) -> tuple[ArtifactReport, str | None]:
+    """A loaded library's headers-only report, and its SHA-256 when it has device code.
+
+    A program loads the same vendor libraries run after run (torch loads a hundred,
+    2.5 GB of them): what was found is remembered by the file's identity (real path,
+    device, inode, size, modification and change times, the way git's index trusts
+    an unchanged file) and by this reader's version, so a warm run neither scans nor
+    hashes them again. Any change to the file changes its change time, hence the key;
+    ``use_cache=False`` reads and hashes every byte. A library without device code is
+    not hashed (None). BadInputError when the file cannot be read.
+    """
+    display = artifacts.shown(path)
+    try:
+        real = Path(path).resolve()
+        st = real.stat()
+    except OSError as e:
+        raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
+    identity = f"{real}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+    key = hashlib.sha256(f"{reader_version()}\0{identity}".encode()).hexdigest()
+    entry = (folder or cache_dir()) / "loaded" / key[:2] / f"{key}.json"
+    if use_cache:
+        known = _load_loaded(entry, identity)
+        if known is not None:
+            return _renamed(known[0], display), known[1]
+    digest = None
+    try:
+        with artifacts.open_regular(path, display) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise BadInputError(f"{display}: empty file")
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                report = read_buffer(buf, 0, size, display, names=False, scan=True)
+                if report.listing.entries:
+                    digest = _sha256(buf)
+    except OSError as e:
+        raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
+    if use_cache and report.error is None:
+        doc = _document(report, digest or "", st.st_size, scan=True)
+        _store(entry, {**doc, "identity": identity, "sha256": digest})
+    return report, digest
+
+
+def _load_loaded(entry: Path, identity: str) -> tuple[ArtifactReport, str | None] | None:
+    """A remembered loaded library, or None for a missing, corrupted or foreign entry."""
+    try:
+        doc = json.loads(entry.read_bytes())
+        if doc["format"] != FORMAT or doc["reader"] != reader_version():
+            return None
+        digest = doc["sha256"]
+        if doc["identity"] != identity or not (digest is None or isinstance(digest, str)):
+            return None
+        return _report(doc["report"]), digest
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
+        return None

@@ -2,8 +2,9 @@
 
 The smoke program (the seed's ``check.cu``, shipped as ``gate/cuda/smoke.cu``) is built
 with ``-gencode arch=compute_XY,code=[sm_XY,compute_XY]``: native SASS and PTX of the
-same target in one fat binary. The project's own build commands run in order with the
-required targets substituted (gate.config.placeholders). Every command is recorded
+same target in one fat binary; an identical earlier build of it is reused
+(gate.buildcache) and still run and inspected. The project's own build commands run
+in order with the required targets substituted (gate.config.placeholders). Every command is recorded
 exactly as it ran; the first failing one stops the pipeline, its log kept.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import proc
+from gate import buildcache, proc
 from gate.config import SMOKE_NAME, Config
 from gate.config.placeholders import gencode
 from gate.errors import GateError, ToolError
@@ -24,6 +25,7 @@ from gate.stages.probe import BUILD_TIMEOUT, cuda_source
 
 SMOKE = SMOKE_NAME
 SMOKE_KERNEL = "write_value"
+_REUSED = "reused: the same toolchain built this from the same source and options before"
 
 
 @dataclass(frozen=True)
@@ -52,18 +54,37 @@ def build_record(name: str, result: proc.Result) -> Build:
 
 
 def build_smoke(
-    nvcc: str, workdir: Path, sass: Sequence[Target], ptx: Sequence[Target]
+    nvcc: str,
+    workdir: Path,
+    sass: Sequence[Target],
+    ptx: Sequence[Target],
+    *,
+    use_cache: bool = True,
 ) -> tuple[Path, proc.Result]:
-    """Compile smoke.cu with the given targets into ``workdir/smoke``."""
+    """Compile smoke.cu with the given targets into ``workdir/smoke``.
+
+    The gate's own program: an identical earlier build (same toolchain, source and
+    targets) is reused when the build cache holds it (gate.buildcache).
+    """
     source = workdir / f"{SMOKE}.cu"
     source.write_text(cuda_source(f"{SMOKE}.cu"), encoding="utf-8")
     output = workdir / SMOKE
     argv = [nvcc, "-O2", *gencode(sass, ptx), str(source), "-o", str(output)]
-    return output, proc.run(argv, cwd=workdir, timeout=BUILD_TIMEOUT)
+    result = buildcache.compile_program(
+        argv,
+        output=output,
+        inputs=[source],
+        cwd=workdir,
+        timeout=BUILD_TIMEOUT,
+        use_cache=use_cache,
+    )
+    return output, result
 
 
 def _log(result: proc.Result) -> str:
     head = f"# {result.command_line()}\n# cwd: {result.cwd or '.'}\n"
+    if result.reused:
+        head += f"# {_REUSED} (build cache key {result.reused})\n"
     if result.strays:
         head += "# left running after it exited (killed): " + "; ".join(result.strays) + "\n"
     return head + result.output()
@@ -78,6 +99,7 @@ def run(
     tools: Mapping[str, str],
     sass: tuple[Target, ...] | None = None,
     ptx: tuple[Target, ...] | None = None,
+    use_cache: bool = True,
 ) -> BuildOutcome:
     """Build the smoke program (unless the config turns it off), then the configured steps."""
     required = config.required_targets(target)
@@ -95,6 +117,7 @@ def run(
             workdir,
             sass if sass is not None else (target.as_sass(),),
             ptx if ptx is not None else (target.as_ptx(),),
+            use_cache=use_cache,
         )
         commands.append(result)
         builds.append(build_record(SMOKE, result))
@@ -133,6 +156,8 @@ def run(
 def _build_check(name: str, result: proc.Result, what: str) -> Check:
     if result.ok:
         message = result.command_line()
+        if result.reused:
+            message += f" ({_REUSED.split(':', 1)[0]} from the gate's build cache)"
         if result.strays:
             message += f" (left {len(result.strays)} process(es) running; killed)"
         return Check(f"build {name}", "gate.build", True, message, duration=result.duration)

@@ -299,6 +299,7 @@ def run(
     artifacts: Sequence[Inspected],
     capability: Capability,
     driver_cuda: Version | None,
+    use_cache: bool = True,
 ) -> ExecuteOutcome:
     """Run every entry point on both paths, judge what they loaded, check the predictions."""
     runs: list[Run] = []
@@ -326,6 +327,7 @@ def run(
         cap=capability,
         driver=driver_cuda,
         config=config,
+        use_cache=use_cache,
     )
     checks += judged.checks
     predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import cuobjdump, fsutil, machine
+from gate import buildcache, cuobjdump, fsutil, machine, proc
 from gate.config import Config, resolve_artifact_specs
 from gate.demangle import demangle
 from gate.errors import BadInputError, GateError, ToolError
@@ -214,7 +215,14 @@ def inspect_artifact(
         evidence.write_text(f"{prefix}elf-list.txt", _our_list(report.listing))
     else:
         theirs, modules = _cuobjdump_listing(
-            tool, path, evidence, prefix=prefix, dump_sass=dump_sass, size=size
+            tool,
+            path,
+            evidence,
+            prefix=prefix,
+            dump_sass=dump_sass,
+            size=size,
+            digest=digest,
+            use_cache=use_cache,
         )
         cross = CrossCheck(
             f"cuobjdump ({cuobjdump.version(tool)})", compare(report.listing, theirs)
@@ -247,23 +255,54 @@ def _our_list(listing: Listing) -> str:
 
 
 def _cuobjdump_listing(
-    tool: str, path: Path, evidence: EvidenceDir, *, prefix: str, dump_sass: str, size: int
+    tool: str,
+    path: Path,
+    evidence: EvidenceDir,
+    *,
+    prefix: str,
+    dump_sass: str,
+    size: int,
+    digest: str,
+    use_cache: bool = True,
 ) -> tuple[Listing, tuple[cuobjdump.PtxText, ...]]:
-    elf_list = cuobjdump.run_tool(tool, ["--list-elf"], path)
-    evidence.write_text(f"{prefix}elf-list.txt", elf_list.output())
-    ptx_list = cuobjdump.run_tool(tool, ["--list-ptx"], path)
-    evidence.write_text(f"{prefix}ptx-list.txt", ptx_list.output())
-    symbols = cuobjdump.run_tool(tool, ["-symbols"], path)
-    evidence.write_text(f"{prefix}symbols.txt", symbols.output())
-    ptx = cuobjdump.run_tool(tool, ["--dump-ptx"], path)
-    evidence.write_text(f"{prefix}ptx.txt", ptx.stdout)
+    """cuobjdump's view of one artifact: its calls run side by side, and an output already
+    kept for these bytes and this cuobjdump is not asked again (gate.buildcache)."""
+    wanted = [["--list-elf"], ["--list-ptx"], ["-symbols"], ["--dump-ptx"]]
     if dump_sass == "always" or (dump_sass == "auto" and size <= SASS_DUMP_LIMIT):
+        wanted.append(["--dump-sass"])
+
+    def one(args: list[str]) -> proc.Result | ToolError:
         try:
-            sass = cuobjdump.run_tool(tool, ["--dump-sass"], path)
-            evidence.write_text(f"{prefix}sass.txt", sass.stdout)
+            return buildcache.tool_output(
+                [tool, *args, str(path)],
+                subject=path,
+                digest=digest,
+                companions=[str(Path(tool).parent / "nvdisasm")],
+                run=lambda: cuobjdump.run_tool(tool, args, path),
+                use_cache=use_cache,
+            )
         except ToolError as e:
+            return e
+
+    with ThreadPoolExecutor(len(wanted)) as pool:
+        elf_list, ptx_list, symbols, ptx, *sass = pool.map(one, wanted)
+    for done in (elf_list, ptx_list, symbols, ptx):
+        if isinstance(done, ToolError):
+            raise done
+    assert isinstance(elf_list, proc.Result)  # noqa: S101 - errors were raised above
+    assert isinstance(ptx_list, proc.Result)  # noqa: S101
+    assert isinstance(symbols, proc.Result)  # noqa: S101
+    assert isinstance(ptx, proc.Result)  # noqa: S101
+    evidence.write_text(f"{prefix}elf-list.txt", elf_list.output())
+    evidence.write_text(f"{prefix}ptx-list.txt", ptx_list.output())
+    evidence.write_text(f"{prefix}symbols.txt", symbols.output())
+    evidence.write_text(f"{prefix}ptx.txt", ptx.stdout)
+    for dumped in sass:
+        if isinstance(dumped, ToolError):
             # The listings above do not need nvdisasm; a full dump does. Say why it is absent.
-            evidence.write_text(f"{prefix}sass-not-dumped.txt", e.one_line() + "\n")
+            evidence.write_text(f"{prefix}sass-not-dumped.txt", dumped.one_line() + "\n")
+        else:
+            evidence.write_text(f"{prefix}sass.txt", dumped.stdout)
     return cuobjdump.listing(symbols.stdout, ptx.stdout), tuple(
         cuobjdump.parse_ptx_dump(ptx.stdout)
     )

@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from gate import proc
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, safe_name
-from gate.reader.ptx import ptx_modules
+from gate.reader.ptx import PtxModule, ptx_modules
 from gate.reader.targets import Capability
 from gate.record import Cause, Check, ExecPath
 from gate.render.text import count
@@ -59,8 +60,8 @@ def prove(
     """Load the PTX of every project artifact behind an entry point whose JIT run is blocked."""
     wanted = {s.name for p in predictions if p.jit_blocked_by_library for s in p.sources if s.own}
     checks: list[Check] = []
-    outcomes: list[tuple[str, bool]] = []
-    commands: list[proc.Result] = []
+    failed: set[str] = set()
+    jobs: list[tuple[str, str, int, PtxModule]] = []  # artifact, label, index, module
     for artifact in artifacts:
         if artifact.name not in wanted:
             continue
@@ -68,25 +69,31 @@ def prove(
             modules = [m for m in ptx_modules(artifact.path) if m.target.ptx_jits_for(cap)]
         except BadInputError as e:
             checks.append(_check(artifact.name, "PTX", False, e.one_line()))
-            outcomes.append((artifact.name, False))
+            failed.add(artifact.name)
             continue
         if not modules:
             checks.append(
                 _check(artifact.name, "PTX", False, f"no PTX that JIT-compiles for {cap}")
             )
-            outcomes.append((artifact.name, False))
+            failed.add(artifact.name)
             continue
-        passed = True
         for index, module in enumerate(modules, 1):
             label = f"{module.target} PTX #{index}" if len(modules) > 1 else f"{module.target} PTX"
-            ok, detail, result = _load(module.text, module.kernels)
-            commands.append(result)
-            log = f"ptx-load-{safe_name(artifact.name)}-{index}.log"
-            evidence.write_text(log, f"# {result.command_line()}\n{result.output()}")
-            checks.append(_check(artifact.name, label, ok, f"{detail} (log {log})"))
-            passed = passed and ok
-        outcomes.append((artifact.name, passed))
-    return Proofs(tuple(checks), tuple(outcomes), tuple(commands))
+            jobs.append((artifact.name, label, index, module))
+    # Each load is a process of its own that waits on the driver's JIT: run them side by side.
+    with ThreadPoolExecutor(max(1, min(8, len(jobs)))) as pool:
+        loads = list(pool.map(lambda job: _load(job[3].text, job[3].kernels), jobs))
+    commands: list[proc.Result] = []
+    for (name, label, index, _module), (ok, detail, result) in zip(jobs, loads, strict=True):
+        commands.append(result)
+        log = f"ptx-load-{safe_name(name)}-{index}.log"
+        evidence.write_text(log, f"# {result.command_line()}\n{result.output()}")
+        checks.append(_check(name, label, ok, f"{detail} (log {log})"))
+        if not ok:
+            failed.add(name)
+    names = [a.name for a in artifacts if a.name in wanted]
+    outcomes = tuple((name, name not in failed) for name in dict.fromkeys(names))
+    return Proofs(tuple(checks), outcomes, tuple(commands))
 
 
 def _check(artifact: str, label: str, ok: bool, detail: str) -> Check:

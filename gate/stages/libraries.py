@@ -31,9 +31,9 @@ from gate.config import Config
 from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, unique_name
-from gate.fsutil import sha256_file
 from gate.reader import read as reader
 from gate.reader import summary
+from gate.reader.cache import loaded_library
 from gate.reader.listing import Kind, Listing
 from gate.reader.targets import Capability, Route, Version, ptx_route, sass_route
 from gate.reader.targets import Path as RoutePath
@@ -132,6 +132,7 @@ def judge(
     cap: Capability,
     driver: Version | None,
     config: Config,
+    use_cache: bool = True,
 ) -> Judged:
     """Inspect and judge every library the runs loaded; write loaded-libraries.txt."""
     users: dict[Path, list[str]] = {}
@@ -142,7 +143,7 @@ def judge(
             found = runtime_compiler(path)
             if found:
                 _add(compilers.setdefault(done.entry_point.name, []), found)
-    with_code = _with_code(evidence, users)
+    with_code = _with_code(evidence, users, use_cache=use_cache)
     by_digest = {a.sha256: a for a in artifacts}
     by_name = {a.path.name: a for a in artifacts}
     prefixes: set[str] = set()
@@ -194,14 +195,14 @@ def judge(
 
 
 def _with_code(
-    evidence: EvidenceDir, users: dict[Path, list[str]]
+    evidence: EvidenceDir, users: dict[Path, list[str]], *, use_cache: bool = True
 ) -> dict[str, tuple[Path, reader.ArtifactReport, list[str]]]:
     """Per SHA-256, the libraries with device code; loaded-libraries.txt lists them all.
 
     The same bytes loaded through two paths (a symlink, a copy) are one library.
     """
     with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
-        reads = list(pool.map(_read, users))  # hashing releases the GIL
+        reads = list(pool.map(lambda p: _read(p, use_cache=use_cache), users))  # hashing: no GIL
     lines: list[str] = []
     found: dict[str, tuple[Path, reader.ArtifactReport, list[str]]] = {}
     for (path, entry_names), (mark, read) in zip(users.items(), reads, strict=True):
@@ -236,7 +237,9 @@ def _add(names: list[str], name: str) -> None:
         names.append(name)
 
 
-def _read(path: Path) -> tuple[str, tuple[reader.ArtifactReport, str] | None]:
+def _read(
+    path: Path, *, use_cache: bool = True
+) -> tuple[str, tuple[reader.ArtifactReport, str] | None]:
     """The loaded-libraries.txt mark of one library, and its report and digest if it has code.
 
     Headers only (a vendor library is judged per target, not per kernel: reading every
@@ -246,10 +249,9 @@ def _read(path: Path) -> tuple[str, tuple[reader.ArtifactReport, str] | None]:
     if _DRIVER_PARTS.match(path.name):
         return "CUDA driver component (not inspected)", None
     try:
-        report = reader.read_artifact(path, names=False)
-        if not report.listing.entries:
+        report, digest = loaded_library(path, use_cache=use_cache)
+        if digest is None:
             return "no device code", None
-        digest = sha256_file(path)
     except BadInputError as e:
         return f"not readable: {e.one_line()}", None
     except OSError as e:

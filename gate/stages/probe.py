@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from gate import machine, proc
+from gate import buildcache, machine, proc
 from gate.errors import GateError, NoDeviceError, ToolError, UnsupportedTargetError
 from gate.evidence import EvidenceDir
 from gate.reader.targets import Capability, Target
@@ -45,12 +45,23 @@ def cuda_source(name: str) -> str:
     return resources.files("gate").joinpath(f"cuda/{name}").read_text(encoding="utf-8")
 
 
-def build_probe(nvcc: str, workdir: Path) -> tuple[Path, proc.Result]:
-    """Compile the probe (runtime API calls only, so any device can run it)."""
+def build_probe(nvcc: str, workdir: Path, *, use_cache: bool = True) -> tuple[Path, proc.Result]:
+    """Compile the probe (runtime API calls only, so any device can run it).
+
+    The same toolchain compiles the same probe the same way: a warm run reuses it
+    (gate.buildcache).
+    """
     source = workdir / "probe.cu"
     source.write_text(cuda_source("probe.cu"), encoding="utf-8")
     binary = workdir / "probe"
-    result = proc.run([nvcc, str(source), "-o", str(binary)], cwd=workdir, timeout=BUILD_TIMEOUT)
+    result = buildcache.compile_program(
+        [nvcc, str(source), "-o", str(binary)],
+        output=binary,
+        inputs=[source],
+        cwd=workdir,
+        timeout=BUILD_TIMEOUT,
+        use_cache=use_cache,
+    )
     if not result.ok:
         raise ToolError(result.describe_failure("building the probe", BUILD_TIMEOUT))
     return binary, result
@@ -94,13 +105,14 @@ def run(
     supported: tuple[Target, ...],
     workdir: Path,
     explicit_target: Target | None,
+    use_cache: bool = True,
 ) -> ProbeOutcome:
     """Read the device's capability; pick the target; fail when the toolkit lacks it."""
     commands: list[proc.Result] = []
     checks: list[Check] = []
     capability, device_error = None, None
     try:
-        binary, built = build_probe(nvcc, workdir)
+        binary, built = build_probe(nvcc, workdir, use_cache=use_cache)
         commands.append(built)
         try:
             capability, ran = run_probe(binary)
