@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import shlex
 import shutil
 import signal
@@ -168,9 +169,7 @@ def run(
             raise ToolError(f"{args[0]} could not be started: {e.strerror or e}") from e
         timed_out = False
         try:
-            child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not _wait(child, timeout)
         except BaseException:
             _kill_group(child.pid)
             child.wait(timeout=_REAP_TIMEOUT)
@@ -199,6 +198,31 @@ def run(
         cwd=os.fspath(cwd) if cwd is not None else None,
         strays=strays,
     )
+
+
+def _wait(child: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait for ``child`` to exit (True) or ``timeout`` seconds to pass (False).
+
+    Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which adds about 25 ms to
+    every command; a pidfd (Linux 5.3+) wakes the moment the child exits.
+    """
+    try:
+        pidfd = os.pidfd_open(child.pid)
+    except (AttributeError, OSError):
+        try:
+            child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        if not poller.poll(min(max(0, int(timeout * 1000)), 2**31 - 1)):
+            return False
+    finally:
+        os.close(pidfd)
+    child.wait()
+    return True
 
 
 def run_checked(

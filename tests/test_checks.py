@@ -319,8 +319,12 @@ def test_every_vendor_library_that_blocks_jit_is_named_the_largest_first() -> No
         names = tuple(f"k{i}" for i in range(kernels))
         return Listing((DeviceEntry(Kind.SASS, Target.parse("sm_90"), names),))
 
-    sizes = {"libcublas.so.13": 3, "libtorch_cuda.so": 9, "libcufft.so.12": 5, "libnccl.so.2": 1}
-    sources = [predict.Source(name, sass_only(n), own=False) for name, n in sizes.items()]
+    # libtorch_cuda.so is the smallest here, but the project links against it: it comes first.
+    sizes = {"libcublas.so.13": 3, "libtorch_cuda.so": 2, "libcufft.so.12": 5, "libnccl.so.2": 1}
+    sources = [
+        predict.Source(name, sass_only(n), own=False, linked=name == "libtorch_cuda.so")
+        for name, n in sizes.items()
+    ]
     sources.append(predict.Source("libcudnn.so.9", listing(), own=False))  # has PTX: no blocker
     jit = predict.expect_jit(sources, H200, CUDA13)
     assert jit.can_run is False

@@ -35,9 +35,18 @@ def test_names_mode_equals_cuobjdump_symbols_on_libtorch_cuda(libtorch_cuda: Pat
     ours = read_artifact(libtorch_cuda, names=True, scan=False)
     ours_s = time.perf_counter() - start
     mine = [e for e in ours.listing.entries if e.kind is Kind.SASS]
-    assert len(mine) == len(theirs)
+    # The kernel set, whole and per arch (cuobjdump cannot show 'f'). Not per cubin: on
+    # torch 2.11, -symbols prints 2,162 blocks for the 2,789 cubins --list-elf lists.
     assert {k for e in mine for k in e.kernels} == {k for _, ks in theirs for k in ks}
-    # Per cubin, in order: same arch (cuobjdump cannot show 'f') and the same kernels.
-    for entry, (arch, kernels) in zip(mine, theirs, strict=True):
-        assert (entry.target.number, sorted(entry.kernels)) == (arch.number, sorted(kernels))
-    print(f"libtorch_cuda.so: ours {ours_s:.2f} s, cuobjdump -symbols {cuobjdump_s:.2f} s")
+    per_arch_ours: dict[str, set[str]] = {}
+    per_arch_theirs: dict[str, set[str]] = {}
+    for entry in mine:
+        per_arch_ours.setdefault(str(entry.target.number), set()).update(entry.kernels)
+    for arch, kernels in theirs:
+        per_arch_theirs.setdefault(str(arch.number), set()).update(kernels)
+    assert per_arch_ours == per_arch_theirs
+    print(
+        f"libtorch_cuda.so: ours {ours_s:.2f} s, cuobjdump -symbols {cuobjdump_s:.2f} s; "
+        f"{len(mine)} cubins, {len(theirs)} -symbols blocks, "
+        f"{len({k for e in mine for k in e.kernels})} kernels"
+    )

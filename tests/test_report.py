@@ -77,3 +77,34 @@ def test_step_summary_is_appended_when_github_sets_it(
     assert target.read_text(encoding="utf-8") == "earlier step\n## ours\n"
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     assert report.append_step_summary("x") is None
+
+
+def test_a_loaded_library_without_ptx_for_the_device_is_named_as_blocking_forced_jit() -> None:
+    from dataclasses import replace
+
+    from gate.reader.listing import DeviceEntry, Kind, Listing
+    from gate.reader.targets import Capability, Target, Version
+    from gate.record import Device, LoadedLibrary
+
+    def library(name: str, *entries: DeviceEntry) -> LoadedLibrary:
+        return LoadedLibrary(
+            f"/lib/{name}",
+            "0" * 64,
+            False,
+            ("app",),
+            f"loaded/{name}/",
+            Listing(entries),
+            route="exact SASS (sm_90)",
+            runs=True,
+        )
+
+    sass = DeviceEntry(Kind.SASS, Target.parse("sm_90"), ("k",))
+    ptx = DeviceEntry(Kind.PTX, Target.parse("compute_80"), ("k",), ptx_isa=Version(8, 0))
+    record = replace(
+        make_record(loaded=[library("libtorch_cuda.so", sass), library("libok.so", sass, ptx)]),
+        device=Device(Capability.parse("9.0"), Target.parse("sm_90"), "probe", None),
+    )
+    said = " ".join(report.console(record).split())
+    assert "libtorch_cuda.so: exact SASS (sm_90); no PTX for 9.0: forced JIT cannot run" in said
+    assert "libok.so: exact SASS (sm_90) " in said + " "
+    assert "libok.so: exact SASS (sm_90); no PTX" not in said

@@ -14,7 +14,9 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.record import Check, RunRecord, StageStatus, Verdict
+from gate.reader.listing import Kind
+from gate.reader.targets import Capability
+from gate.record import Check, LoadedLibrary, RunRecord, StageStatus, Verdict
 
 LOG_WIDTH = 100
 _MIN_DETAIL = 20
@@ -105,6 +107,7 @@ def _sections(record: RunRecord) -> list[tuple[str, Sequence[str]]]:
                     f"{Path(lib.path).name}: {lib.route or 'not judged'}"
                     + (" (project)" if lib.declared or lib.strict else "")
                     + ("" if lib.runs is not False else " - NOTHING RUNS HERE")
+                    + _no_jit(lib, record.device.capability)
                     for lib in record.loaded_libraries
                 ],
             )
@@ -114,6 +117,15 @@ def _sections(record: RunRecord) -> list[tuple[str, Sequence[str]]]:
     if record.diagnoses:
         found.append(("Diagnosis", record.diagnoses))
     return found
+
+
+def _no_jit(library: LoadedLibrary, cap: Capability | None) -> str:
+    """A note for a library that runs natively but has no PTX for forced JIT on ``cap``."""
+    if cap is None or library.runs is False:
+        return ""
+    if any(e.target.ptx_jits_for(cap) for e in library.listing.of_kind(Kind.PTX)):
+        return ""
+    return f"; no PTX for {cap}: forced JIT cannot run its kernels"
 
 
 def markdown(record: RunRecord, facts: Sequence[tuple[str, str]]) -> str:

@@ -38,6 +38,7 @@ class Source:
     name: str
     listing: Listing
     own: bool
+    linked: bool = False  # a library the project's own code names in DT_NEEDED
 
 
 @dataclass(frozen=True)
@@ -135,16 +136,17 @@ def sources_of(
         if artifact.path == resolved and artifact.listing.kernels():
             found.append(Source(artifact.name, artifact.listing, own=True))
             seen.add(artifact.sha256)
+    needed = {d.name for a in artifacts for d in a.dependencies}
     for library in judged.by_entry.get(entry, ()):
         if library.sha256 not in seen:
-            found.append(_library_source(library))
+            found.append(_library_source(library, linked=library.path.name in needed))
             seen.add(library.sha256)
     return tuple(found)
 
 
-def _library_source(library: Library) -> Source:
+def _library_source(library: Library, *, linked: bool = False) -> Source:
     name = library.artifact.name if library.artifact else library.path.name
-    return Source(name, library.listing, own=library.own)
+    return Source(name, library.listing, own=library.own, linked=linked)
 
 
 def expect_native(sources: Sequence[Source], cap: Capability) -> Expectation:
@@ -205,9 +207,10 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
 
 
 def _blocked(libraries: Sequence[Source], one: str, many: str) -> Expectation:
-    """ "Cannot run" because of vendor libraries: all of them in ``blockers``, the largest
-    (most kernels) first; the sentence names at most three."""
-    ranked = sorted(libraries, key=lambda s: (-len(_kernels(s.listing)), s.name))
+    """Cannot run because of vendor libraries: all of them in ``blockers``; first those the
+    project links against (a torch extension: libtorch_cuda.so), then the largest (most
+    kernels); the sentence names at most three."""
+    ranked = sorted(libraries, key=lambda s: (not s.linked, -len(_kernels(s.listing)), s.name))
     shown = ", ".join(s.name for s in ranked[:3])
     if len(ranked) > 3:
         shown += f" and {len(ranked) - 3} more"
