@@ -20,6 +20,9 @@ from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.targets import Target, Version
 
 TIMEOUT = 600.0
+# What cuobjdump may print and still be read whole: -symbols on torch's libtorch_cuda.so
+# prints 74 MB (far beyond proc's default, which keeps only a head and a tail).
+OUTPUT_LIMIT = 1 << 30
 _LIST_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S+)\s*$", re.MULTILINE)
 _BLOCK_RE = re.compile(r"^Fatbin (elf|ptx) code:\n=+\n", re.MULTILINE)
 _ARCH_RE = re.compile(r"^arch = (\S+)", re.MULTILINE)
@@ -71,9 +74,17 @@ def _env_with_nvdisasm(tool: str) -> dict[str, str]:
 def run_tool(tool: str, args: list[str], artifact: Path) -> proc.Result:
     """Run cuobjdump with ``args`` on ``artifact``; ToolError on a fatal error."""
     result = proc.run(
-        [tool, *args, str(artifact)], timeout=TIMEOUT, env_set=_env_with_nvdisasm(tool)
+        [tool, *args, str(artifact)],
+        timeout=TIMEOUT,
+        env_set=_env_with_nvdisasm(tool),
+        output_limit=OUTPUT_LIMIT,
     )
     label = f"cuobjdump {' '.join(args)} {artifact}"
+    if result.cut:
+        # A cut listing would read as missing cubins: never compare against one.
+        raise ToolError(
+            f"{label} printed more than {OUTPUT_LIMIT >> 20} MiB; its output cannot be used whole"
+        )
     fatal = [line for line in result.stderr.splitlines() if "fatal" in line]
     if fatal and not result.timed_out:
         raise ToolError(f"{label} failed: {fatal[0]}")

@@ -69,6 +69,8 @@ class Result:
     strays: tuple[str, ...] = ()
     # Not run: an identical earlier build was reused (gate.buildcache); its cache key.
     reused: str | None = None
+    # Some output was cut (more than the run's output limit): the middle is missing.
+    cut: bool = False
 
     @property
     def ok(self) -> bool:
@@ -129,8 +131,12 @@ def run(
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     base_env: Mapping[str, str] | None = None,
+    output_limit: int | None = None,
 ) -> Result:
     """Run ``argv`` to completion or timeout; never raises for a non-zero exit.
+
+    Each stream is kept up to ``output_limit`` bytes (default :data:`OUTPUT_LIMIT`): past
+    it, only the head and the tail, and ``cut`` says so.
 
     ``env_set`` and ``env_unset`` change the environment of this child only, on top
     of ``base_env`` (default: this process's environment without the gate's secrets).
@@ -185,7 +191,8 @@ def run(
         with _live_lock:
             _live.discard(child.pid)
             strays = _kill_strays(before | _live, child.pid)
-        stdout, stderr = _read_back(out), _read_back(err)
+        limit = OUTPUT_LIMIT if output_limit is None else output_limit
+        (stdout, cut_out), (stderr, cut_err) = _read_back(out, limit), _read_back(err, limit)
     return Result(
         argv=args,
         returncode=child.returncode if child.returncode is not None else -9,
@@ -197,6 +204,7 @@ def run(
         env_unset=tuple(env_unset),
         cwd=os.fspath(cwd) if cwd is not None else None,
         strays=strays,
+        cut=cut_out or cut_err,
     )
 
 
@@ -241,19 +249,20 @@ def run_checked(
     return result
 
 
-def _read_back(handle: IO[bytes]) -> str:
-    """A stream's bytes, decoded; beyond OUTPUT_LIMIT only the head and the tail."""
+def _read_back(handle: IO[bytes], limit: int) -> tuple[str, bool]:
+    """A stream's bytes, decoded, and whether it was cut: beyond ``limit`` only the head
+    and the tail are kept."""
     size = handle.seek(0, os.SEEK_END)
     handle.seek(0)
-    if size <= OUTPUT_LIMIT:
+    if size <= limit:
         data = handle.read()
-        return data.decode("utf-8", errors="replace")
-    half = OUTPUT_LIMIT // 2
+        return data.decode("utf-8", errors="replace"), False
+    half = limit // 2
     head = handle.read(half)
     handle.seek(size - half)
     tail = handle.read(half)
     note = f"\n[cuda-gate: {size - 2 * half} bytes of output cut here]\n"
-    return head.decode("utf-8", "replace") + note + tail.decode("utf-8", "replace")
+    return head.decode("utf-8", "replace") + note + tail.decode("utf-8", "replace"), True
 
 
 def _kill_group(pgid: int) -> None:

@@ -312,7 +312,7 @@ def test_a_vendor_library_without_ptx_blocks_only_whole_program_jit() -> None:
     assert predict.excuse(run(ExecPath.JIT, 1, "segfault\n"), [p], Proofs((), ())) is None
 
 
-def test_every_vendor_library_that_blocks_jit_is_named_the_largest_first() -> None:
+def test_every_vendor_library_that_blocks_jit_is_named_what_the_project_links_first() -> None:
     # A torch program loads a dozen SASS-only libraries: the verdict must not name whichever
     # happened to load first (libcublas) and hide libtorch_cuda.
     def sass_only(kernels: int) -> Listing:
@@ -339,6 +339,18 @@ def test_every_vendor_library_that_blocks_jit_is_named_the_largest_first() -> No
         "libtorch_cuda.so, libcufft.so.12, libcublas.so.13 and 1 more ship no PTX for 9.0"
     )
     assert predict.expect_native(sources, H200).can_run is True
+
+
+def test_vendor_libraries_read_headers_only_rank_by_bytes_of_device_code() -> None:
+    # Loaded libraries are read without kernel names: rank by size, never by name.
+    def headers_only(size: int) -> Listing:
+        entry = DeviceEntry(Kind.SASS, Target.parse("sm_90"), (), size=size)
+        return Listing((entry,))
+
+    sizes = {"libcublas.so.13": 10, "libcupti.so.13": 5, "libtorch_cuda.so": 900, "libz.so": 50}
+    sources = [predict.Source(name, headers_only(n), own=False) for name, n in sizes.items()]
+    jit = predict.expect_jit(sources, H200, CUDA13)
+    assert jit.basis.startswith("libtorch_cuda.so, libz.so, libcublas.so.13 and 1 more")
 
 
 def test_a_project_library_without_ptx_is_a_real_jit_failure() -> None:

@@ -113,6 +113,30 @@ def test_output_past_the_limit_keeps_head_and_tail(
     assert result.stdout.rstrip().endswith("LAST")
     assert "bytes of output cut here" in result.stdout
     assert len(result.stdout) < 2000
+    assert result.cut
+
+
+@pytest.mark.integration
+def test_cuobjdump_output_is_read_whole_or_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # -symbols on libtorch_cuda.so prints 74 MB: cut to proc's head and tail, 627 of its
+    # 2,789 cubins went missing from the cross-check. cuobjdump's output is read whole ...
+    from gate import cuobjdump
+
+    monkeypatch.setattr(proc, "OUTPUT_LIMIT", 1000)
+    body = "echo 'Fatbin elf code:'\nyes 'FUNC GLOBAL DEFAULT ENTRY k' | head -n 1000\necho END\n"
+    tool = script(tmp_path, "cuobjdump", body)
+    artifact = tmp_path / "lib.so"
+    artifact.write_bytes(b"x")
+    whole = cuobjdump.run_tool(str(tool), ["-symbols"], artifact)
+    assert not whole.cut
+    assert whole.stdout.count("ENTRY k") == 1000
+    assert whole.stdout.rstrip().endswith("END")
+    # ... up to its own limit, past which the cross-check refuses rather than compares.
+    monkeypatch.setattr(cuobjdump, "OUTPUT_LIMIT", 1000)
+    with pytest.raises(ToolError, match="its output cannot be used whole"):
+        cuobjdump.run_tool(str(tool), ["-symbols"], artifact)
 
 
 @pytest.mark.integration

@@ -208,9 +208,15 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
 
 def _blocked(libraries: Sequence[Source], one: str, many: str) -> Expectation:
     """Cannot run because of vendor libraries: all of them in ``blockers``; first those the
-    project links against (a torch extension: libtorch_cuda.so), then the largest (most
-    kernels); the sentence names at most three."""
-    ranked = sorted(libraries, key=lambda s: (not s.linked, -len(_kernels(s.listing)), s.name))
+    project links against, then the largest (most kernels, else most bytes of device code:
+    a vendor library is read headers-only, without kernel names); the sentence names at
+    most three."""
+
+    def rank(source: Source) -> tuple[bool, int, int, str]:
+        size = sum(e.size for e in source.listing.entries)
+        return (not source.linked, -len(_kernels(source.listing)), -size, source.name)
+
+    ranked = sorted(libraries, key=rank)
     shown = ", ".join(s.name for s in ranked[:3])
     if len(ranked) > 3:
         shown += f" and {len(ranked) - 3} more"
