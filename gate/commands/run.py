@@ -109,8 +109,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--no-cache",
         action="store_true",
-        help="read every artifact again instead of using the inspection cache "
-        "(CUDA_GATE_CACHE_DIR, else ~/.cache/cuda-gate; entries are keyed by SHA-256)",
+        help="do everything again instead of using the cache: artifacts read, the probe and "
+        "smoke program compiled, cuobjdump asked, loaded libraries hashed (CUDA_GATE_CACHE_DIR, "
+        "else ~/.cache/cuda-gate)",
     )
     parser.add_argument(
         "--store",

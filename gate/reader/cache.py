@@ -30,7 +30,7 @@ from gate.errors import BadInputError, ConfigError
 from gate.reader import artifacts
 from gate.reader.limits import Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.read import ArtifactReport, read_buffer
+from gate.reader.read import ArtifactReport, mapped, read_buffer
 from gate.reader.targets import Target, Version
 
 FORMAT = "cuda-gate-inspection-cache"
@@ -258,17 +258,10 @@ def loaded_library(
         if known is not None:
             return _renamed(known[0], display), known[1]
     digest = None
-    try:
-        with artifacts.open_regular(path, display) as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                raise BadInputError(f"{display}: empty file")
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-                report = read_buffer(buf, 0, size, display, names=False, scan=True)
-                if report.listing.entries:
-                    digest = _sha256(buf)
-    except OSError as e:
-        raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
+    with mapped(path) as buf:
+        report = read_buffer(buf, 0, len(buf), display, names=False, scan=True)
+        if report.listing.entries:
+            digest = _sha256(buf)
     if use_cache and report.error is None:
         doc = _document(report, digest or "", st.st_size, scan=True)
         _store(entry, {**doc, "identity": identity, "sha256": digest})

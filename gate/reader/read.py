@@ -129,7 +129,7 @@ def read_artifact(
     limits: Limits | None = None,
 ) -> ArtifactReport:
     """The report for one ELF file, raw cubin or raw fatbin; BadInputError if unreadable."""
-    with _mapped(path) as buf:
+    with mapped(path) as buf:
         return read_buffer(buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits)
 
 
@@ -143,7 +143,7 @@ def read_archive(
     """Reports for every ELF member of a static archive."""
     reports = []
     name = shown(path)
-    with _mapped(path) as buf:
+    with mapped(path) as buf:
         for member, offset, size in artifacts.archive_members(buf, 0, len(buf), name):
             display = f"{name}({member})"
             if buf[offset : offset + 4] != b"\x7fELF":
@@ -482,14 +482,14 @@ def _version(major: int, minor: int) -> Version:
     return Version(major, minor)
 
 
-class _mapped:  # noqa: N801  (used as a context manager, reads like a function)
+class mapped:  # noqa: N801  (used as a context manager, reads like a function)
     """A read-only mmap of a regular file, closed on exit; BadInputError for anything else."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._map: mmap.mmap | None = None
 
-    def __enter__(self) -> Buffer:
+    def __enter__(self) -> mmap.mmap:
         name = shown(self.path)
         try:
             with artifacts.open_regular(self.path, name) as f:
