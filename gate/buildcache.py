@@ -49,6 +49,9 @@ NVCC_VARIABLES = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN")
 _OUTPUT_LIMIT = 1 << 20
 # A tool's output is kept only up to this many characters (a SASS dump can be large).
 KEPT_OUTPUT_LIMIT = 64 << 20
+# All kept outputs together: past this, the least recently used go first. Most outputs
+# are of builds that never come back (a project's artifact changes with every build).
+KEPT_OUTPUTS_TOTAL = 512 << 20
 
 
 def compile_program(
@@ -190,6 +193,8 @@ def tool_output(
     try:
         doc = json.loads(entry.read_bytes())
         if doc["format"] == FORMAT and doc["version"] == VERSION and doc["key"] == key:
+            with contextlib.suppress(OSError):
+                os.utime(entry)  # used now: the last to go when the outputs are pruned
             return proc.Result(
                 argv=tuple(argv),
                 returncode=0,
@@ -206,4 +211,21 @@ def tool_output(
         doc |= {"stdout": result.stdout, "stderr": result.stderr}
         with contextlib.suppress(OSError, EvidenceError):
             write_atomic(entry, json.dumps(doc).encode())
+            _prune(entry.parent.parent, KEPT_OUTPUTS_TOTAL)
     return result
+
+
+def _prune(folder: Path, budget: int) -> None:
+    """Delete the least recently used files under ``folder`` until they fit ``budget``."""
+    files = []
+    for path in folder.glob("*/*.json"):
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            files.append((st.st_mtime_ns, st.st_size, path))
+    total = sum(size for _, size, _ in files)
+    for _, size, path in sorted(files):
+        if total <= budget:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+            total -= size

@@ -4,6 +4,7 @@ changed, rebuilt on any doubt, never written with --no-cache."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -241,3 +242,36 @@ def test_a_second_run_reuses_the_probe_and_smoke_builds(tmp_path: Path) -> None:
     assert "# reused: the same toolchain built this" in log
     assert (tmp_path / "ev" / "sass.txt").read_text(encoding="utf-8").strip()  # cuobjdump kept
     assert "reused" not in gate("--no-cache")
+
+
+@pytest.mark.unit
+def test_kept_outputs_stay_within_their_budget_least_recently_used_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    subject = tmp_path / "lib.so"
+    subject.write_bytes(b"bytes")
+    cache = tmp_path / "cache"
+
+    def ask(digest: str) -> proc.Result:
+        return buildcache.tool_output(
+            ["true", "-symbols", str(subject)],
+            subject=subject,
+            digest=digest,
+            run=lambda: proc.Result(("cuobjdump",), 0, digest * 1000, "", 0.1),
+            folder=cache,
+        )
+
+    def kept() -> dict[str, Path]:
+        found = cache.glob("outputs/*/*.json")
+        return {json.loads(p.read_text())["stdout"][0]: p for p in found}
+
+    ask("a")
+    ask("b")
+    size = max(p.stat().st_size for p in kept().values())
+    monkeypatch.setattr(buildcache, "KEPT_OUTPUTS_TOTAL", 2 * size + size // 2)
+    now = time.time()
+    for age, digest in ((100, "a"), (50, "b")):
+        os.utime(kept()[digest], (now - age, now - age))
+    assert ask("a").reused  # used now: b is the least recently used
+    ask("c")
+    assert sorted(kept()) == ["a", "c"]
