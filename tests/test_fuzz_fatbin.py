@@ -61,11 +61,18 @@ def _hot_offsets(data: bytes) -> list[int]:
 HOT = {name: _hot_offsets(data) for name, data in SEEDS.items()}
 
 
-@st.composite
-def mutated(draw: st.DrawFn) -> tuple[str, bytes]:
-    name = draw(st.sampled_from(sorted(SEEDS)))
-    data = bytearray(SEEDS[name])
-    for _ in range(draw(st.integers(1, 4))):
+def _mutate(
+    draw: st.DrawFn,
+    data: bytearray,
+    hot: list[int],
+    *,
+    rounds: int,
+    reach: int,
+    widths: list[int],
+) -> bytes:
+    """Up to ``rounds`` mutations: a byte or a size field near a hot offset (within
+    ``reach``), any byte, or a truncation; size fields are ``widths`` bytes wide."""
+    for _ in range(draw(st.integers(1, rounds))):
         how = draw(st.sampled_from(["hot-byte", "hot-size", "any-byte", "truncate"]))
         if not data:
             break
@@ -75,16 +82,24 @@ def mutated(draw: st.DrawFn) -> tuple[str, bytes]:
         if how == "any-byte":
             at = draw(st.integers(0, len(data) - 1))
         else:
-            at = draw(st.sampled_from(HOT[name])) + draw(st.integers(0, 79))
+            at = draw(st.sampled_from(hot)) + draw(st.integers(0, reach))
         if at >= len(data):
             continue
         if how == "hot-size" and at + 8 <= len(data):
             value = draw(st.sampled_from(SIZES))
-            width = draw(st.sampled_from([4, 8]))
-            struct.pack_into("<Q" if width == 8 else "<I", data, at, value & ((1 << width * 8) - 1))
+            width = draw(st.sampled_from(widths))
+            fmt = {2: "<H", 4: "<I", 8: "<Q"}[width]
+            struct.pack_into(fmt, data, at, value & ((1 << width * 8) - 1))
         else:
             data[at] = draw(st.integers(0, 255))
-    return name, bytes(data)
+    return bytes(data)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> tuple[str, bytes]:
+    name = draw(st.sampled_from(sorted(SEEDS)))
+    data = bytearray(SEEDS[name])
+    return name, _mutate(draw, data, HOT[name], rounds=4, reach=79, widths=[4, 8])
 
 
 @settings(
@@ -166,27 +181,8 @@ CONTAINER_HOT = {
 def mutated_container(draw: st.DrawFn) -> tuple[str, bytes]:
     name = draw(st.sampled_from(sorted(CONTAINERS)))
     data = bytearray(CONTAINERS[name])
-    for _ in range(draw(st.integers(1, 3))):
-        how = draw(st.sampled_from(["hot-byte", "hot-size", "any-byte", "truncate"]))
-        if not data:
-            break
-        if how == "truncate":
-            del data[draw(st.integers(0, len(data) - 1)) :]
-            continue
-        if how == "any-byte":
-            at = draw(st.integers(0, len(data) - 1))
-        else:
-            at = draw(st.sampled_from(CONTAINER_HOT[name])) + draw(st.integers(0, 59))
-        if at >= len(data):
-            continue
-        if how == "hot-size" and at + 8 <= len(data):
-            value = draw(st.sampled_from(SIZES))
-            width = draw(st.sampled_from([2, 4, 8]))
-            fmt = {2: "<H", 4: "<I", 8: "<Q"}[width]
-            struct.pack_into(fmt, data, at, value & ((1 << width * 8) - 1))
-        else:
-            data[at] = draw(st.integers(0, 255))
-    return name, bytes(data)
+    hot = CONTAINER_HOT[name]
+    return name, _mutate(draw, data, hot, rounds=3, reach=59, widths=[2, 4, 8])
 
 
 @pytest.fixture(scope="module")
