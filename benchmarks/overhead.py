@@ -1,7 +1,7 @@
 """The gate's own overhead on a project: wall time of `cuda-gate run` minus the user's processes.
 
     python benchmarks/overhead.py --config examples/torch-extension/cuda-gate.toml \\
-        [--python /usr/bin/python3] [--runs 3] [--json out.json]
+        [--python /usr/bin/python3] [--runs 3] [--json out.json] [--profile DIR]
 
 Each run is a whole `cuda-gate run` (no store), timed from outside. The user's own work
 is read back from the run's result.json: every configured build command and every
@@ -11,6 +11,8 @@ loaded-library reading, the PTX JIT proofs, reports and the manifest.
 
 The first run gets an empty inspection cache (CUDA_GATE_CACHE_DIR in a fresh folder):
 "cold"; the next runs reuse it: "warm". Prints one line per run and the medians.
+With --profile, each run is under cProfile (slower; the figures are then not the
+overhead) and DIR gets run-N.prof and run-N.txt, the main thread's top functions.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -30,11 +33,13 @@ SMOKE = "smoke"
 
 
 def one_run(
-    config: Path, evidence: Path, cache: Path, extra: list[str]
+    config: Path, evidence: Path, cache: Path, extra: list[str], profile: Path | None = None
 ) -> tuple[float, float, dict[str, Any]]:
     """(wall seconds, seconds of the user's processes, the run record)."""
     env = {**os.environ, "CUDA_GATE_CACHE_DIR": str(cache)}
     argv = [sys.executable, "-m", "gate", "run", "--config", str(config), "--no-store"]
+    if profile is not None:
+        argv[1:1] = ["-m", "cProfile", "-o", str(profile)]
     argv += ["--evidence", str(evidence), "--quiet", *extra]
     began = time.monotonic()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -57,6 +62,10 @@ def one_run(
         if s["status"] != "skipped"
     ]
     print(f"  gate per stage (s): {', '.join(parts)}; outside stages {wall - staged:.2f}")
+    if profile is not None:
+        with profile.with_suffix(".txt").open("w", encoding="utf-8") as out:
+            for order in ("cumulative", "tottime"):
+                pstats.Stats(str(profile), stream=out).sort_stats(order).print_stats(45)
     return wall, user, record
 
 
@@ -66,13 +75,19 @@ def main() -> int:
     parser.add_argument("--python", default=None, help="passed to cuda-gate run --python")
     parser.add_argument("--runs", type=int, default=3, help="runs in all: 1 cold, the rest warm")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--profile", type=Path, default=None, help="cProfile each run into DIR")
     args = parser.parse_args()
     extra = ["--python", args.python] if args.python else []
     figures: dict[str, list[float]] = {"cold": [], "warm": []}
     with tempfile.TemporaryDirectory(prefix="cuda-gate-overhead-") as scratch:
         cache = Path(scratch) / "cache"
         for index in range(args.runs):
-            wall, user, _ = one_run(args.config, Path(scratch) / f"ev-{index}", cache, extra)
+            profile = None
+            if args.profile is not None:
+                args.profile.mkdir(parents=True, exist_ok=True)
+                profile = args.profile / f"run-{index}.prof"
+            evidence = Path(scratch) / f"ev-{index}"
+            wall, user, _ = one_run(args.config, evidence, cache, extra, profile)
             figures["cold" if index == 0 else "warm"].append(wall - user)
     summary = {k: statistics.median(v) for k, v in figures.items() if v}
     print("gate overhead (median): " + ", ".join(f"{k} {v:.2f} s" for k, v in summary.items()))

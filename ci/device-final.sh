@@ -2,6 +2,8 @@
 # On the GPU machine, one call: the whole gpu tier (torch tests included), then the gate's
 # overhead on the torch example (1 cold + OVERHEAD_RUNS-1 warm runs). Output in $OUT:
 # gpu-tier.log, overhead.log, overhead.json. Needs .whl/ (../shared/tools/device-wheelhouse).
+# PROFILE=1 runs the overhead runs under cProfile (profile/ in $OUT; the figures are then
+# inflated); SKIP_TIER=1 leaves the gpu tier out.
 set -uo pipefail
 out=${OUT:-$PWD/device-out}
 mkdir -p "$out"
@@ -17,8 +19,12 @@ PY
 )
 python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
 py=/tmp/cg-test/bin/python
-"$py" -m pytest -p no:cacheprovider -rA -m gpu --durations=8 > "$out/gpu-tier.log" 2>&1
-echo "gpu tier exit status: $?" >> "$out/gpu-tier.log"
+if [ -z "${SKIP_TIER:-}" ]; then
+  "$py" -m pytest -p no:cacheprovider -rA -m gpu --durations=8 > "$out/gpu-tier.log" 2>&1
+  echo "gpu tier exit status: $?" >> "$out/gpu-tier.log"
+fi
+profile=()
+[ -n "${PROFILE:-}" ] && profile=(--profile "$out/profile")
 "$py" benchmarks/overhead.py --config examples/torch-extension/cuda-gate.toml \
-  --runs "${OVERHEAD_RUNS:-2}" --json "$out/overhead.json" > "$out/overhead.log" 2>&1
+  --runs "${OVERHEAD_RUNS:-2}" --json "$out/overhead.json" "${profile[@]}" > "$out/overhead.log" 2>&1
 echo "overhead exit status: $?" >> "$out/overhead.log"
