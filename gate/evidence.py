@@ -12,12 +12,12 @@ like evidence: a user's folder that merely holds a ``result.json`` is never dele
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from gate import jsonutil
 from gate.errors import EvidenceError
 from gate.fsutil import write_atomic
 from gate.redact import Redactor
@@ -79,7 +79,7 @@ class EvidenceDir:
 
     def write_json(self, name: str, data: object) -> Path:
         """Write a JSON document (sorted keys, trailing newline), secrets redacted."""
-        return self.write_text(name, json.dumps(data, indent=2, sort_keys=True) + "\n")
+        return self.write_text(name, jsonutil.dumps(data))
 
     def write_bytes(self, name: str, data: bytes) -> Path:
         """Write raw bytes atomically. Callers pass text through write_text."""

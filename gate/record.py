@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gate import jsonutil
 from gate.errors import BadInputError, ConfigError, ExitCode
 from gate.git import SourceInfo
 from gate.machine import ContainerInfo, DriverInfo, ToolkitInfo
@@ -417,7 +418,7 @@ class RunRecord:
 
     def dumps(self) -> str:
         """result.json's text: sorted keys, two-space indent, trailing newline."""
-        return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+        return jsonutil.dumps(self.to_json())
 
     @classmethod
     def from_json(cls, data: object, where: str) -> RunRecord:
@@ -567,6 +568,8 @@ class _Parser:
 
     def __init__(self, where: str) -> None:
         self.where = where
+        # Targets and versions repeat across thousands of listing entries: parse each once.
+        self._parsed: dict[tuple[type, str], Any] = {}
 
     def fail(self, what: str) -> BadInputError:
         return BadInputError(f"{self.where}: not a cuda-gate run record: {what}")
@@ -622,10 +625,14 @@ class _Parser:
     def parsed(self, kind: Any, text: str | None) -> Any:  # noqa: ANN401
         if text is None:
             return None
+        known = self._parsed.get((kind, text))
+        if known is not None:
+            return known
         try:
-            return kind.parse(text)
+            value = self._parsed[kind, text] = kind.parse(text)
         except ConfigError as e:
             raise self.fail(e.message) from e
+        return value
 
     def when(self, text: str) -> datetime:
         try:

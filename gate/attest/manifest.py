@@ -112,17 +112,18 @@ def evidence_digests(evidence_dir: Path) -> tuple[EvidenceDigest, ...]:
 
 
 def build_statement(
-    evidence_dir: Path, digests: tuple[EvidenceDigest, ...] | None = None
+    evidence_dir: Path,
+    digests: tuple[EvidenceDigest, ...] | None = None,
+    record: RunRecord | None = None,
 ) -> dict[str, Any]:
     """The in-toto Statement for the run recorded in ``evidence_dir``.
 
-    Each artifact still at its recorded path is hashed again: an artifact that
-    changed after inspection is an ArtifactChangedError, never signed.
+    ``record`` is its result.json, read by the caller (else read here). Each artifact
+    still at its recorded path is hashed again: an artifact that changed after
+    inspection is an ArtifactChangedError, never signed.
     """
-    try:
-        record = load(evidence_dir)
-    except BadInputError as e:
-        raise EvidenceError(e.message) from e
+    if record is None:
+        record = _record(evidence_dir)
     source = evidence_dir / RESULT_FILE
     if digests is None:
         digests = evidence_digests(evidence_dir)
@@ -221,11 +222,12 @@ def write_manifest(
                 f"{evidence_dir / digest.name}: holds the value of {_secret_label(leaked[0])}; "
                 "refusing to write a manifest over leaked secrets"
             )
-    statement = redactor.json(build_statement(evidence_dir, digests))
+    record = _record(evidence_dir)
+    statement = redactor.json(build_statement(evidence_dir, digests, record))
     payload = _dumps(statement)
     statement_path = write_atomic(evidence_dir / MANIFEST_FILE, payload)
     test_result = build_test_result(
-        _record(evidence_dir),
+        record,
         statement["subject"],
         evidence_dir,
         manifest=statement_path,
@@ -276,7 +278,7 @@ def _dumps(statement: dict[str, Any]) -> bytes:
 
 
 def _record(evidence_dir: Path) -> RunRecord:
-    """The run record, read again for the test-result Statement (build_statement read it)."""
+    """The run record of ``evidence_dir`` (read once per manifest: it can be megabytes)."""
     try:
         return load(evidence_dir)
     except BadInputError as e:
