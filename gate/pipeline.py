@@ -214,6 +214,7 @@ class _Stages:
             p,
         )
         self.remaining = list(STAGES[:5])
+        self.deferred: inspect.Deferred | None = None  # SASS dumps running beside execute
         self.found = _Found(
             git.SourceInfo(None, None, None),
             Environment(machine.host_arch(), machine.os_description(), None, None, (), None),
@@ -327,6 +328,7 @@ class _Stages:
             use_cuobjdump=options.use_cuobjdump,
             use_cache=options.use_cache,
         )
+        self.deferred = inspected.deferred
         found = self.found = replace(
             found, artifacts=tuple(a.record() for a in inspected.artifacts)
         )
@@ -374,7 +376,12 @@ class _StageResult(Protocol):
 def _run_stages(
     options: RunOptions, config: Config, evidence: EvidenceDir, workdir: Path, p: _Progress
 ) -> _Found:
-    """Stages 1-5; an exception from a stage (a bug) still leaves every stage accounted for."""
+    """Stages 1-5; an exception from a stage (a bug) still leaves every stage accounted for.
+
+    The SASS dumps the inspect stage left running are waited for here, on every path,
+    so the evidence (and the check on each dump) is whole before the report and the
+    manifest are written.
+    """
     stages = _Stages(options, config, evidence, workdir, p)
     try:
         return stages.run()
@@ -382,6 +389,9 @@ def _run_stages(
         _internal(p, stages.remaining, e)
     except Exception as e:  # noqa: BLE001  (a bug must still leave the evidence and a report)
         _internal(p, stages.remaining, GateError(f"internal error: {type(e).__name__}: {e}"))
+    finally:
+        if stages.deferred is not None:
+            p.checks += stages.deferred.finish()
     return stages.found
 
 

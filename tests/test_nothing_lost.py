@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,6 +95,24 @@ def test_a_detached_child_neither_stalls_the_gate_nor_outlives_it(tmp_path: Path
     assert "sleep 40" in result.strays[0]
     pid = int(result.strays[0].split()[0])
     assert not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.integration
+def test_children_of_every_thread_are_found_both_ways() -> None:
+    # The per-thread children files and the scan of every process's parent agree,
+    # for a child of this thread and one started by another thread.
+    started: list[subprocess.Popen[bytes]] = [subprocess.Popen(["sleep", "30"])]
+    other = threading.Thread(target=lambda: started.append(subprocess.Popen(["sleep", "30"])))
+    other.start()
+    other.join()
+    try:
+        pids = {child.pid for child in started}
+        assert pids <= proc._orphans()
+        assert proc._orphans() == proc._orphans_by_stat()
+    finally:
+        for child in started:
+            child.kill()
+            child.wait()
 
 
 @pytest.mark.integration

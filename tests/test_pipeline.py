@@ -119,6 +119,9 @@ def test_explicit_target_builds_and_inspects_but_is_never_accepted(tmp_path: Pat
     ]
     assert inspect_cases
     assert all(c.find("failure") is None for c in inspect_cases)
+    # The full SASS dump runs beside the later stages; the run waits for it and checks it.
+    assert "Function : _Z11write_valuePi" in (ev / "sass.txt").read_text(encoding="utf-8")
+    assert "smoke: SASS dump holds SASS" in {c.get("name") for c in inspect_cases}
 
 
 def test_target_the_toolkit_cannot_build_stops_with_that_message(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,13 +76,65 @@ class Inspected:
         )
 
 
+class Deferred:
+    """Evidence that only one check reads, still being written: the full SASS dumps.
+
+    ``cuobjdump --dump-sass`` is the slowest of cuobjdump's calls by far (a second of
+    nvdisasm for an 11 MB torch extension) and only fills ``sass.txt``, whose one check
+    is "SASS dump holds SASS": it runs on while the execute stage does, and
+    :meth:`finish` (called by the pipeline before the report, whatever happened in
+    between) waits for it, writes the files and gives that check.
+    """
+
+    _WORKERS = 4
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[tuple[Future[proc.Result | ToolError], EvidenceDir, str, str]] = []
+
+    def submit(
+        self,
+        work: Callable[[], proc.Result | ToolError],
+        evidence: EvidenceDir,
+        name: str,
+        prefix: str,
+    ) -> None:
+        """Start ``work``; its output becomes artifact ``name``'s ``{prefix}sass.txt``."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._WORKERS, thread_name_prefix="sass-dump")
+        self._pending.append((self._pool.submit(work), evidence, name, prefix))
+
+    def finish(self) -> list[Check]:
+        """Wait for every dump, write it (or why it is absent), and check what it holds."""
+        pending, self._pending = self._pending, []
+        checks = []
+        try:
+            for future, evidence, name, prefix in pending:
+                _write_sass(evidence, prefix, future.result())
+                checks += _holds_checks(evidence, name, prefix, _SASS_HOLDS)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+                self._pool = None
+        return checks
+
+
+def _write_sass(evidence: EvidenceDir, prefix: str, dumped: proc.Result | ToolError) -> None:
+    if isinstance(dumped, ToolError):
+        # The listings do not need nvdisasm; a full dump does. Say why it is absent.
+        evidence.write_text(f"{prefix}sass-not-dumped.txt", dumped.one_line() + "\n")
+    else:
+        evidence.write_text(f"{prefix}sass.txt", dumped.stdout)
+
+
 @dataclass(frozen=True)
 class InspectOutcome:
-    """Every inspected artifact and the checks on them."""
+    """Every inspected artifact and the checks on them; SASS dumps may still be running."""
 
     artifacts: tuple[Inspected, ...]
     checks: tuple[Check, ...]
     failure: GateError | None = None
+    deferred: Deferred | None = None
 
 
 def read_device_code(path: Path, *, use_cache: bool = True) -> tuple[ArtifactReport, str, int]:
@@ -109,7 +161,12 @@ def run(
     use_cuobjdump: bool = True,
     use_cache: bool = True,
 ) -> InspectOutcome:
-    """Inspect the smoke program and every configured artifact (wheels library by library)."""
+    """Inspect the smoke program and every configured artifact (wheels library by library).
+
+    Full SASS dumps are left running (``InspectOutcome.deferred``): the caller must call
+    its ``finish()`` before the evidence is complete.
+    """
+    deferred = Deferred()
     devices: tuple[Capability, ...] = (capability,) if capability else (target.capability,)
     devices += tuple(d for d in config.devices if d not in devices)
     done: list[Inspected] = []
@@ -130,6 +187,7 @@ def run(
                 devices=devices,
                 use_cuobjdump=use_cuobjdump,
                 use_cache=use_cache,
+                deferred=deferred,
             )
             done.append(artifact)
             evidence.write_text("sha256.txt", "".join(f"{a.sha256}  {a.path}\n" for a in done))
@@ -137,8 +195,11 @@ def run(
                 artifact, evidence, host_arch, (target,) if is_smoke else required, driver_cuda
             )
     except GateError as e:
-        return InspectOutcome(tuple(done), tuple(checks), e)
-    return InspectOutcome(tuple(done), tuple(checks))
+        return InspectOutcome(tuple(done), tuple(checks), e, deferred)
+    except BaseException:
+        deferred.finish()  # a bug: leave no dump running behind the error
+        raise
+    return InspectOutcome(tuple(done), tuple(checks), deferred=deferred)
 
 
 def configured_artifacts(config: Config, workdir: Path) -> list[tuple[Path, tuple[str, ...]]]:
@@ -191,8 +252,12 @@ def inspect_artifact(
     devices: tuple[Capability, ...] = (),
     use_cuobjdump: bool = True,
     use_cache: bool = True,
+    deferred: Deferred | None = None,
 ) -> Inspected:
-    """Inspect one artifact with our reader, cross-checked by cuobjdump where available."""
+    """Inspect one artifact with our reader, cross-checked by cuobjdump where available.
+
+    With ``deferred``, its full SASS dump is left running there; else it is waited for.
+    """
     fmt = read_format(path)
     report, digest, size = read_device_code(path, use_cache=use_cache)
     deps = dependencies(path, fmt, machine.ld_cache())
@@ -223,6 +288,7 @@ def inspect_artifact(
             size=size,
             digest=digest,
             use_cache=use_cache,
+            deferred=deferred,
         )
         cross = CrossCheck(
             f"cuobjdump ({cuobjdump.version(tool)})", compare(report.listing, theirs)
@@ -264,11 +330,13 @@ def _cuobjdump_listing(
     size: int,
     digest: str,
     use_cache: bool = True,
+    deferred: Deferred | None = None,
 ) -> tuple[Listing, tuple[cuobjdump.PtxText, ...]]:
     """cuobjdump's view of one artifact: its calls run side by side, and an output already
     kept for these bytes and this cuobjdump is not asked again (gate.buildcache)."""
     wanted = [["--list-elf"], ["--list-ptx"], ["-symbols"], ["--dump-ptx"]]
-    if dump_sass == "always" or (dump_sass == "auto" and size <= SASS_DUMP_LIMIT):
+    dump = dump_sass == "always" or (dump_sass == "auto" and size <= SASS_DUMP_LIMIT)
+    if dump and deferred is None:
         wanted.append(["--dump-sass"])
 
     def one(args: list[str]) -> proc.Result | ToolError:
@@ -284,6 +352,8 @@ def _cuobjdump_listing(
         except ToolError as e:
             return e
 
+    if dump and deferred is not None:
+        deferred.submit(lambda: one(["--dump-sass"]), evidence, path.name, prefix)
     with ThreadPoolExecutor(len(wanted)) as pool:
         elf_list, ptx_list, symbols, ptx, *sass = pool.map(one, wanted)
     for done in (elf_list, ptx_list, symbols, ptx):
@@ -298,11 +368,7 @@ def _cuobjdump_listing(
     evidence.write_text(f"{prefix}symbols.txt", symbols.output())
     evidence.write_text(f"{prefix}ptx.txt", ptx.stdout)
     for dumped in sass:
-        if isinstance(dumped, ToolError):
-            # The listings above do not need nvdisasm; a full dump does. Say why it is absent.
-            evidence.write_text(f"{prefix}sass-not-dumped.txt", dumped.one_line() + "\n")
-        else:
-            evidence.write_text(f"{prefix}sass.txt", dumped.stdout)
+        _write_sass(evidence, prefix, dumped)
     return cuobjdump.listing(symbols.stdout, ptx.stdout), tuple(
         cuobjdump.parse_ptx_dump(ptx.stdout)
     )
@@ -379,18 +445,15 @@ def host_check(artifact: Inspected, host_arch: str) -> Check:
     )
 
 
-def content_checks(artifact: Inspected, evidence: EvidenceDir) -> list[Check]:
-    """The listings and dumps hold what their names say: ELF entries, SASS code, PTX text.
+_Holds = tuple[tuple[str, str, Callable[[str], bool]], ...]
 
-    ``sass.txt`` with only cuobjdump's "Fatbin ptx code" header is not a SASS dump.
+
+def _holds_checks(evidence: EvidenceDir, name: str, prefix: str, holds: _Holds) -> list[Check]:
+    """For each (file, what, test) whose file exists: the check that it holds ``what``.
+
+    A file not written (no cuobjdump, or its SASS dump still running) gives no check.
     """
-    cls, name, prefix = "gate.inspect", artifact.name, artifact.prefix
     checks = []
-    holds: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
-        ("elf-list.txt", "ELF listing lists a cubin", _lists_cubin),
-        ("ptx.txt", "PTX dump holds PTX", _holds_ptx),
-        ("sass.txt", "SASS dump holds SASS", _holds_sass),
-    )
     for file_name, what, test in holds:
         path = evidence.path(prefix + file_name)
         if not path.exists():
@@ -399,12 +462,22 @@ def content_checks(artifact: Inspected, evidence: EvidenceDir) -> list[Check]:
         checks.append(
             Check(
                 f"{name}: {what}",
-                cls,
+                "gate.inspect",
                 ok,
                 f"{prefix}{file_name} has it" if ok else f"{prefix}{file_name} has none",
                 cause=None if ok else Cause.NO_DEVICE_CODE,
             )
         )
+    return checks
+
+
+def content_checks(artifact: Inspected, evidence: EvidenceDir) -> list[Check]:
+    """The listings and dumps hold what their names say: ELF entries, SASS code, PTX text.
+
+    ``sass.txt`` with only cuobjdump's "Fatbin ptx code" header is not a SASS dump.
+    """
+    cls, name, prefix = "gate.inspect", artifact.name, artifact.prefix
+    checks = _holds_checks(evidence, name, prefix, (*_LISTING_HOLDS, *_SASS_HOLDS))
     for module in artifact.ptx_modules:
         missing = [
             label
@@ -436,6 +509,13 @@ def _holds_ptx(text: str) -> bool:
 
 def _holds_sass(text: str) -> bool:
     return bool(_SASS_FUNCTION.search(text))
+
+
+_LISTING_HOLDS: _Holds = (
+    ("elf-list.txt", "ELF listing lists a cubin", _lists_cubin),
+    ("ptx.txt", "PTX dump holds PTX", _holds_ptx),
+)
+_SASS_HOLDS: _Holds = (("sass.txt", "SASS dump holds SASS", _holds_sass),)
 
 
 def kernel_matches(found: str, wanted: str) -> bool:
