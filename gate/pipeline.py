@@ -180,7 +180,7 @@ def run(options: RunOptions, say: Progress) -> Outcome:
     p.done("report", began)
     began = p.start("manifest")
     written = manifest.write_manifest(
-        evidence.root, options.signer, redactor=redactor, config_file=config.source
+        evidence.root, options.signer, redactor=redactor, config_file=config.source, record=record
     )
     p.done("manifest", began, detail=written.message)
     stored, store_error = "evidence not stored (--no-store)", None

@@ -28,14 +28,17 @@ def ran(name: str, *loaded: Path) -> Run:
 
 
 def judged(tmp_path: Path, cap: str, *runs: Run, config: Config | None = None) -> libraries.Judged:
-    return libraries.judge(
-        EvidenceDir.create(tmp_path / "ev"),
+    evidence = EvidenceDir.create(tmp_path / "ev")
+    found = libraries.judge(
+        evidence,
         runs=runs,
         artifacts=(),
         cap=Capability.parse(cap),
         driver=Version(13, 0),
         config=config or Config(project_dir=tmp_path),
     )
+    libraries.write_views(evidence, found, Capability.parse(cap))
+    return found
 
 
 @pytest.mark.parametrize(

@@ -197,6 +197,7 @@ def write_manifest(
     redactor: Redactor | None = None,
     config_file: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    record: RunRecord | None = None,
 ) -> ManifestResult:
     """Write the manifest and the test-result Statement, each signed when there is a signer.
 
@@ -205,7 +206,8 @@ def write_manifest(
     ``manifest.dsse.json`` and ``test-result.dsse.json`` with a signer, all atomically.
     ``config_file`` (the project configuration the run used) is named with its digest
     in the test-result Statement; ``environ`` gives the GitHub Actions run URL
-    (default: this process's).
+    (default: this process's). ``record`` is the run record just written to
+    result.json, when the caller has it (else it is read from there).
     Without a signer, envelopes left by an earlier run are removed, so no stale
     signature sits next to new evidence. Evidence holding a secret (a secret-looking
     environment variable's value, the signing key however it was given) is refused:
@@ -222,7 +224,8 @@ def write_manifest(
                 f"{evidence_dir / digest.name}: holds the value of {_secret_label(leaked[0])}; "
                 "refusing to write a manifest over leaked secrets"
             )
-    record = _record(evidence_dir)
+    if record is None:
+        record = _record(evidence_dir)
     statement = redactor.json(build_statement(evidence_dir, digests, record))
     payload = _dumps(statement)
     statement_path = write_atomic(evidence_dir / MANIFEST_FILE, payload)

@@ -340,7 +340,13 @@ def run(
     )
     checks += judged.checks
     predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)
-    proofs = jitproof.prove(evidence, predictions, artifacts, capability)
+    # The PTX loads wait on the driver in processes of their own: write the loaded
+    # libraries' evidence (torch's come to megabytes of JSON) meanwhile.
+    pending = jitproof.start(predictions, artifacts, capability)
+    try:
+        libraries.write_views(evidence, judged, capability)
+    finally:
+        proofs = pending.finish(evidence)
     for done in runs:
         checks.append(execution_check(done, predict.excuse(done, predictions, proofs)))
     checks += [p.check(runs) for p in predictions]

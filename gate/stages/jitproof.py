@@ -58,6 +58,14 @@ def prove(
     cap: Capability,
 ) -> Proofs:
     """Load the PTX of every project artifact behind an entry point whose JIT run is blocked."""
+    return start(predictions, artifacts, cap).finish(evidence)
+
+
+def start(
+    predictions: Sequence[Prediction], artifacts: Sequence[Inspected], cap: Capability
+) -> Pending:
+    """:func:`prove`'s loads, started: each waits on the driver in a process of its own,
+    so the caller can write evidence meanwhile and then call :meth:`Pending.finish`."""
     wanted = {s.name for p in predictions if p.jit_blocked_by_library for s in p.sources if s.own}
     checks: list[Check] = []
     failed: set[str] = set()
@@ -80,20 +88,43 @@ def prove(
         for index, module in enumerate(modules, 1):
             label = f"{module.target} PTX #{index}" if len(modules) > 1 else f"{module.target} PTX"
             jobs.append((artifact.name, label, index, module))
-    # Each load is a process of its own that waits on the driver's JIT: run them side by side.
-    with ThreadPoolExecutor(max(1, min(8, len(jobs)))) as pool:
-        loads = list(pool.map(lambda job: _load(job[3].text, job[3].kernels), jobs))
-    commands: list[proc.Result] = []
-    for (name, label, index, _module), (ok, detail, result) in zip(jobs, loads, strict=True):
-        commands.append(result)
-        log = f"ptx-load-{safe_name(name)}-{index}.log"
-        evidence.write_text(log, f"# {result.command_line()}\n{result.output()}")
-        checks.append(_check(name, label, ok, f"{detail} (log {log})"))
-        if not ok:
-            failed.add(name)
     names = [a.name for a in artifacts if a.name in wanted]
-    outcomes = tuple((name, name not in failed) for name in dict.fromkeys(names))
-    return Proofs(tuple(checks), outcomes, tuple(commands))
+    return Pending(jobs, checks, failed, names)
+
+
+class Pending:
+    """PTX loads under way (side by side, at most 8 at once); :meth:`finish` collects them."""
+
+    def __init__(
+        self,
+        jobs: list[tuple[str, str, int, PtxModule]],
+        checks: list[Check],
+        failed: set[str],
+        names: list[str],
+    ) -> None:
+        self._jobs, self._checks, self._failed, self._names = jobs, checks, failed, names
+        self._pool = ThreadPoolExecutor(max(1, min(8, len(jobs))), thread_name_prefix="ptx-load")
+        self._loads = [self._pool.submit(_load, job[3].text, job[3].kernels) for job in jobs]
+
+    def finish(self, evidence: EvidenceDir) -> Proofs:
+        """Wait for every load; its log goes into the evidence, its outcome into a check."""
+        try:
+            loads = [future.result() for future in self._loads]
+        finally:
+            self._pool.shutdown(cancel_futures=True)
+        checks, failed = list(self._checks), set(self._failed)
+        commands: list[proc.Result] = []
+        for (name, label, index, _module), (ok, detail, result) in zip(
+            self._jobs, loads, strict=True
+        ):
+            commands.append(result)
+            log = f"ptx-load-{safe_name(name)}-{index}.log"
+            evidence.write_text(log, f"# {result.command_line()}\n{result.output()}")
+            checks.append(_check(name, label, ok, f"{detail} (log {log})"))
+            if not ok:
+                failed.add(name)
+        outcomes = tuple((name, name not in failed) for name in dict.fromkeys(self._names))
+        return Proofs(tuple(checks), outcomes, tuple(commands))
 
 
 def _check(artifact: str, label: str, ok: bool, detail: str) -> Check:

@@ -97,6 +97,7 @@ class Judged:
     by_entry: dict[str, tuple[Library, ...]]
     compilers: dict[str, tuple[str, ...]]  # entry point -> runtime compilers it loaded
     checks: tuple[Check, ...]
+    views: tuple[tuple[str, reader.ArtifactReport], ...] = ()  # evidence still to write
 
     @property
     def records(self) -> tuple[LoadedLibrary, ...]:
@@ -134,7 +135,10 @@ def judge(
     config: Config,
     use_cache: bool = True,
 ) -> Judged:
-    """Inspect and judge every library the runs loaded; write loaded-libraries.txt."""
+    """Inspect and judge every library the runs loaded; write loaded-libraries.txt.
+
+    Each vendor library's own evidence files are left to :func:`write_views`.
+    """
     users: dict[Path, list[str]] = {}
     compilers: dict[str, list[str]] = {}
     for done in runs:
@@ -149,6 +153,7 @@ def judge(
     prefixes: set[str] = set()
     libraries: list[Library] = []
     checks: list[Check] = []
+    views: list[tuple[str, reader.ArtifactReport]] = []
     for digest, (path, report, entry_names) in with_code.items():
         artifact = by_digest.get(digest)
         strict = artifact is None and config.is_strict(path)
@@ -168,9 +173,7 @@ def judge(
         libraries.append(library)
         if artifact is not None:
             continue  # an artifact was judged by the inspect stage already
-        view = summary.artifact_json(report, (cap,))
-        evidence.write_text(f"{prefix}device-code.txt", summary.console(view, demangle=demangle))
-        evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
+        views.append((prefix, report))
         checks.append(_check(library, cap))
         twin = by_name.get(path.name)
         if twin is not None:
@@ -190,8 +193,24 @@ def judge(
         for name in dict.fromkeys(d.entry_point.name for d in runs)
     }
     return Judged(
-        tuple(libraries), by_entry, {k: tuple(v) for k, v in compilers.items()}, tuple(checks)
+        tuple(libraries),
+        by_entry,
+        {k: tuple(v) for k, v in compilers.items()},
+        tuple(checks),
+        tuple(views),
     )
+
+
+def write_views(evidence: EvidenceDir, judged: Judged, cap: Capability) -> None:
+    """Each vendor library's device-code.txt and .json (its entries, its routes on ``cap``).
+
+    Apart from :func:`judge`: for torch's libraries this is tens of thousands of entries
+    of JSON, written while the PTX proofs wait on the driver.
+    """
+    for prefix, report in judged.views:
+        view = summary.artifact_json(report, (cap,))
+        evidence.write_text(f"{prefix}device-code.txt", summary.console(view, demangle=demangle))
+        evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
 
 
 def _with_code(
