@@ -76,6 +76,10 @@ class Inspected:
         )
 
 
+# A dump under way: its future, the evidence, the artifact's name and prefix, checked?
+_Dump = tuple[Future[proc.Result | ToolError], EvidenceDir, str, str, bool]
+
+
 class Deferred:
     """Evidence that only one check reads, still being written: the full SASS dumps.
 
@@ -90,7 +94,9 @@ class Deferred:
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: list[tuple[Future[proc.Result | ToolError], EvidenceDir, str, str]] = []
+        self._pending: list[
+            tuple[Future[proc.Result | ToolError], EvidenceDir, str, str, bool]
+        ] = []
 
     def submit(
         self,
@@ -98,20 +104,24 @@ class Deferred:
         evidence: EvidenceDir,
         name: str,
         prefix: str,
+        *,
+        checked: bool,
     ) -> None:
-        """Start ``work``; its output becomes artifact ``name``'s ``{prefix}sass.txt``."""
+        """Start ``work``; its output becomes artifact ``name``'s ``{prefix}sass.txt``,
+        checked for SASS when ``checked`` (an artifact with device code of its own)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._WORKERS, thread_name_prefix="sass-dump")
-        self._pending.append((self._pool.submit(work), evidence, name, prefix))
+        self._pending.append((self._pool.submit(work), evidence, name, prefix, checked))
 
     def finish(self) -> list[Check]:
         """Wait for every dump, write it (or why it is absent), and check what it holds."""
         pending, self._pending = self._pending, []
         checks = []
         try:
-            for future, evidence, name, prefix in pending:
+            for future, evidence, name, prefix, checked in pending:
                 _write_sass(evidence, prefix, future.result())
-                checks += _holds_checks(evidence, name, prefix, _SASS_HOLDS)
+                if checked:
+                    checks += _holds_checks(evidence, name, prefix, _SASS_HOLDS)
         finally:
             if self._pool is not None:
                 self._pool.shutdown(cancel_futures=True)
@@ -289,6 +299,7 @@ def inspect_artifact(
             digest=digest,
             use_cache=use_cache,
             deferred=deferred,
+            checked=smoke or bool(report.listing.entries),  # as artifact_checks decides
         )
         cross = CrossCheck(
             f"cuobjdump ({cuobjdump.version(tool)})", compare(report.listing, theirs)
@@ -331,9 +342,14 @@ def _cuobjdump_listing(
     digest: str,
     use_cache: bool = True,
     deferred: Deferred | None = None,
+    checked: bool = True,
 ) -> tuple[Listing, tuple[cuobjdump.PtxText, ...]]:
     """cuobjdump's view of one artifact: its calls run side by side, and an output already
-    kept for these bytes and this cuobjdump is not asked again (gate.buildcache)."""
+    kept for these bytes and this cuobjdump is not asked again (gate.buildcache).
+
+    With ``deferred``, the full SASS dump is left running there (its SASS checked when
+    ``checked``); without, it is waited for and written here.
+    """
     wanted = [["--list-elf"], ["--list-ptx"], ["-symbols"], ["--dump-ptx"]]
     dump = dump_sass == "always" or (dump_sass == "auto" and size <= SASS_DUMP_LIMIT)
     if dump and deferred is None:
@@ -353,7 +369,7 @@ def _cuobjdump_listing(
             return e
 
     if dump and deferred is not None:
-        deferred.submit(lambda: one(["--dump-sass"]), evidence, path.name, prefix)
+        deferred.submit(lambda: one(["--dump-sass"]), evidence, path.name, prefix, checked=checked)
     with ThreadPoolExecutor(len(wanted)) as pool:
         elf_list, ptx_list, symbols, ptx, *sass = pool.map(one, wanted)
     for done in (elf_list, ptx_list, symbols, ptx):
