@@ -65,6 +65,34 @@ def test_a_vendor_library_fails_only_when_nothing_in_it_runs(
     assert (tmp_path / "ev" / "loaded" / "libkernels.so" / "device-code.txt").is_file()
 
 
+def test_libraries_read_ahead_are_judged_as_if_read_then(tmp_path: Path) -> None:
+    # The execute stage reads what each run loaded while the next one runs.
+    copy = tmp_path / "copy" / "libkernels.so"
+    copy.parent.mkdir()
+    shutil.copy(GOLDEN, copy)
+    plain = tmp_path / "libplain.so"
+    plain.write_bytes(b"\x7fELF not really")
+    prefetch = libraries.Prefetch()
+    try:
+        prefetch.add([GOLDEN, plain])  # the first run's; copy is asked for only by judge
+        found = libraries.judge(
+            EvidenceDir.create(tmp_path / "ev"),
+            runs=(ran("a", GOLDEN, plain), ran("b", copy)),
+            artifacts=(),
+            cap=Capability.parse("9.0"),
+            driver=Version(13, 0),
+            config=Config(project_dir=tmp_path),
+            prefetch=prefetch,
+        )
+    finally:
+        prefetch.close()
+    expected = judged(tmp_path / "again", "9.0", ran("a", GOLDEN, plain), ran("b", copy))
+    assert [lib.record() for lib in found.libraries] == [lib.record() for lib in expected.libraries]
+    assert [c.message for c in found.checks] == [c.message for c in expected.checks]
+    text = (tmp_path / "ev" / "loaded-libraries.txt").read_text(encoding="utf-8")
+    assert f"{plain}  [not readable" in text or f"{plain}  [no device code]" in text
+
+
 def test_the_same_file_through_a_symlink_is_one_library(tmp_path: Path) -> None:
     link = tmp_path / "libkernels.so.1"
     link.symlink_to(GOLDEN)

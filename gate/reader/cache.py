@@ -190,22 +190,34 @@ def _entry_json(e: DeviceEntry) -> list[Any]:
     ]
 
 
+_KINDS = {kind.value: kind for kind in Kind}  # an unknown kind is a KeyError: entry ignored
+
+
 def _report(doc: dict[str, Any]) -> ArtifactReport:
+    # Entries repeat a few kinds, targets and ISAs thousands of times (torch's libraries:
+    # 40,000 entries): each text is parsed once, and an empty kernel list costs nothing.
     targets: dict[str, Target] = {}
+    versions: dict[str, Version] = {}
     entries = []
     for row in doc["entries"]:
         kind, target, kernels, isa, section, compression, stored, size, producer, debug, name = row
         parsed = targets.get(target)
         if parsed is None:
             parsed = targets[target] = Target.parse(target)
-        if not all(isinstance(k, str) for k in kernels):
+        if isa is not None:
+            version = versions.get(isa)
+            if version is None:
+                version = versions[isa] = Version.parse(isa)
+        else:
+            version = None
+        if kernels and not all(isinstance(k, str) for k in kernels):
             raise TypeError("kernel names must be strings")
         entries.append(
             DeviceEntry(
-                Kind(kind),
+                _KINDS[kind],
                 parsed,
                 tuple(kernels),
-                Version.parse(isa) if isa is not None else None,
+                version,
                 str(section),
                 str(compression),
                 int(stored),

@@ -302,7 +302,37 @@ def run(
     driver_cuda: Version | None,
     use_cache: bool = True,
 ) -> ExecuteOutcome:
-    """Run every entry point on both paths, judge what they loaded, check the predictions."""
+    """Run every entry point on both paths, judge what they loaded, check the predictions.
+
+    What each run loaded is read while the next entry point runs (libraries.Prefetch).
+    """
+    prefetch = libraries.Prefetch(use_cache=use_cache)
+    try:
+        return _run(
+            evidence,
+            config=config,
+            points=points,
+            artifacts=artifacts,
+            capability=capability,
+            driver_cuda=driver_cuda,
+            use_cache=use_cache,
+            prefetch=prefetch,
+        )
+    finally:
+        prefetch.close()
+
+
+def _run(
+    evidence: EvidenceDir,
+    *,
+    config: Config,
+    points: Sequence[EntryPoint],
+    artifacts: Sequence[Inspected],
+    capability: Capability,
+    driver_cuda: Version | None,
+    use_cache: bool,
+    prefetch: libraries.Prefetch,
+) -> ExecuteOutcome:
     runs: list[Run] = []
     checks: list[Check] = []
     status: list[str] = []
@@ -322,6 +352,7 @@ def run(
             pair = [run_entry_point(entry, p, n) for p, n in zip(ExecPath, names, strict=True)]
         for done in pair:
             evidence.write_text(done.log_name, log_text(done))
+            prefetch.add(done.loaded)  # read while the next entry point runs
         runs += pair
         codes = {
             r.path: "timeout" if r.result.timed_out else str(r.result.returncode) for r in pair
@@ -337,6 +368,7 @@ def run(
         driver=driver_cuda,
         config=config,
         use_cache=use_cache,
+        prefetch=prefetch,
     )
     checks += judged.checks
     predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -134,10 +134,13 @@ def judge(
     driver: Version | None,
     config: Config,
     use_cache: bool = True,
+    prefetch: Prefetch | None = None,
 ) -> Judged:
     """Inspect and judge every library the runs loaded; write loaded-libraries.txt.
 
-    Each vendor library's own evidence files are left to :func:`write_views`.
+    Each vendor library's own evidence files are left to :func:`write_views`. With
+    ``prefetch``, the libraries it already read (while later entry points ran) are not
+    read again.
     """
     users: dict[Path, list[str]] = {}
     compilers: dict[str, list[str]] = {}
@@ -147,7 +150,7 @@ def judge(
             found = runtime_compiler(path)
             if found:
                 _add(compilers.setdefault(done.entry_point.name, []), found)
-    with_code = _with_code(evidence, users, use_cache=use_cache)
+    with_code = _with_code(evidence, users, use_cache=use_cache, prefetch=prefetch)
     by_digest = {a.sha256: a for a in artifacts}
     by_name = {a.path.name: a for a in artifacts}
     prefixes: set[str] = set()
@@ -214,14 +217,22 @@ def write_views(evidence: EvidenceDir, judged: Judged, cap: Capability) -> None:
 
 
 def _with_code(
-    evidence: EvidenceDir, users: dict[Path, list[str]], *, use_cache: bool = True
+    evidence: EvidenceDir,
+    users: dict[Path, list[str]],
+    *,
+    use_cache: bool = True,
+    prefetch: Prefetch | None = None,
 ) -> dict[str, tuple[Path, reader.ArtifactReport, list[str]]]:
     """Per SHA-256, the libraries with device code; loaded-libraries.txt lists them all.
 
     The same bytes loaded through two paths (a symlink, a copy) are one library.
     """
-    with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
-        reads = list(pool.map(lambda p: _read(p, use_cache=use_cache), users))  # hashing: no GIL
+    if prefetch is not None:
+        prefetch.add(users)
+        reads = [prefetch.get(path) for path in users]
+    else:
+        with ThreadPoolExecutor(_readers()) as pool:
+            reads = list(pool.map(lambda p: _read(p, use_cache=use_cache), users))
     lines: list[str] = []
     found: dict[str, tuple[Path, reader.ArtifactReport, list[str]]] = {}
     for (path, entry_names), (mark, read) in zip(users.items(), reads, strict=True):
@@ -256,9 +267,45 @@ def _add(names: list[str], name: str) -> None:
         names.append(name)
 
 
-def _read(
-    path: Path, *, use_cache: bool = True
-) -> tuple[str, tuple[reader.ArtifactReport, str] | None]:
+def _readers() -> int:
+    """Threads reading libraries: hashing and decompression run without the GIL."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+_Read = tuple[str, tuple[reader.ArtifactReport, str] | None]
+
+
+class Prefetch:
+    """Loaded libraries read while the next entry points run.
+
+    The gate mostly waits on the entry point's process then; reading what the earlier
+    runs loaded (a warm run: the cached scans of torch's libraries, a few tenths of a
+    second; a cold one: hashing them) costs the run nothing. :meth:`close` cancels what
+    was not asked for.
+    """
+
+    def __init__(self, *, use_cache: bool = True) -> None:
+        self._use_cache = use_cache
+        self._pool = ThreadPoolExecutor(min(4, _readers()), thread_name_prefix="loaded-read")
+        self._reads: dict[Path, Future[_Read]] = {}
+
+    def add(self, paths: Iterable[Path]) -> None:
+        """Start reading each of ``paths`` not asked for before."""
+        for path in paths:
+            if path not in self._reads:
+                self._reads[path] = self._pool.submit(_read, path, use_cache=self._use_cache)
+
+    def get(self, path: Path) -> _Read:
+        """What :func:`_read` says of ``path`` (waiting for it, or reading it now)."""
+        future = self._reads.get(path)
+        return future.result() if future is not None else _read(path, use_cache=self._use_cache)
+
+    def close(self) -> None:
+        """Stop: nothing more is read."""
+        self._pool.shutdown(cancel_futures=True)
+
+
+def _read(path: Path, *, use_cache: bool = True) -> _Read:
     """The loaded-libraries.txt mark of one library, and its report and digest if it has code.
 
     Headers only (a vendor library is judged per target, not per kernel: reading every
