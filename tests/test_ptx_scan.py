@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate.errors import BadInputError, ConfigError
-from gate.reader.cubin import read_ptx, scan_ptx
+from gate.reader.cubin import _find_entry, read_ptx, scan_ptx
 from gate.reader.limits import ENV, Limits
 
 pytestmark = pytest.mark.unit
@@ -74,6 +74,24 @@ def test_runs_of_newlines_and_blanks_are_linear(runs: int) -> None:
     info = read_ptx(text, 0, len(text), "x")
     assert info.kernels == ("tail",)
     assert time.perf_counter() - start < 1.0  # quadratic: minutes at 80,000
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    text=st.lists(st.sampled_from([b"y", b"yy", b".entry", b".entr", b"ntry", b"x" * 300, b"."]),
+                  max_size=200).map(b"".join),
+    start=st.integers(0, 3000),
+)  # fmt: skip
+def test_the_entry_search_finds_what_bytes_find_does(text: bytes, start: int) -> None:
+    assert _find_entry(text, start) == text.find(b".entry", start)
+
+
+def test_a_text_full_of_y_costs_what_a_plain_search_does() -> None:
+    text = b"y" * (32 << 20) + b".entry k\n"
+    start = time.perf_counter()
+    assert read_ptx(text, 0, len(text), "x").kernels == ("k",)
+    # One hop per y would take about ten seconds here.
+    assert time.perf_counter() - start < 2.0
 
 
 def test_absurd_version_is_one_line_of_bad_input() -> None:

@@ -40,6 +40,9 @@ _PTX_HEAD = 64 << 10
 # in two is still found (once); a name longer than _PTX_MAX_NAME is refused.
 _PTX_OVERLAP = 64
 _PTX_MAX_NAME = 1 << 20
+# _find_entry hops between ``y`` bytes while they are this sparse (plus a few at first).
+_Y_SPACING = 256
+_Y_HOPS = 8
 _ISA_DIGITS = 4
 _TOOL_VERSION = re.compile(r"\bV\d+(?:\.\d+)+")
 
@@ -211,23 +214,45 @@ def _entries(text: bytes, kernels: list[str], name: str, *, final: bool) -> byte
     ends in a name character, so no later ``.entry`` can start inside it.
     """
     keep = len(text) if final else max(0, len(text) - _PTX_OVERLAP)
-    # bytes.find for the literal, then the pattern only where it is: about twice as fast
-    # as finditer over hundreds of MB of PTX, with the same matches.
-    pos = text.find(b".entry")
+    # Find the literal, then match the pattern only where it is: several times faster
+    # than finditer over hundreds of MB of PTX, with the same matches.
+    pos = _find_entry(text, 0)
     while 0 <= pos < keep:
         match = _PTX_ENTRY.match(text, pos)
         if match is None:
-            pos = text.find(b".entry", pos + 6)
+            pos = _find_entry(text, pos + 6)
             continue
         if not final and match.end() == len(text):
             keep = pos
             break
         kernels.append(match.group(1).decode("utf-8", "replace"))
-        pos = text.find(b".entry", match.end())
+        pos = _find_entry(text, match.end())
     rest = text[keep:]
     if len(rest) > _PTX_MAX_NAME:
         raise BadInputError(f"{name}: PTX .entry name longer than {_PTX_MAX_NAME} bytes")
     return rest
+
+
+def _find_entry(text: bytes, start: int) -> int:
+    """``text.find(b".entry", start)``, about three times faster on PTX.
+
+    bytes.find runs a two-way search (~1.4 GB/s here); a single byte is found with
+    memchr at memory speed, and PTX has one ``y`` in ~1,600 bytes (``%tid.y`` and the
+    like): hop from ``y`` to ``y``, checking the five bytes before each. Where ``y``
+    comes more often than once in _Y_SPACING bytes (a crafted text), bytes.find takes
+    over from the last ``y`` checked, so no text costs much more than it did.
+    """
+    find, at, hops = text.find, start + 5, 0
+    while True:
+        y = find(b"y", at)
+        if y < 0:
+            return -1
+        if text.startswith(b".entry", y - 5):
+            return y - 5
+        hops += 1
+        at = y + 1
+        if hops > _Y_HOPS + (y - start) // _Y_SPACING:
+            return find(b".entry", at - 5)
 
 
 def _header(head: bytes, kernels: tuple[str, ...], name: str) -> PtxInfo:
