@@ -122,6 +122,11 @@ def test_explicit_target_builds_and_inspects_but_is_never_accepted(tmp_path: Pat
     # The full SASS dump runs beside the later stages; the run waits for it and checks it.
     assert "Function : _Z11write_valuePi" in (ev / "sass.txt").read_text(encoding="utf-8")
     assert "smoke: SASS dump holds SASS" in {c.get("name") for c in inspect_cases}
+    # ... and reported among the inspect stage's checks, before the execute stage's.
+    cases = [(str(c.get("classname")), str(c.get("name"))) for c in root.iter("testcase")]
+    dump = next(i for i, (_, name) in enumerate(cases) if "SASS dump" in name)
+    first_run = next(i for i, (cls, _) in enumerate(cases) if ".gate.execute." in cls)
+    assert dump < first_run
 
 
 def test_target_the_toolkit_cannot_build_stops_with_that_message(tmp_path: Path) -> None:
