@@ -87,6 +87,17 @@ def _is_leaf(value: object) -> bool:
     return True
 
 
+def _key(key: object) -> str:
+    """An object key as json.dumps writes it (True -> "true", 1.5 -> "1.5"); TypeError else."""
+    if isinstance(key, str):
+        return key
+    if key is True or key is False or key is None:
+        return _ENCODER.encode(key)
+    if isinstance(key, int | float):
+        return _ENCODER.encode(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
 def _write(value: object, level: int, indent: int, out: list[str]) -> None:
     if not value or _is_leaf(value):
         out.append(_ENCODER.encode(value))
@@ -95,7 +106,7 @@ def _write(value: object, level: int, indent: int, out: list[str]) -> None:
     if isinstance(value, dict):
         out.append("{")
         for i, key in enumerate(sorted(value)):
-            out.append(("," if i else "") + inner + _ENCODER.encode(str(key)) + ": ")
+            out.append(("," if i else "") + inner + _ENCODER.encode(_key(key)) + ": ")
             _write(value[key], level + 1, indent, out)
         out.append("\n" + " " * (indent * level) + "}")
         return
