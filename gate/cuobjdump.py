@@ -71,13 +71,19 @@ def _env_with_nvdisasm(tool: str) -> dict[str, str]:
     return {"PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def run_tool(tool: str, args: list[str], artifact: Path) -> proc.Result:
-    """Run cuobjdump with ``args`` on ``artifact``; ToolError on a fatal error."""
+def run_tool(
+    tool: str, args: list[str], artifact: Path, *, claim_strays: bool = True
+) -> proc.Result:
+    """Run cuobjdump with ``args`` on ``artifact``; ToolError on a fatal error.
+
+    ``claim_strays=False`` when it runs beside the project's commands (gate.proc.run).
+    """
     result = proc.run(
         [tool, *args, str(artifact)],
         timeout=TIMEOUT,
         env_set=_env_with_nvdisasm(tool),
         output_limit=OUTPUT_LIMIT,
+        claim_strays=claim_strays,
     )
     label = f"cuobjdump {' '.join(args)} {artifact}"
     if result.cut:

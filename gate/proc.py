@@ -132,8 +132,15 @@ def run(
     timeout: float = DEFAULT_TIMEOUT,
     base_env: Mapping[str, str] | None = None,
     output_limit: int | None = None,
+    claim_strays: bool = True,
 ) -> Result:
     """Run ``argv`` to completion or timeout; never raises for a non-zero exit.
+
+    What the command left running (processes that escaped its group and came back to
+    this process) is killed and named in ``strays``; never a process whose session is
+    another running command's. ``claim_strays=False`` is for the gate's own read-only
+    tools running beside a project's command: they claim nothing, so an orphan of
+    the project's is never taken for theirs while the project's command still runs.
 
     Each stream is kept up to ``output_limit`` bytes (default :data:`OUTPUT_LIMIT`): past
     it, only the head and the tail, and ``cut`` says so.
@@ -190,7 +197,7 @@ def run(
         duration = time.monotonic() - start
         with _live_lock:
             _live.discard(child.pid)
-            strays = _kill_strays(before | _live, child.pid)
+            strays = _kill_strays(before | _live, child.pid, _live) if claim_strays else ()
         limit = OUTPUT_LIMIT if output_limit is None else output_limit
         (stdout, cut_out), (stderr, cut_err) = _read_back(out, limit), _read_back(err, limit)
     return Result(
@@ -290,19 +297,28 @@ def _orphans() -> set[int]:
     """Processes whose parent is this process (our children and adopted orphans).
 
     Each thread's ``children`` file (Linux 3.5+ with CONFIG_PROC_CHILDREN) names them in
-    one read per thread; without it, every process's ``stat`` is read (a few ms with a
-    few hundred processes, paid after every command).
+    one read per thread; without it, or when a read fails (a thread that ended between
+    the listing and the read), every process's ``stat`` is read (a few ms with a few
+    hundred processes, paid after every command).
     """
     found: set[int] = set()
     try:
-        tasks = list(Path("/proc/self/task").iterdir())
-        for task in tasks:
+        for task in Path("/proc/self/task").iterdir():
             found.update(int(pid) for pid in (task / "children").read_bytes().split())
-    except FileNotFoundError:
+    except (OSError, ValueError):
         return _orphans_by_stat()
-    except OSError:
-        return found
     return found
+
+
+def _session(pid: int) -> int | None:
+    """The session id of ``pid`` (None when it is gone or unreadable)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # After the parenthesised name: state, ppid, pgrp, session.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
 
 
 def _orphans_by_stat() -> set[int]:
@@ -339,10 +355,16 @@ def _command_of(pid: int) -> bytes:
         return b"?"
 
 
-def _kill_strays(before: set[int], child: int) -> tuple[str, ...]:
-    """Kill what the command left running (adopted orphans), reap them, and name them."""
+def _kill_strays(before: set[int], child: int, others: set[int]) -> tuple[str, ...]:
+    """Kill what the command left running (adopted orphans), reap them, and name them.
+
+    An orphan in the session of another running command (``others``: each started a
+    session of its own) is that command's, left for it to claim when it ends.
+    """
     strays = []
     for pid in sorted(_orphans() - before - {child}):
+        if others and _session(pid) in others:
+            continue
         cmdline = _command_of(pid)
         _kill_group(pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):

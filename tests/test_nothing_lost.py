@@ -116,6 +116,27 @@ def test_children_of_every_thread_are_found_both_ways() -> None:
 
 
 @pytest.mark.integration
+def test_an_orphan_of_a_running_command_is_never_taken_for_another_commands_stray(
+    tmp_path: Path,
+) -> None:
+    # A project's command leaves a helper behind while it still runs; a command of the
+    # gate's that ends meanwhile (the SASS dump runs beside the entry points) must not
+    # claim and kill it. The helper's session is the running command's.
+    marker = tmp_path / "helper-survived"
+    # ( ... & ): the subshell exits at once, so the helper is an orphan, adopted by us.
+    body = f"sleep 0.5\n( (sleep 1.5; touch {marker}) & )\nsleep 2.5\n"
+    project = script(tmp_path, "project.sh", body)
+    results: dict[str, proc.Result] = {}
+    first = threading.Thread(target=lambda: results.update(a=proc.run([str(project)], timeout=60)))
+    first.start()
+    time.sleep(0.3)
+    results["b"] = proc.run(["sleep", "1"], timeout=60)  # ends while the project runs
+    first.join()
+    assert results["b"].strays == ()
+    assert marker.exists()  # the helper lived to finish its work
+
+
+@pytest.mark.integration
 def test_a_missing_working_folder_is_named_as_such(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match=r"working folder .*/nowhere does not exist"):
         proc.run(["true"], cwd=tmp_path / "nowhere")
