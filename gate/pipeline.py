@@ -313,6 +313,7 @@ class _Stages:
             self.skip_rest("build")
             return found
         began = self.p.start("inspect")
+        self.inspect_checks_end = len(self.p.checks)
         driver = env.driver.cuda_version if env.driver else None
         inspected = inspect.run(
             self.evidence,
@@ -355,6 +356,7 @@ class _Stages:
             capability=probed.capability,
             driver_cuda=driver,
             use_cache=options.use_cache,
+            side_by_side=probed.shared,
         )
         self.finish("execute", began, ran, Cause.INTERNAL)
         return replace(
@@ -396,7 +398,7 @@ def _run_stages(
         if stages.deferred is not None:
             # Among the inspect stage's checks, where a reader of the table looks for them.
             at = stages.inspect_checks_end
-            p.checks[at:at] = stages.deferred.finish()
+            p.checks[at:at] = stages.deferred.finish()  # never raises: failures are checks
     return stages.found
 
 

@@ -143,3 +143,21 @@ def test_ptx_module_without_headers_is_seen_as_such() -> None:
     assert module.version is None
     assert module.target is None
     assert module.entries == ("_Z11write_valuePi",)
+
+
+@pytest.mark.parametrize(
+    ("stderr", "shared"),
+    [
+        ("driver=13000 runtime=13000\ndevice 0: NVIDIA H200, 1 device(s)\ncompute mode 0\n", True),
+        ("driver=13000 runtime=13000\ndevice 0: GB10, 1 device(s)\ncompute mode 3\n", False),
+        ("driver=13000 runtime=13000\ndevice 0: X, 1 device(s)\ncompute mode 2\n", False),
+        ("driver=13000 runtime=13000\ndevice 0: X, 1 device(s)\n", True),  # an older probe
+    ],
+)
+def test_the_gate_runs_its_programs_side_by_side_only_on_a_shared_device(
+    stderr: str, shared: bool
+) -> None:
+    # Exclusive-process mode admits one process at a time: two smoke runs at once would fail.
+    from gate.stages.probe import shared_device
+
+    assert shared_device(stderr) is shared

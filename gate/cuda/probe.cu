@@ -1,7 +1,8 @@
 // cuda-gate probe: print device 0's compute capability as "XY" (e.g. 121 for 12.1) on stdout.
 // stderr always starts with "driver=<cudaDriverGetVersion> runtime=<cudaRuntimeGetVersion>"
 // (driver=0 means no NVIDIA driver is installed); on failure it then prints
-// "error <code>: <the runtime's own text>" and exits non-zero, never a target.
+// "error <code>: <the runtime's own text>" and exits non-zero, never a target. On success
+// stderr also says "compute mode <cudaComputeMode>" (0: default, shared by processes).
 #include <cuda_runtime.h>
 #include <cstdio>
 
@@ -24,5 +25,8 @@ int main() {
     if (e != cudaSuccess) return fail(e);
     std::printf("%d%d\n", p.major, p.minor);
     std::fprintf(stderr, "device 0: %s, %d device(s)\n", p.name, count);
+    int mode = 0;
+    if (cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, 0) == cudaSuccess)
+        std::fprintf(stderr, "compute mode %d\n", mode);
     return 0;
 }

@@ -301,10 +301,14 @@ def run(
     capability: Capability,
     driver_cuda: Version | None,
     use_cache: bool = True,
+    side_by_side: bool = True,
 ) -> ExecuteOutcome:
     """Run every entry point on both paths, judge what they loaded, check the predictions.
 
     What each run loaded is read while the next entry point runs (libraries.Prefetch).
+    With ``side_by_side`` (the device is in the default compute mode) the gate's own
+    programs, the smoke program's two paths and the PTX proofs, run at once; else one
+    process at a time, as exclusive-process mode admits.
     """
     prefetch = libraries.Prefetch(use_cache=use_cache)
     try:
@@ -317,6 +321,7 @@ def run(
             driver_cuda=driver_cuda,
             use_cache=use_cache,
             prefetch=prefetch,
+            side_by_side=side_by_side,
         )
     finally:
         prefetch.close()
@@ -332,6 +337,7 @@ def _run(
     driver_cuda: Version | None,
     use_cache: bool,
     prefetch: libraries.Prefetch,
+    side_by_side: bool,
 ) -> ExecuteOutcome:
     runs: list[Run] = []
     checks: list[Check] = []
@@ -342,7 +348,7 @@ def _run(
             path.log_name if smoke else f"entry-{safe_name(entry.name)}.{path.log_name}"
             for path in ExecPath
         ]
-        if smoke:
+        if smoke and side_by_side:
             # The gate's own program: both paths at once (separate processes, caches and
             # environments; each mostly CUDA start-up). The project's entry
             # points run one at a time, as they would alone.
@@ -374,7 +380,7 @@ def _run(
     predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)
     # The PTX loads wait on the driver in processes of their own: write the loaded
     # libraries' evidence (torch's come to megabytes of JSON) meanwhile.
-    pending = jitproof.start(predictions, artifacts, capability)
+    pending = jitproof.start(predictions, artifacts, capability, side_by_side=side_by_side)
     try:
         libraries.write_views(evidence, judged, capability)
     finally:

@@ -13,6 +13,7 @@ and (when the driver is known) whether the driver can JIT the PTX's ISA.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -90,8 +91,6 @@ class Deferred:
     between) waits for it, writes the files and gives that check.
     """
 
-    _WORKERS = 4
-
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[
@@ -110,23 +109,38 @@ class Deferred:
         """Start ``work``; its output becomes artifact ``name``'s ``{prefix}sass.txt``,
         checked for SASS when ``checked`` (an artifact with device code of its own)."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._WORKERS, thread_name_prefix="sass-dump")
+            # nvdisasm is one core per dump: leave most of a small machine to the project.
+            workers = max(1, min(4, (os.cpu_count() or 1) // 4))
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="sass-dump")
         self._pending.append((self._pool.submit(work), evidence, name, prefix, checked))
 
     def finish(self) -> list[Check]:
-        """Wait for every dump, write it (or why it is absent), and check what it holds."""
+        """Wait for every dump, write it (or why it is absent), and check what it holds.
+
+        Never raises: a dump that cannot be written is a failed check naming why, and the
+        other dumps are still written.
+        """
         pending, self._pending = self._pending, []
-        checks = []
+        checks: list[Check] = []
         try:
             for future, evidence, name, prefix, checked in pending:
-                _write_sass(evidence, prefix, future.result())
-                if checked:
-                    checks += _holds_checks(evidence, name, prefix, _SASS_HOLDS)
+                try:
+                    _write_sass(evidence, prefix, future.result())
+                    if checked:
+                        checks += _holds_checks(evidence, name, prefix, _SASS_HOLDS)
+                except GateError as e:
+                    checks.append(_dump_failed(name, e.one_line()))
+                except Exception as e:  # noqa: BLE001  (a bug must still leave a report)
+                    checks.append(_dump_failed(name, f"internal error: {type(e).__name__}: {e}"))
         finally:
             if self._pool is not None:
                 self._pool.shutdown(cancel_futures=True)
                 self._pool = None
         return checks
+
+
+def _dump_failed(name: str, why: str) -> Check:
+    return Check(f"{name}: SASS dump", "gate.inspect", False, why, cause=Cause.EVIDENCE)
 
 
 def _write_sass(evidence: EvidenceDir, prefix: str, dumped: proc.Result | ToolError) -> None:
@@ -355,21 +369,24 @@ def _cuobjdump_listing(
     if dump and deferred is None:
         wanted.append(["--dump-sass"])
 
-    def one(args: list[str]) -> proc.Result | ToolError:
+    def one(args: list[str], *, claim: bool = True) -> proc.Result | ToolError:
         try:
             return buildcache.tool_output(
                 [tool, *args, str(path)],
                 subject=path,
                 digest=digest,
                 companions=[str(Path(tool).parent / "nvdisasm")],
-                run=lambda: cuobjdump.run_tool(tool, args, path),
+                run=lambda: cuobjdump.run_tool(tool, args, path, claim_strays=claim),
                 use_cache=use_cache,
             )
         except ToolError as e:
             return e
 
     if dump and deferred is not None:
-        deferred.submit(lambda: one(["--dump-sass"]), evidence, path.name, prefix, checked=checked)
+        # It runs on beside the project's entry points: it claims no strays (gate.proc).
+        deferred.submit(
+            lambda: one(["--dump-sass"], claim=False), evidence, path.name, prefix, checked=checked
+        )
     with ThreadPoolExecutor(len(wanted)) as pool:
         elf_list, ptx_list, symbols, ptx, *sass = pool.map(one, wanted)
     for done in (elf_list, ptx_list, symbols, ptx):

@@ -62,10 +62,17 @@ def prove(
 
 
 def start(
-    predictions: Sequence[Prediction], artifacts: Sequence[Inspected], cap: Capability
+    predictions: Sequence[Prediction],
+    artifacts: Sequence[Inspected],
+    cap: Capability,
+    *,
+    side_by_side: bool = True,
 ) -> Pending:
     """:func:`prove`'s loads, started: each waits on the driver in a process of its own,
-    so the caller can write evidence meanwhile and then call :meth:`Pending.finish`."""
+    so the caller can write evidence meanwhile and then call :meth:`Pending.finish`.
+
+    Up to 8 at once with ``side_by_side``; one at a time on a device in an exclusive
+    compute mode."""
     wanted = {s.name for p in predictions if p.jit_blocked_by_library for s in p.sources if s.own}
     checks: list[Check] = []
     failed: set[str] = set()
@@ -89,11 +96,11 @@ def start(
             label = f"{module.target} PTX #{index}" if len(modules) > 1 else f"{module.target} PTX"
             jobs.append((artifact.name, label, index, module))
     names = [a.name for a in artifacts if a.name in wanted]
-    return Pending(jobs, checks, failed, names)
+    return Pending(jobs, checks, failed, names, workers=8 if side_by_side else 1)
 
 
 class Pending:
-    """PTX loads under way (side by side, at most 8 at once); :meth:`finish` collects them."""
+    """PTX loads under way (``workers`` at once); :meth:`finish` collects them."""
 
     def __init__(
         self,
@@ -101,9 +108,13 @@ class Pending:
         checks: list[Check],
         failed: set[str],
         names: list[str],
+        *,
+        workers: int = 8,
     ) -> None:
         self._jobs, self._checks, self._failed, self._names = jobs, checks, failed, names
-        self._pool = ThreadPoolExecutor(max(1, min(8, len(jobs))), thread_name_prefix="ptx-load")
+        self._pool = ThreadPoolExecutor(
+            max(1, min(workers, len(jobs))), thread_name_prefix="ptx-load"
+        )
         self._loads = [self._pool.submit(_load, job[3].text, job[3].kernels) for job in jobs]
 
     def finish(self, evidence: EvidenceDir) -> Proofs:

@@ -286,7 +286,9 @@ class Prefetch:
 
     def __init__(self, *, use_cache: bool = True) -> None:
         self._use_cache = use_cache
-        self._pool = ThreadPoolExecutor(min(4, _readers()), thread_name_prefix="loaded-read")
+        # At most a quarter of the cores: the project's entry point runs meanwhile.
+        workers = max(1, min(4, (os.cpu_count() or 1) // 4))
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="loaded-read")
         self._reads: dict[Path, Future[_Read]] = {}
 
     def add(self, paths: Iterable[Path]) -> None:

@@ -24,6 +24,7 @@ PROBE_TIMEOUT = 120.0
 # The probe and the smoke program compile in seconds; a hung nvcc must not take ten minutes.
 BUILD_TIMEOUT = 180.0
 _CAPABILITY_RE = re.compile(r"^\s*(\d{2,3})\s*$", re.MULTILINE)
+_COMPUTE_MODE_RE = re.compile(r"^compute mode (\d+)$", re.MULTILINE)
 _JIT_VARIABLES = ("CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT")
 
 
@@ -38,6 +39,15 @@ class ProbeOutcome:
     commands: tuple[proc.Result, ...]
     checks: tuple[Check, ...]
     failure: GateError | None = None
+    # Whether processes may share the device (compute mode "default"): the gate then runs
+    # its own programs side by side. Exclusive-process mode lets one process in at a time.
+    shared: bool = True
+
+
+def shared_device(probe_stderr: str) -> bool:
+    """Whether the probe saw compute mode 0 (default), or said nothing about it."""
+    match = _COMPUTE_MODE_RE.search(probe_stderr)
+    return match is None or match.group(1) == "0"
 
 
 def cuda_source(name: str) -> str:
@@ -110,12 +120,13 @@ def run(
     """Read the device's capability; pick the target; fail when the toolkit lacks it."""
     commands: list[proc.Result] = []
     checks: list[Check] = []
-    capability, device_error = None, None
+    capability, device_error, shared = None, None, True
     try:
         binary, built = build_probe(nvcc, workdir, use_cache=use_cache)
         commands.append(built)
         try:
             capability, ran = run_probe(binary)
+            shared = shared_device(ran.stderr)
             commands.append(ran)
             evidence.write_text("compute-capability.txt", f"{capability.number}\n")
             evidence.write_text("probe.log", ran.output())
@@ -154,4 +165,6 @@ def run(
         )
     except GateError as e:
         return ProbeOutcome(capability, device_error, None, None, tuple(commands), tuple(checks), e)
-    return ProbeOutcome(capability, device_error, target, source, tuple(commands), tuple(checks))
+    return ProbeOutcome(
+        capability, device_error, target, source, tuple(commands), tuple(checks), shared=shared
+    )
