@@ -59,8 +59,11 @@ def _named_command(argv: Sequence[str] | None) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one command, and map its outcome to an exit status."""
     args = build_parser(_named_command(argv)).parse_args(argv)
+    from gate.proc import interrupts_kill_commands  # noqa: PLC0415  (start-up: after parsing)
+
     try:
-        return int(args.handler(args))
+        with interrupts_kill_commands():
+            return int(args.handler(args))
     except GateError as e:
         print(f"cuda-gate: error: {e.one_line()}", file=sys.stderr)
         return int(e.exit_code)

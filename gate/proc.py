@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -213,6 +213,46 @@ def run(
         strays=strays,
         cut=cut_out or cut_err,
     )
+
+
+def kill_running() -> None:
+    """Kill the process group of every command still running, in any thread.
+
+    Each command runs in a session of its own, so a Ctrl-C reaches only the gate; the
+    commands that threads wait on (the SASS dumps, the smoke program's two paths, PTX
+    proofs) would otherwise run on to their timeouts while the gate waits to exit.
+    Safe in a signal handler: takes no lock (a copy of the set is retried if a thread
+    changes it meanwhile).
+    """
+    for _ in range(100):
+        try:
+            running = tuple(_live)
+            break
+        except RuntimeError:  # the set changed size while being copied
+            continue
+    else:
+        return
+    for pid in running:
+        _kill_group(pid)
+
+
+@contextlib.contextmanager
+def interrupts_kill_commands() -> Iterator[None]:
+    """Within: SIGINT first kills every running command (:func:`kill_running`), then
+    raises KeyboardInterrupt as usual. Outside the main thread, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        kill_running()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _wait(child: subprocess.Popen[bytes], timeout: float) -> bool:

@@ -7,6 +7,7 @@ leaked, no input that hangs or crashes it"), turned into the behaviour users rel
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -134,6 +135,28 @@ def test_an_orphan_of_a_running_command_is_never_taken_for_another_commands_stra
     first.join()
     assert results["b"].strays == ()
     assert marker.exists()  # the helper lived to finish its work
+
+
+@pytest.mark.integration
+def test_an_interrupt_stops_the_commands_other_threads_wait_on() -> None:
+    # Commands run in sessions of their own: Ctrl-C reaches the gate only. Without
+    # killing them, the gate would wait for a thread's command to run to its timeout.
+    results: dict[str, proc.Result] = {}
+    worker = threading.Thread(target=lambda: results.update(r=proc.run(["sleep", "30"])))
+    began = time.monotonic()
+
+    def interrupted_meanwhile() -> None:
+        worker.start()
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(20)  # the interrupt comes first
+
+    with proc.interrupts_kill_commands(), pytest.raises(KeyboardInterrupt):
+        interrupted_meanwhile()
+    worker.join(timeout=20)
+    assert not worker.is_alive()
+    assert time.monotonic() - began < 10
+    assert results["r"].returncode != 0
 
 
 @pytest.mark.integration
