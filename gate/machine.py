@@ -59,6 +59,12 @@ def host_arch() -> str:
     return platform.machine() or "unknown"
 
 
+def background_threads() -> int:
+    """Threads for the gate's own work beside a project's command (SASS dumps, library
+    reads): at most a quarter of the cores, one on a small machine, never more than 4."""
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
 def os_description() -> str:
     """Distribution name when /etc/os-release has one, else the platform string."""
     try:

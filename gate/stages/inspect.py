@@ -13,7 +13,6 @@ and (when the driver is known) whether the driver can JIT the PTX's ISA.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -109,8 +108,8 @@ class Deferred:
         """Start ``work``; its output becomes artifact ``name``'s ``{prefix}sass.txt``,
         checked for SASS when ``checked`` (an artifact with device code of its own)."""
         if self._pool is None:
-            # nvdisasm is one core per dump: leave most of a small machine to the project.
-            workers = max(1, min(4, (os.cpu_count() or 1) // 4))
+            # nvdisasm is one core per dump: leave most of the machine to the project.
+            workers = machine.background_threads()
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="sass-dump")
         self._pending.append((self._pool.submit(work), evidence, name, prefix, checked))
 
