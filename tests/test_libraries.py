@@ -72,8 +72,7 @@ def test_libraries_read_ahead_are_judged_as_if_read_then(tmp_path: Path) -> None
     shutil.copy(GOLDEN, copy)
     plain = tmp_path / "libplain.so"
     plain.write_bytes(b"\x7fELF not really")
-    prefetch = libraries.Prefetch()
-    try:
+    with libraries.Prefetch() as prefetch:
         prefetch.add([GOLDEN, plain])  # the first run's; copy is asked for only by judge
         found = libraries.judge(
             EvidenceDir.create(tmp_path / "ev"),
@@ -84,8 +83,6 @@ def test_libraries_read_ahead_are_judged_as_if_read_then(tmp_path: Path) -> None
             config=Config(project_dir=tmp_path),
             prefetch=prefetch,
         )
-    finally:
-        prefetch.close()
     expected = judged(tmp_path / "again", "9.0", ran("a", GOLDEN, plain), ran("b", copy))
     assert [lib.record() for lib in found.libraries] == [lib.record() for lib in expected.libraries]
     assert [c.message for c in found.checks] == [c.message for c in expected.checks]

@@ -310,73 +310,19 @@ def run(
     programs, the smoke program's two paths and the PTX proofs, run at once; else one
     process at a time, as exclusive-process mode admits.
     """
-    prefetch = libraries.Prefetch(use_cache=use_cache)
-    try:
-        return _run(
+    with libraries.Prefetch(use_cache=use_cache) as prefetch:
+        runs = _run_points(evidence, points, prefetch, side_by_side=side_by_side)
+        judged = libraries.judge(
             evidence,
-            config=config,
-            points=points,
+            runs=runs,
             artifacts=artifacts,
-            capability=capability,
-            driver_cuda=driver_cuda,
+            cap=capability,
+            driver=driver_cuda,
+            config=config,
             use_cache=use_cache,
             prefetch=prefetch,
-            side_by_side=side_by_side,
         )
-    finally:
-        prefetch.close()
-
-
-def _run(
-    evidence: EvidenceDir,
-    *,
-    config: Config,
-    points: Sequence[EntryPoint],
-    artifacts: Sequence[Inspected],
-    capability: Capability,
-    driver_cuda: Version | None,
-    use_cache: bool,
-    prefetch: libraries.Prefetch,
-    side_by_side: bool,
-) -> ExecuteOutcome:
-    runs: list[Run] = []
-    checks: list[Check] = []
-    status: list[str] = []
-    for entry in points:
-        smoke = entry.name == SMOKE
-        names = [
-            path.log_name if smoke else f"entry-{safe_name(entry.name)}.{path.log_name}"
-            for path in ExecPath
-        ]
-        if smoke and side_by_side:
-            # The gate's own program: both paths at once (separate processes, caches and
-            # environments; each mostly CUDA start-up). The project's entry
-            # points run one at a time, as they would alone.
-            with ThreadPoolExecutor(2) as pool:
-                pair = list(pool.map(run_entry_point, [entry] * len(names), ExecPath, names))
-        else:
-            pair = [run_entry_point(entry, p, n) for p, n in zip(ExecPath, names, strict=True)]
-        for done in pair:
-            evidence.write_text(done.log_name, log_text(done))
-            prefetch.add(done.loaded)  # read while the next entry point runs
-        runs += pair
-        codes = {
-            r.path: "timeout" if r.result.timed_out else str(r.result.returncode) for r in pair
-        }
-        line = f"native={codes[ExecPath.NATIVE]}\nptx_jit={codes[ExecPath.JIT]}\n"
-        status.append(line if smoke else f"{entry.name}: {line.replace(chr(10), ' ').strip()}\n")
-    evidence.write_text("execution-status.txt", "".join(status))
-    judged = libraries.judge(
-        evidence,
-        runs=runs,
-        artifacts=artifacts,
-        cap=capability,
-        driver=driver_cuda,
-        config=config,
-        use_cache=use_cache,
-        prefetch=prefetch,
-    )
-    checks += judged.checks
+    checks = list(judged.checks)
     predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)
     # The PTX loads wait on the driver in processes of their own: write the loaded
     # libraries' evidence (torch's come to megabytes of JSON) meanwhile.
@@ -404,6 +350,44 @@ def _run(
         paths_proved=tuple(predict.paths_proved(runs, predictions, proofs)),
         commands=proofs.commands,
     )
+
+
+def _run_points(
+    evidence: EvidenceDir,
+    points: Sequence[EntryPoint],
+    prefetch: libraries.Prefetch,
+    *,
+    side_by_side: bool,
+) -> list[Run]:
+    """Every entry point on both paths, each run's log and execution-status.txt written,
+    and what each run loaded handed to ``prefetch`` while the next one runs."""
+    runs: list[Run] = []
+    status: list[str] = []
+    for entry in points:
+        smoke = entry.name == SMOKE
+        names = [
+            path.log_name if smoke else f"entry-{safe_name(entry.name)}.{path.log_name}"
+            for path in ExecPath
+        ]
+        if smoke and side_by_side:
+            # The gate's own program: both paths at once (separate processes, caches and
+            # environments; each mostly CUDA start-up). The project's entry
+            # points run one at a time, as they would alone.
+            with ThreadPoolExecutor(2) as pool:
+                pair = list(pool.map(run_entry_point, [entry] * len(names), ExecPath, names))
+        else:
+            pair = [run_entry_point(entry, p, n) for p, n in zip(ExecPath, names, strict=True)]
+        for done in pair:
+            evidence.write_text(done.log_name, log_text(done))
+            prefetch.add(done.loaded)  # read while the next entry point runs
+        runs += pair
+        codes = {
+            r.path: "timeout" if r.result.timed_out else str(r.result.returncode) for r in pair
+        }
+        line = f"native={codes[ExecPath.NATIVE]}\nptx_jit={codes[ExecPath.JIT]}\n"
+        status.append(line if smoke else f"{entry.name}: {line.replace(chr(10), ' ').strip()}\n")
+    evidence.write_text("execution-status.txt", "".join(status))
+    return runs
 
 
 def execution_check(done: Run, excuse: str | None = None) -> Check:

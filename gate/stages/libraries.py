@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gate import machine
 from gate.config import Config
 from gate.demangle import demangle
 from gate.errors import BadInputError
@@ -286,8 +287,8 @@ class Prefetch:
 
     def __init__(self, *, use_cache: bool = True) -> None:
         self._use_cache = use_cache
-        # At most a quarter of the cores: the project's entry point runs meanwhile.
-        workers = max(1, min(4, (os.cpu_count() or 1) // 4))
+        # The project's entry point runs meanwhile: leave it most of the machine.
+        workers = machine.background_threads()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="loaded-read")
         self._reads: dict[Path, Future[_Read]] = {}
 
@@ -305,6 +306,12 @@ class Prefetch:
     def close(self) -> None:
         """Stop: nothing more is read."""
         self._pool.shutdown(cancel_futures=True)
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def _read(path: Path, *, use_cache: bool = True) -> _Read:
