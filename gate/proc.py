@@ -350,36 +350,38 @@ def _orphans() -> set[int]:
     return found
 
 
-def _session(pid: int) -> int | None:
-    """The session id of ``pid`` (None when it is gone or unreadable)."""
+def _stat_fields(pid: int | str) -> list[bytes] | None:
+    """``/proc/PID/stat`` after the command name (state, ppid, pgrp, session, ...).
+
+    The name (2nd field) is in parentheses and may hold spaces. None when the process
+    is gone or unreadable.
+    """
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    # After the parenthesised name: state, ppid, pgrp, session.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _session(pid: int) -> int | None:
+    """The session id of ``pid`` (None when it is gone or unreadable)."""
+    fields = _stat_fields(pid)
+    return int(fields[3]) if fields and len(fields) > 3 and fields[3].isdigit() else None
 
 
 def _orphans_by_stat() -> set[int]:
     """:func:`_orphans` where no ``children`` file exists: every process's parent read."""
-    me = os.getpid()
+    me = str(os.getpid()).encode()
     found: set[int] = set()
     try:
         entries = [p.name for p in Path("/proc").iterdir()]
     except OSError:
         return found
     for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        # The command name (2nd field) is in parentheses and may hold spaces.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and fields[1] == str(me).encode():
-            found.add(int(name))
+        if name.isdigit():
+            fields = _stat_fields(name)
+            if fields and len(fields) > 1 and fields[1] == me:
+                found.add(int(name))
     return found
 
 
