@@ -91,9 +91,7 @@ def _key(key: object) -> str:
     """An object key as json.dumps writes it (True -> "true", 1.5 -> "1.5"); TypeError else."""
     if isinstance(key, str):
         return key
-    if key is True or key is False or key is None:
-        return _ENCODER.encode(key)
-    if isinstance(key, int | float):
+    if key is None or isinstance(key, int | float):  # bool is an int
         return _ENCODER.encode(key)
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
