@@ -240,6 +240,31 @@ def test_identical_entries_are_decoded_once_and_each_gets_the_names(
     assert len(calls) == 2  # one SASS and one PTX payload, each decoded once
 
 
+def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import concurrent.futures
+    import os
+
+    from gate.reader import read
+
+    pools: list[int | None] = []
+
+    class Recorded(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, max_workers: int | None = None) -> None:
+            pools.append(max_workers)
+            super().__init__(max_workers)
+
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", Recorded)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(read, "_PARALLEL_MIN", 1)
+    one = (GOLDEN / "debug.fatbin").read_bytes()
+    report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
+    assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
+    # More threads only add memory: the per-entry work that holds the GIL bounds the speed.
+    assert pools == [8]
+
+
 def test_scan_skips_what_cannot_hold_a_loadable_container(tmp_path: Path) -> None:
     from gate.reader.elffile import Section
     from gate.reader.read import _may_hold_containers, _outside
