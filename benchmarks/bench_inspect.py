@@ -2,7 +2,8 @@
 
 Whole processes, both tools in the same run, interleaved round-robin so machine noise
 hits both alike; median wall time and per-process peak RSS (``os.wait4`` rusage, so
-each run's own peak, not the maximum over all children). Writes benchmarks/RESULTS.md.
+each run's own peak, not the maximum over all children). Writes its part of
+benchmarks/RESULTS.md, between two marker lines; the rest of the file is kept.
 
     python benchmarks/bench_inspect.py [LIBRARY ...] [--runs 5] [--output FILE] [--no-write]
 
@@ -42,38 +43,10 @@ LIST_ELF = "cuobjdump --list-elf"
 SYMBOLS = "cuobjdump -symbols"
 
 
-NOTES = """## On the GPU machine: libtorch_cuda.so (H200, torch 2.11)
-
-```sh
-python -m pip install -e '.[test]' torch==2.11.0
-LIB="$(python -c 'import torch, pathlib; print(pathlib.Path(torch.__file__).parent / "lib")')"
-python benchmarks/bench_inspect.py --runs 5 --output /tmp/RESULTS-torch.md "$LIB/libtorch_cuda.so"
-python -m pytest -q -m gpu tests/test_gpu_torch.py   # names equal cuobjdump -symbols there
-```
-
-## Where the time goes
-
-- Kernel names are decompression bound: every cubin must be decompressed whole (its
-  section headers are at its end); libcublasLt holds 2.4 GB once decompressed (1.7 GB
-  in .nv_fatbin, 0.7 GB in .cask_resource), about 1.9 s of zstd on one core here. zstd
-  releases the GIL, so the decoding threads use both cores; what holds the GIL per
-  entry was cut (each distinct payload is decoded once: 4,479 of the 5,666 entries in
-  .nv_fatbin are byte-for-byte copies; a cubin's wanted section headers are picked in
-  C; PTX `.entry` names are found with bytes.find). A PTX text is streamed and never
-  held whole, which keeps the peak far under cuobjdump's.
-- The default listing scans every section a loadable container can sit in: on
-  libcublasLt about 255 MB (.rodata, .data, .lrodata, .ldata, the gaps between the
-  299 containers of .cask_resource). Sections the runtime never loads, TLS, unwind
-  and exception tables, the GOT and the fatbin wrappers are skipped, and no range is
-  read twice, but the rest can hold containers (libcufft keeps 24,453 in .ldata,
-  libcusparse some in .rodata) and must be searched. bytes.find runs at about 2 GB/s on
-  this VM (a 16-byte needle would be twice as fast, but only 8 bytes of a container's
-  header are fixed), so the scan costs 120-180 ms here; --no-scan reads what cuobjdump
-  reads. A faster scan would need a rule such as "containers are 8-byte aligned" (true
-  of every one seen in libcublasLt), not yet verified on libcufft and libcusparse.
-- Start-up: `python -c pass` is about 15 ms here, the imports of the inspect command
-  about 40-60 ms more; every listing row above includes them.
-"""
+# The part of RESULTS.md this script writes; the rest of the file (runs on other machines,
+# the overhead figures, the analysis) is kept as it is.
+BEGIN = "<!-- bench_inspect.py writes from here: do not edit by hand -->"
+END = "<!-- bench_inspect.py writes up to here -->"
 
 
 @dataclass(frozen=True)
@@ -151,7 +124,8 @@ def machine() -> str:
         load = f"; load average {os.getloadavg()[0]:.2f} at the start"
     return (
         f"{cpu}, {os.cpu_count()} cores{memory}; {platform.system()} {platform.release()}; "
-        f"Python {platform.python_version()}{load}"
+        f"Python {platform.python_version()}{load}; {time.strftime('%Y-%m-%d %H:%M %Z')}, "
+        f"revision {_revision()}"
     )
 
 
@@ -185,11 +159,34 @@ def main() -> int:
     text = render(results, libs, tool, args.runs, start_machine)
     print(text)
     if not args.no_write:
+        old = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
         fd, tmp = tempfile.mkstemp(dir=args.output.parent, prefix=".RESULTS.")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(merge(old, text))
         Path(tmp).replace(args.output)
     return 0
+
+
+def _revision() -> str:
+    """The checkout's short commit id (``+`` when it has changes), else ``unknown``."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+" if dirty else "")
 
 
 def render(
@@ -244,8 +241,17 @@ def render(
             f"(1/{elf_kb / max(full_kb, 1):.0f}) (target <= 1/10: {_met(memory_ok)})"
         )
         lines += [f"### {n}", "", kernels, listing, memory, ""]
-    lines += [NOTES, ""]
     return "\n".join(lines)
+
+
+def merge(old: str, block: str) -> str:
+    """``old`` with its generated part replaced by ``block`` (put first if it has none)."""
+    marked = f"{BEGIN}\n{block.strip()}\n{END}\n"
+    start, end = old.find(BEGIN), old.find(END)
+    if start < 0 or end < start:
+        return marked + ("\n" + old if old else "")
+    rest = old[end + len(END) :].lstrip("\n")
+    return old[:start] + marked + ("\n" + rest if rest else "")
 
 
 def _met(ok: bool) -> str:

@@ -1,0 +1,49 @@
+"""benchmarks/bench_inspect.py rewrites only its own part of RESULTS.md."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.unit
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_inspect", ROOT / "benchmarks" / "bench_inspect.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_inspect"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_new_run_replaces_the_last_one_and_keeps_everything_around_it() -> None:
+    bench = _bench()
+    kept = "## On the GPU machine\n\n| H200 | 0.861 s |\n\n## Runs on this VM\n\nhand-written\n"
+    first = bench.merge("", "# run 1\n\n| names | 2.0 s |\n")
+    # A file without the markers (as before they existed): the run goes first, all is kept.
+    assert bench.merge(kept, "# run 1\n") == bench.merge("", "# run 1\n") + "\n" + kept
+    with_kept = first + "\n" + kept
+    second = bench.merge(with_kept, "# run 2\n\n| names | 1.9 s |\n")
+    assert "run 1" not in second
+    assert "| names | 1.9 s |" in second
+    assert second.endswith(kept)
+    assert second.count(bench.BEGIN) == second.count(bench.END) == 1
+    # The same run written twice gives the same file.
+    assert bench.merge(second, "# run 2\n\n| names | 1.9 s |\n") == second
+
+
+def test_the_checked_in_results_have_one_generated_part() -> None:
+    bench = _bench()
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    assert text.count(bench.BEGIN) == text.count(bench.END) == 1
+    assert text.index(bench.BEGIN) < text.index(bench.END)
