@@ -169,21 +169,14 @@ def main() -> int:
 
 def _revision() -> str:
     """The checkout's short commit id (``+`` when it has changes), else ``unknown``."""
+
+    def git(*args: str) -> str:
+        argv = ["git", "-C", str(ROOT), *args]
+        return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=10).stdout
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD").strip()
+        dirty = git("status", "--porcelain", "--untracked-files=no").strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+" if dirty else "")
