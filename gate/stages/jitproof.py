@@ -51,16 +51,6 @@ class Proofs:
         return all(results.get(name, False) for name in names)
 
 
-def prove(
-    evidence: EvidenceDir,
-    predictions: Sequence[Prediction],
-    artifacts: Sequence[Inspected],
-    cap: Capability,
-) -> Proofs:
-    """Load the PTX of every project artifact behind an entry point whose JIT run is blocked."""
-    return start(predictions, artifacts, cap).finish(evidence)
-
-
 def start(
     predictions: Sequence[Prediction],
     artifacts: Sequence[Inspected],
@@ -68,8 +58,9 @@ def start(
     *,
     side_by_side: bool = True,
 ) -> Pending:
-    """:func:`prove`'s loads, started: each waits on the driver in a process of its own,
-    so the caller can write evidence meanwhile and then call :meth:`Pending.finish`.
+    """Start loading the PTX of every project artifact behind an entry point whose JIT run
+    is blocked: each load waits on the driver in a process of its own, so the caller can
+    write evidence meanwhile and then call :meth:`Pending.finish`.
 
     Up to 8 at once with ``side_by_side``; one at a time on a device in an exclusive
     compute mode."""
