@@ -92,9 +92,7 @@ class Deferred:
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: list[
-            tuple[Future[proc.Result | ToolError], EvidenceDir, str, str, bool]
-        ] = []
+        self._pending: list[_Dump] = []
 
     def submit(
         self,
