@@ -19,7 +19,7 @@ are invisible to inspection, and only the entry point's runs stand behind them.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -228,12 +228,11 @@ def _with_code(
 
     The same bytes loaded through two paths (a symlink, a copy) are one library.
     """
-    if prefetch is not None:
+    with contextlib.ExitStack() as own:
+        if prefetch is None:  # nothing read ahead: the same reads, started here
+            prefetch = own.enter_context(Prefetch(use_cache=use_cache))
         prefetch.add(users)
         reads = [prefetch.get(path) for path in users]
-    else:
-        with ThreadPoolExecutor(_readers()) as pool:
-            reads = list(pool.map(lambda p: _read(p, use_cache=use_cache), users))
     lines: list[str] = []
     found: dict[str, tuple[Path, reader.ArtifactReport, list[str]]] = {}
     for (path, entry_names), (mark, read) in zip(users.items(), reads, strict=True):
@@ -266,11 +265,6 @@ def _not_the_artifact(library: Library, twin: Inspected) -> Check:
 def _add(names: list[str], name: str) -> None:
     if name not in names:
         names.append(name)
-
-
-def _readers() -> int:
-    """Threads reading libraries: hashing and decompression run without the GIL."""
-    return max(1, min(8, os.cpu_count() or 1))
 
 
 _Read = tuple[str, tuple[reader.ArtifactReport, str] | None]
