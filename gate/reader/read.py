@@ -61,9 +61,9 @@ _KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVV
 _PARALLEL_MIN = 16
 # Threads decoding names. Past 8 the per-entry Python work (which holds the GIL) bounds
 # the speed, while memory grows with each thread (a payload held, and what the allocator
-# keeps of those it freed). On
-# the H200's 16 cores, 8 threads: libtorch_cuda.so 0.97 s / 292 MB, libcublasLt.so.13
-# 1.09 s / 184 MB; 16 threads: 1.02 s / 445 MB and 1.08 s / 256 MB (medians of 5).
+# keeps of those it freed). On the H200's 16 cores, 8 threads: libtorch_cuda.so 0.97 s /
+# 292 MB, libcublasLt.so.13 1.09 s / 184 MB; 16 threads: 1.02 s / 445 MB and 1.08 s /
+# 256 MB (medians of 5).
 _WORKERS = 8
 # Entries decoded by one task, and between two releases of the pages they were read from.
 _BATCH = 16
