@@ -8,9 +8,12 @@ function. Command modules import their heavy dependencies inside the handler, so
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from gate import __version__
 from gate.errors import ExitCode, GateError
@@ -59,8 +62,6 @@ def _named_command(argv: Sequence[str] | None) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one command, and map its outcome to an exit status."""
     args = build_parser(_named_command(argv)).parse_args(argv)
-    from gate.proc import interrupts_kill_commands  # noqa: PLC0415  (start-up: after parsing)
-
     try:
         with interrupts_kill_commands():
             return int(args.handler(args))
@@ -72,3 +73,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         return int(ExitCode.OK)
+
+
+@contextlib.contextmanager
+def interrupts_kill_commands() -> Iterator[None]:
+    """Within: SIGINT first kills every running command (gate.proc.kill_running), then
+    raises KeyboardInterrupt as usual. Outside the main thread, nothing changes.
+
+    gate.proc is looked up when the signal comes, not imported here: no command runs
+    before something imports it, and a command that runs none (``cuda-gate inspect
+    --no-detect``) does not pay for its import at start-up.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        proc = sys.modules.get("gate.proc")
+        if proc is not None:
+            proc.kill_running()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -234,25 +234,6 @@ def kill_running() -> None:
         return
     for pid in running:
         _kill_group(pid)
-
-
-@contextlib.contextmanager
-def interrupts_kill_commands() -> Iterator[None]:
-    """Within: SIGINT first kills every running command (:func:`kill_running`), then
-    raises KeyboardInterrupt as usual. Outside the main thread, nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupted(_signum: int, _frame: object) -> None:
-        kill_running()
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, interrupted)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _wait(child: subprocess.Popen[bytes], timeout: float) -> bool:

@@ -151,7 +151,7 @@ def test_an_interrupt_stops_the_commands_other_threads_wait_on() -> None:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(20)  # the interrupt comes first
 
-    with proc.interrupts_kill_commands(), pytest.raises(KeyboardInterrupt):
+    with cli.interrupts_kill_commands(), pytest.raises(KeyboardInterrupt):
         interrupted_meanwhile()
     worker.join(timeout=20)
     assert not worker.is_alive()
