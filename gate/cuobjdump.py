@@ -17,7 +17,7 @@ from pathlib import Path
 from gate import proc
 from gate.errors import ToolError
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.targets import Target, Version
+from gate.rules.targets import Target, Version
 
 TIMEOUT = 600.0
 # What cuobjdump may print and still be read whole: -symbols on torch's libtorch_cuda.so

@@ -12,6 +12,7 @@ import platform
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 from gate import proc
 from gate.errors import ConfigError, ToolError
 from gate.reader.hostelf import parse_ld_cache
-from gate.reader.targets import Capability, Target, Version
+from gate.rules.targets import Capability, Target, Version
 
 _SMI_TIMEOUT = 60.0
 _NVCC_RELEASE_RE = re.compile(r"release (\d+\.\d+), (V[\w.]+)")
@@ -271,24 +272,39 @@ def diagnose_no_device(report: ProbeReport) -> str:
 PYTHON_ENV = "CUDA_GATE_PYTHON"
 
 
-def find_python(explicit: str | None = None) -> str | None:
-    """The project's interpreter for ``{python}``: ``explicit``, else $CUDA_GATE_PYTHON, else
-    the first ``python3`` on PATH outside the gate's own virtual environment.
+def find_python(
+    explicit: str | None = None,
+    configured: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> str | None:
+    """The project's interpreter for ``{python}``, the first of: ``explicit``
+    (``--python``), ``$CUDA_GATE_PYTHON``, ``configured`` (the config's ``python``), the
+    first ``python3`` on PATH outside the gate's own virtual environment.
 
-    ToolError when a named interpreter cannot be found; None when none is named and
-    no ``python3`` is on PATH (a config that uses ``{python}`` then fails by name).
+    ToolError naming where a named interpreter came from when it cannot be found; None
+    when none is named and no ``python3`` is on PATH (a config that uses ``{python}``
+    then fails by name).
     """
-    chosen = explicit or os.environ.get(PYTHON_ENV)
+    env = os.environ if environ is None else environ
+    named = (
+        (explicit, "--python"),
+        (env.get(PYTHON_ENV), f"${PYTHON_ENV}"),
+        (configured, "the config's python"),
+    )
+    chosen, origin = next(((v, o) for v, o in named if v), (None, ""))
     if chosen:
         if "/" in chosen:
             path = Path(chosen).expanduser()
             if not (path.is_file() and os.access(path, os.X_OK)):
-                raise ToolError(f"python {chosen}: not an executable file")
+                raise ToolError(f"python {chosen} (from {origin}): not an executable file")
             return str(path)
-        return proc.which(chosen)
+        try:
+            return proc.which(chosen)
+        except ToolError as e:
+            raise ToolError(f"python {chosen} (from {origin}): not found on PATH") from e
     # Nox puts the gate's own virtualenv first on PATH; the user's torch is not in it.
     own = Path(sys.prefix).resolve()
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
+    for folder in env.get("PATH", "").split(os.pathsep):
         candidate = Path(folder or ".") / "python3"
         if not (candidate.is_file() and os.access(candidate, os.X_OK)):
             continue

@@ -22,22 +22,22 @@ from gate.attest.signing import Signer
 from gate.config import Config
 from gate.errors import ConfigError, ExitCode, GateError, NoDeviceError
 from gate.evidence import EvidenceDir
-from gate.reader.targets import Target
 from gate.record import (
     STAGES,
     Artifact,
     Build,
-    Cause,
-    Check,
     Device,
     Environment,
     Execution,
     LoadedLibrary,
     RunRecord,
-    Stage,
-    StageStatus,
 )
 from gate.redact import Redactor
+from gate.rules.causes import Cause
+from gate.rules.hosts import host_for
+from gate.rules.require import Requirement
+from gate.rules.targets import Target
+from gate.rules.verdict import Check, CheckState, Stage, StageStatus
 from gate.stages import build, environment, execute, inspect, probe, report
 from gate.stages.build import SMOKE_KERNEL
 from gate.store import StoreSettings, publish, run_meta_from_evidence
@@ -115,14 +115,21 @@ class _Progress:
         """A stage failure no check of the stage already shows becomes one."""
         if not any(c.failed and c.classname.startswith(f"gate.{stage}") for c in self.checks):
             self.checks.append(
-                Check(f"{stage} stage", f"gate.{stage}", False, failure.one_line(), cause=cause)
+                Check(
+                    f"{stage} stage",
+                    f"gate.{stage}",
+                    CheckState.FAILED,
+                    failure.one_line(),
+                    cause=cause,
+                )
             )
 
 
-def tools(nvcc: str, python: str | None) -> dict[str, str]:
-    """What ``{nvcc}`` and ``{python}`` stand for in this run."""
+def tools(nvcc: str, python: str | None, configured: str | None = None) -> dict[str, str]:
+    """What ``{nvcc}`` and ``{python}`` stand for in this run (``python``: ``--python``;
+    ``configured``: the config's ``python``; gate.machine.find_python orders them)."""
     found = {"nvcc": nvcc}
-    chosen = machine.find_python(python)
+    chosen = machine.find_python(python, configured)
     if chosen is not None:
         found["python"] = chosen
     return found
@@ -136,12 +143,13 @@ class _Found:
     environment: Environment
     device: Device
     builds: tuple[Build, ...] = ()
-    required_targets: tuple[Target, ...] = ()
+    requirements: tuple[Requirement, ...] = ()
     artifacts: tuple[Artifact, ...] = ()
     executions: tuple[Execution, ...] = ()
     loaded_libraries: tuple[LoadedLibrary, ...] = ()
     diagnoses: tuple[str, ...] = ()
     paths_proved: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def run(options: RunOptions, say: Progress) -> Outcome:
@@ -168,12 +176,13 @@ def run(options: RunOptions, say: Progress) -> Outcome:
         stages=tuple(p.stages),
         builds=found.builds,
         artifacts=found.artifacts,
-        required_targets=found.required_targets,
+        requirements=found.requirements,
         loaded_libraries=found.loaded_libraries,
         executions=found.executions,
         checks=tuple(p.checks),
         diagnoses=found.diagnoses,
         paths_proved=found.paths_proved,
+        notes=found.notes,
     )
     began = p.start("report")
     report.write(evidence, record)
@@ -296,43 +305,57 @@ class _Stages:
         assert probed.target is not None  # noqa: S101 - the probe stage ran
         assert env.toolkit is not None  # noqa: S101 - the environment stage ran
         options, config = self.options, self.config
-        tool_paths = tools(env.toolkit.nvcc, options.python or config.python)
+        tool_paths = tools(env.toolkit.nvcc, options.python, config.python)
         began = self.p.start("build")
+        # The device in front needs code built for it; a target named with --target
+        # keeps its own form (sm_90a needs sm_90a).
+        first = (
+            Requirement.of_device(probed.capability)
+            if probed.target_source == "probe" and probed.capability is not None
+            else Requirement.of_target(probed.target)
+        )
         built = build.run(
             self.evidence,
             config=config,
             target=probed.target,
+            requirement=first,
             workdir=self.workdir,
             tools=tool_paths,
             sass=options.sass,
             ptx=options.ptx,
             use_cache=options.use_cache,
         )
-        found = self.found = replace(found, builds=built.builds, required_targets=built.required)
+        found = self.found = replace(found, builds=built.builds, requirements=built.required)
         if not self.finish("build", began, built):
             self.skip_rest("build")
             return found
         began = self.p.start("inspect")
         self.inspect_checks_end = len(self.p.checks)
         driver = env.driver.cuda_version if env.driver else None
+        device = probed.capability or probed.target.capability
         inspected = inspect.run(
             self.evidence,
             config=config,
             smoke=built.smoke,
             smoke_kernels=(SMOKE_KERNEL,),
-            target=probed.target,
+            smoke_requirement=first,
             required=built.required,
             capability=probed.capability,
             driver_cuda=driver,
+            host=host_for(device, configured=config.host, here=env.host_arch),
             host_arch=env.host_arch,
             workdir=self.workdir,
+            built_since=built.built_since,
             dump_sass=options.dump_sass,
             use_cuobjdump=options.use_cuobjdump,
             use_cache=options.use_cache,
         )
         self.deferred = inspected.deferred
+        notes = tuple(
+            dict.fromkeys(a.cross_check_note for a in inspected.artifacts if a.cross_check_note)
+        )
         found = self.found = replace(
-            found, artifacts=tuple(a.record() for a in inspected.artifacts)
+            found, artifacts=tuple(a.record() for a in inspected.artifacts), notes=notes
         )
         inspected_ok = self.finish("inspect", began, inspected, Cause.EVIDENCE)
         self.inspect_checks_end = len(self.p.checks)  # the SASS dump checks go here later

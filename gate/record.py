@@ -5,148 +5,49 @@
 :meth:`RunRecord.from_json` / :func:`load`, which check the version and the shape.
 Every reader (manifest, verify, store, matrix, GitHub reporting) uses these.
 
-Whether something passed is decided once, here, from the record's own fields:
-
-* an execution passed when it was not killed, exited with the expected status,
-  printed the expected output and left its JIT cache folder empty;
-* the verdict follows from the stages, the checks and the executions (see
-  :func:`decide`); a stored verdict that disagrees with them is not a record.
+Whether something passed is decided by the decision core (:mod:`gate.rules`) from the
+record's own fields: an execution by :class:`gate.rules.causes.RunFacts`, the verdict by
+:func:`gate.rules.verdict.decide`; a stored verdict that disagrees with them is not a
+record.
 
 Version history: 1 (first release); 2 adds each execution's expected exit status
 and cache check (so "passed" can be recomputed instead of guessed from exit 0),
 a ranked cause on each failing check, the stages and their status, and, for
-loaded libraries, how the device runs them.
+loaded libraries, how the device runs them; 3 gives each check one ``state``
+(passed, warned, failed, not-run) in place of the two flags ``passed`` and
+``skipped``, which stages set differently, and the execution path it stands for,
+and records each required target with its form (``requirements``) and what the run
+did not do, with no check standing for it (``notes``: no cuobjdump to cross-check
+with). Versions 1 and 2 are still read: a check they mark skipped reads as not run, so
+a stored run is judged by today's rule (a check that did not run never counts as
+passed); their stored verdict is not compared with it.
 """
 
 from __future__ import annotations
 
-import enum
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gate import jsonutil
-from gate.errors import BadInputError, ConfigError, ExitCode
+from gate.errors import BadInputError, ConfigError
 from gate.git import SourceInfo
 from gate.machine import ContainerInfo, DriverInfo, ToolkitInfo
 from gate.reader.hostelf import Dependency
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.targets import Capability, Target, Version
+from gate.rules.causes import Cause, ExecPath, RunFacts, RuntimeFailure
+from gate.rules.compat import Form
+from gate.rules.require import Requirement
+from gate.rules.targets import Capability, Target, Version
+from gate.rules.verdict import Check, CheckState, Stage, StageStatus, Verdict, decide
 
 RESULT_FILE = "result.json"
-RESULT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
-ACCEPTED_STATEMENT = "Passed with the current driver, current artifacts, and tested entry points."
-NOT_EXECUTED = "execution not verified"
+RESULT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
-
-
-class ExecPath(enum.Enum):
-    """The two execution paths the gate proves separately."""
-
-    NATIVE = "native"
-    JIT = "jit"
-
-    @property
-    def log_name(self) -> str:
-        """The seed's log file name for this path."""
-        return "native.log" if self is ExecPath.NATIVE else "ptx-jit.log"
-
-    @property
-    def title(self) -> str:
-        """Human name of the path."""
-        return "native SASS (PTX JIT disabled)" if self is ExecPath.NATIVE else "forced PTX JIT"
-
-
-class Cause(enum.Enum):
-    """Why a check failed, most fundamental first: the verdict's headline is the first one.
-
-    The order is the ranking (a missing target explains a failed run, not the other
-    way round); the value is the JUnit failure ``type``.
-    """
-
-    HOST_ARCH = "wrong-host-arch"
-    TOOLCHAIN = "toolchain"
-    WRONG_TARGET = "wrong-target"
-    MISSING_SASS = "missing-sass"
-    MISSING_PTX = "missing-ptx"
-    MISSING_KERNEL = "missing-kernel"
-    NO_DEVICE_CODE = "no-device-code"
-    LOADED_LIBRARY = "loaded-library"
-    DRIVER_TOO_OLD = "driver-too-old"
-    NO_KERNEL_IMAGE = "no-kernel-image"
-    JIT_DISABLED = "jit-disabled"
-    UNSUPPORTED_PTX = "unsupported-ptx"
-    INVALID_PTX = "invalid-ptx"
-    TIMEOUT = "timeout"
-    EXIT_STATUS = "exit-status"
-    OUTPUT = "unexpected-output"
-    JIT_CACHE = "jit-cache-written"
-    PTX_LOAD = "ptx-load-failed"
-    PREDICTION = "prediction-mismatch"
-    CROSS_CHECK = "cross-check"
-    EVIDENCE = "evidence-incomplete"
-    INTERNAL = "internal-error"
-
-    @property
-    def rank(self) -> int:
-        """Position in the ranking: lower explains more."""
-        return _RANK[self]
-
-
-_RANK = {cause: i for i, cause in enumerate(Cause)}
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check of the run: one JUnit test case.
-
-    ``cause`` says why a failed check failed (None for passed and skipped ones);
-    ``output`` is the log shown in JUnit's system-out, not part of result.json.
-    """
-
-    name: str
-    classname: str
-    passed: bool
-    message: str
-    duration: float = 0.0
-    output: str = ""
-    skipped: bool = False
-    cause: Cause | None = None
-
-    @property
-    def failed(self) -> bool:
-        """Neither passed nor skipped."""
-        return not self.passed and not self.skipped
-
-    @property
-    def status(self) -> str:
-        """``PASS``, ``FAIL`` or ``SKIP``."""
-        if self.skipped:
-            return "SKIP"
-        return "PASS" if self.passed else "FAIL"
-
-
-class StageStatus(enum.Enum):
-    """How a stage ended."""
-
-    RAN = "ran"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One pipeline stage: whether it ran, and why not or what stopped it."""
-
-    name: str
-    status: StageStatus
-    detail: str = ""
-    duration: float = 0.0
-    exit_code: int | None = None  # a failed stage's exit status (gate.errors.ExitCode)
 
 
 @dataclass(frozen=True)
@@ -221,17 +122,27 @@ class Execution:
     output_ok: bool
     expected_returncode: int = 0
     cache_clean: bool = True
-    failure: str | None = None  # the CUDA runtime error recognised in the output
+    failure: RuntimeFailure | None = None  # the CUDA runtime error recognised in the output
+
+    def facts(self) -> RunFacts:
+        """What the decision core judges the run by."""
+        return RunFacts(
+            self.returncode,
+            self.timed_out,
+            self.expected_returncode,
+            self.output_ok,
+            self.cache_clean,
+            self.failure,
+        )
 
     @property
     def passed(self) -> bool:
-        """Not killed, the expected exit status and output, and no JIT cache left behind."""
-        return (
-            not self.timed_out
-            and self.returncode == self.expected_returncode
-            and self.output_ok
-            and self.cache_clean
-        )
+        """Whether the run passed (:meth:`gate.rules.causes.RunFacts.passed`)."""
+        return self.facts().passed()
+
+    def reason(self) -> str:
+        """Why it failed (or ``passed``), in one phrase, from what the record holds."""
+        return self.facts().reason()
 
 
 @dataclass(frozen=True)
@@ -266,22 +177,6 @@ class Device:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """Accepted or not, the statement, the reasons ranked by cause."""
-
-    accepted: bool
-    statement: str
-    reasons: tuple[str, ...]
-    cause: Cause | None = None
-    exit_code: ExitCode = ExitCode.OK
-
-    @property
-    def headline(self) -> str:
-        """The statement without its ``not accepted:`` prefix."""
-        return self.statement.removeprefix("not accepted: ")
-
-
-@dataclass(frozen=True)
 class RunRecord:
     """One whole gate run."""
 
@@ -295,21 +190,22 @@ class RunRecord:
     stages: tuple[Stage, ...] = ()
     builds: tuple[Build, ...] = ()
     artifacts: tuple[Artifact, ...] = ()
-    required_targets: tuple[Target, ...] = ()
+    requirements: tuple[Requirement, ...] = ()
     loaded_libraries: tuple[LoadedLibrary, ...] = ()
     executions: tuple[Execution, ...] = ()
     checks: tuple[Check, ...] = ()
     diagnoses: tuple[str, ...] = ()
     paths_proved: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what the run did not do, and why (no check stands for it)
 
     @property
     def verdict(self) -> Verdict:
-        """The verdict, decided from the record itself (see :func:`decide`)."""
-        return decide(self.stages, self.checks, self.executions)
+        """The verdict, decided from the record itself (:func:`gate.rules.verdict.decide`)."""
+        return decide(self.stages, self.checks, [(e.entry_point, e.path) for e in self.executions])
 
     @property
     def failed_checks(self) -> tuple[Check, ...]:
-        """Checks that neither passed nor were skipped."""
+        """Checks that ran and failed."""
         return tuple(c for c in self.checks if c.failed)
 
     def to_json(self) -> dict[str, Any]:
@@ -360,7 +256,9 @@ class RunRecord:
                 for b in self.builds
             ],
             "artifacts": [_artifact_json(a) for a in self.artifacts],
-            "required_targets": [str(t) for t in self.required_targets],
+            "requirements": [
+                {"target": str(r.target), "form": r.form.value} for r in self.requirements
+            ],
             "loaded_libraries": [
                 {
                     "path": lib.path,
@@ -389,7 +287,7 @@ class RunRecord:
                     "output_ok": e.output_ok,
                     "cache_clean": e.cache_clean,
                     "passed": e.passed,
-                    "failure": e.failure,
+                    "failure": e.failure.text if e.failure else None,
                 }
                 for e in self.executions
             ],
@@ -397,11 +295,11 @@ class RunRecord:
                 {
                     "name": c.name,
                     "classname": c.classname,
-                    "passed": c.passed,
-                    "skipped": c.skipped,
+                    "state": c.state.value,
                     "message": c.message,
                     "duration": round(c.duration, 3),
                     "cause": c.cause.value if c.cause else None,
+                    "path": c.path.value if c.path else None,
                 }
                 for c in self.checks
             ],
@@ -414,6 +312,7 @@ class RunRecord:
             },
             "diagnoses": list(self.diagnoses),
             "paths_proved": list(self.paths_proved),
+            "notes": list(self.notes),
         }
 
     def dumps(self) -> str:
@@ -440,55 +339,6 @@ def load(evidence_dir: Path) -> RunRecord:
     except (ValueError, RecursionError) as e:
         raise BadInputError(f"{path}: not valid JSON: {e}") from e
     return RunRecord.from_json(data, str(path))
-
-
-def decide(
-    stages: Sequence[Stage], checks: Sequence[Check], executions: Sequence[Execution]
-) -> Verdict:
-    """The verdict: accepted only when every stage ran, every check passed, both paths ran.
-
-    The headline (and the first reason) is what stopped the pipeline, else the failing
-    check whose cause ranks first, else "execution not verified" with why. The exit
-    status follows the headline: a failed stage's own status, 1 for a failed check, 4
-    when only the missing device kept an otherwise clean run from being accepted.
-    """
-    failing = sorted((c for c in checks if c.failed), key=_check_rank)
-    reasons = [f"{c.name}: {c.message}" for c in failing]
-    execute = next((s for s in stages if s.name == "execute"), None)
-    skipped = execute is not None and execute.status is StageStatus.SKIPPED
-    if skipped or not _executed(executions):
-        why = execute.detail if skipped and execute is not None and execute.detail else ""
-        reasons.append(f"{NOT_EXECUTED} ({why})" if why else NOT_EXECUTED)
-    failed_stage = next((s for s in stages if s.status is StageStatus.FAILED), None)
-    if failed_stage is not None:
-        detail = failed_stage.detail or f"the {failed_stage.name} stage failed"
-        own = [c for c in failing if c.classname.startswith(f"gate.{failed_stage.name}")]
-        cause = own[0].cause if own else None
-        code = ExitCode(failed_stage.exit_code or ExitCode.NOT_ACCEPTED)
-        rest = tuple(r for r in reasons if not r.endswith(detail))
-        return Verdict(False, f"not accepted: {detail}", (detail, *rest), cause, code)
-    if failing:
-        first = failing[0]
-        return Verdict(
-            False, f"not accepted: {reasons[0]}", tuple(reasons), first.cause, ExitCode.NOT_ACCEPTED
-        )
-    if reasons:
-        no_device = skipped and execute is not None and execute.exit_code == ExitCode.NO_DEVICE
-        code = ExitCode.NO_DEVICE if no_device else ExitCode.NOT_ACCEPTED
-        return Verdict(False, f"not accepted: {reasons[0]}", tuple(reasons), None, code)
-    return Verdict(True, ACCEPTED_STATEMENT, (), None, ExitCode.OK)
-
-
-def _check_rank(check: Check) -> int:
-    return check.cause.rank if check.cause else len(_RANK)
-
-
-def _executed(executions: Sequence[Execution]) -> bool:
-    """Both paths ran for every entry point that ran at all (and at least one did)."""
-    paths: dict[str, set[ExecPath]] = {}
-    for e in executions:
-        paths.setdefault(e.entry_point, set()).add(e.path)
-    return bool(paths) and all(p == set(ExecPath) for p in paths.values())
 
 
 def listing_json(listing: Listing, inspector: str) -> dict[str, Any]:
@@ -677,16 +527,15 @@ class _Parser:
             stages=tuple(self.stage(s) for s in self.objs(data, "stages", default=True)),
             builds=tuple(self.build(b) for b in self.objs(data, "builds")),
             artifacts=tuple(self.artifact(a) for a in self.objs(data, "artifacts")),
-            required_targets=tuple(
-                self.parsed(Target, t) for t in self.strings(data, "required_targets")
-            ),
+            requirements=self.requirements(data, version),
             loaded_libraries=tuple(
                 self.loaded(x) for x in self.objs(data, "loaded_libraries", default=True)
             ),
             executions=tuple(self.execution(e, version) for e in self.objs(data, "executions")),
-            checks=tuple(self.check(c) for c in self.objs(data, "checks")),
+            checks=tuple(self.check(c, version) for c in self.objs(data, "checks")),
             diagnoses=tuple(self.strings(data, "diagnoses")),
             paths_proved=tuple(self.strings(data, "paths_proved")),
+            notes=tuple(self.strings(data, "notes")),
         )
         self.same_verdict(self.obj(data, "verdict"), record, version)
         return record
@@ -844,7 +693,7 @@ class _Parser:
             output_ok=output_ok,
             expected_returncode=expected,
             cache_clean=clean,
-            failure=self.text(e, "failure", optional=True),
+            failure=RuntimeFailure.from_text(self.text(e, "failure", optional=True)),
         )
         if execution.passed != stored:
             raise self.fail(
@@ -853,26 +702,53 @@ class _Parser:
             )
         return execution
 
-    def check(self, c: Mapping[str, Any]) -> Check:
+    def requirements(self, data: Mapping[str, Any], version: int) -> tuple[Requirement, ...]:
+        if version < 3:  # the targets alone, each of its own form
+            targets = self.strings(data, "required_targets")
+            return tuple(Requirement.of_target(self.parsed(Target, t)) for t in targets)
+        found = []
+        for r in self.objs(data, "requirements"):
+            try:
+                form = Form(r.get("form"))
+            except ValueError as e:
+                raise self.fail(f"requirement form {r.get('form')!r}") from e
+            found.append(Requirement(self.parsed(Target, self.text(r, "target")), form))
+        return tuple(found)
+
+    def check(self, c: Mapping[str, Any], version: int) -> Check:
         cause_text = c.get("cause")
         try:
             cause = Cause(cause_text) if cause_text is not None else None
         except ValueError as e:
             raise self.fail(f"check cause {cause_text!r}") from e
+        path_text = c.get("path")
+        try:
+            path = ExecPath(path_text) if path_text is not None else None
+        except ValueError as e:
+            raise self.fail(f"check path {path_text!r}") from e
+        if version < 3:
+            passed = self.flag(c, "passed")
+            skipped = self.flag(c, "skipped", default=False)
+            state = CheckState.NOT_RUN if skipped else CheckState.of(passed)
+        else:
+            try:
+                state = CheckState(c.get("state"))
+            except ValueError as e:
+                raise self.fail(f"check state {c.get('state')!r}") from e
         return Check(
             name=self.text(c, "name"),
             classname=self.text(c, "classname"),
-            passed=self.flag(c, "passed"),
+            state=state,
             message=self.text(c, "message"),
             duration=self.number(c, "duration", 0.0),
-            skipped=self.flag(c, "skipped", default=False),
             cause=cause,
+            path=path,
         )
 
     def same_verdict(self, stored: Mapping[str, Any], record: RunRecord, version: int) -> None:
         accepted = self.flag(stored, "accepted")
         self.text(stored, "statement")
-        if version >= 2 and accepted != record.verdict.accepted:
+        if version >= 3 and accepted != record.verdict.accepted:
             raise self.fail(
                 f"the stored verdict (accepted={accepted}) disagrees with its own checks "
                 f"(accepted={record.verdict.accepted})"

@@ -67,6 +67,16 @@ class _NoProcesses:
         raise AssertionError("unit tests must not start processes; mark it integration")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _demangler_loaded() -> None:
+    """Load the C++ demangler before any test: importing cxxfilt asks ``ldconfig -p`` where
+    libstdc++ is (ctypes.util.find_library), a process the unit guard would refuse. The
+    decision core matches kernel names by their demangled parts (gate.rules.kernels)."""
+    from gate.demangle import demangle
+
+    demangle("_Z1fv")
+
+
 @pytest.fixture(autouse=True)
 def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("unit"):

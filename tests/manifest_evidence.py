@@ -121,7 +121,7 @@ def _result(artifacts: Path, folder: Path, command: str, *, accepted: bool) -> d
     }
     deps = [{"name": "libc.so.6", "resolved": "/lib/x86_64-linux-gnu/libc.so.6"}]
     return {
-        "version": 2,
+        "version": 3,
         "tool": {"name": "cuda-gate", "version": "0.1.0"},
         "started": "2026-11-29T18:00:00Z",
         "finished": "2026-11-29T18:01:00Z",
@@ -141,6 +141,7 @@ def _result(artifacts: Path, folder: Path, command: str, *, accepted: bool) -> d
             "extra_key_from_a_newer_gate": True,
         },
         "device": {"capability": CAPABILITY, "target": "sm_90", "source": "probe", "error": None},
+        "requirements": [{"target": "sm_90", "form": "device"}],
         "builds": [
             {
                 "name": "smoke",
@@ -188,8 +189,7 @@ def _result(artifacts: Path, folder: Path, command: str, *, accepted: bool) -> d
             {
                 "name": "sass present",
                 "classname": "gate.inspect",
-                "passed": True,
-                "skipped": False,
+                "state": "passed",
                 "message": "sm_90",
                 "duration": 0.01,
             },
@@ -200,8 +200,7 @@ def _result(artifacts: Path, folder: Path, command: str, *, accepted: bool) -> d
                     {
                         "name": "check [jit]",
                         "classname": "gate.execute.jit",
-                        "passed": False,
-                        "skipped": False,
+                        "state": "failed",
                         "message": "forced PTX JIT: exit status 1",
                         "duration": 0.3,
                         "cause": "exit-status",

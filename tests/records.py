@@ -8,18 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from gate.git import SourceInfo
-from gate.record import (
-    Cause,
-    Check,
-    Device,
-    Environment,
-    ExecPath,
-    Execution,
-    LoadedLibrary,
-    RunInfo,
-    RunRecord,
-    Stage,
-)
+from gate.record import Device, Environment, Execution, LoadedLibrary, RunInfo, RunRecord
+from gate.rules.causes import Cause, ExecPath
+from gate.rules.verdict import Check, CheckState, Stage
 
 WHEN = datetime(2026, 11, 29, 18, 0, 0, tzinfo=UTC)
 RUN = RunInfo("20261129T180000Z-abc123", "h200-01", "h200")
@@ -71,13 +62,13 @@ def make_record(
 def verdict_record(accepted: bool, name: str = "smoke", **fields: Any) -> RunRecord:
     """A record whose run passed, or whose native run failed ("native path failed")."""
     if accepted:
-        check = Check(f"{name} [native]", "gate.execute.native", True, "passed")
+        check = Check(f"{name} [native]", "gate.execute.native", CheckState.PASSED, "passed")
         runs = both(name)
     else:
         check = Check(
             f"{name} [native]",
             "gate.execute.native",
-            False,
+            CheckState.FAILED,
             "native path failed",
             cause=Cause.EXIT_STATUS,
         )

@@ -13,16 +13,18 @@ import pytest
 from gate import machine as environment
 from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind
-from gate.reader.targets import Capability, Target
-from gate.reader.targets import Path as Route
-from gate.record import Check
+from gate.rules.hosts import HostRule
+from gate.rules.require import Requirement
+from gate.rules.routes import Path as Route
+from gate.rules.targets import Capability, Target
+from gate.rules.verdict import Check
 from gate.stages import build
 from gate.stages import inspect as inspection
 
 pytestmark = pytest.mark.integration
 
 T = Target.parse
-SM90 = T("sm_90")
+SM90 = Requirement.of_target(T("sm_90"))
 Builder = Callable[[str, tuple[str, ...], tuple[str, ...]], inspection.Inspected]
 
 
@@ -46,7 +48,7 @@ def build_and_inspect(tmp_path_factory: pytest.TempPathFactory) -> Builder:
 
 
 def failed(found: list[Check]) -> set[str]:
-    return {c.name.split(": ", 1)[1] for c in found if not c.passed}
+    return {c.name.split(": ", 1)[1] for c in found if not c.ok}
 
 
 def test_sass_and_ptx_build_passes_every_check(build_and_inspect: Builder) -> None:
@@ -93,8 +95,8 @@ def test_multi_arch_build_routes_per_device(build_and_inspect: Builder) -> None:
 def test_arch_specific_build_serves_only_its_device(build_and_inspect: Builder) -> None:
     art = build_and_inspect("arch-a", ("sm_90a",), ())
     assert art.listing.predict(Capability(9, 0)).native
-    # cuobjdump prints sm_90a; a 10.0 device gets nothing from it.
-    assert art.listing.predict(Capability(10, 0)).kernels[0].route.path is Route.NONE
+    # cuobjdump prints sm_90a; a 10.0 device gets nothing from it: it was built for 9.0 only.
+    assert art.listing.predict(Capability(10, 0)).kernels[0].route.path is Route.OTHER_DEVICES
 
 
 def test_foreign_target_build_has_nothing_for_this_device(build_and_inspect: Builder) -> None:
@@ -110,11 +112,14 @@ def test_evidence_holds_the_listings(build_and_inspect: Builder) -> None:
     assert "smoke.1.sm_90.cubin" in (ev / "elf-list.txt").read_text(encoding="utf-8")
     assert "Function : _Z11write_valuePi" in (ev / "sass.txt").read_text(encoding="utf-8")
     content = inspection.content_checks(art, EvidenceDir(ev))
-    assert all(c.passed for c in content), [c.message for c in content if not c.passed]
-    assert inspection.host_check(art, "x86_64").passed
-    wrong = inspection.host_check(art, "aarch64")
-    assert not wrong.passed
-    assert wrong.message == "x86-64 does not run on host aarch64"
+    assert all(c.ok for c in content), [c.message for c in content if not c.ok]
+    assert inspection.host_check(art, HostRule("x86_64", "this host")).ok
+    spark = HostRule("aarch64", "12.1 devices ship on aarch64 hosts only (GB10)")
+    wrong = inspection.host_check(art, spark)
+    assert not wrong.ok
+    assert wrong.message == (
+        "x86-64 does not run on aarch64 (12.1 devices ship on aarch64 hosts only (GB10))"
+    )
 
 
 def test_a_sass_dump_without_sass_is_not_a_sass_dump(build_and_inspect: Builder) -> None:
@@ -123,9 +128,9 @@ def test_a_sass_dump_without_sass_is_not_a_sass_dump(build_and_inspect: Builder)
     ev = EvidenceDir(art.path.parent / "evidence")
     assert "Fatbin ptx code" in ev.path("sass.txt").read_text(encoding="utf-8")
     found = {c.name: c for c in inspection.content_checks(art, ev)}
-    assert not found["smoke: SASS dump holds SASS"].passed
-    assert not found["smoke: ELF listing lists a cubin"].passed
-    assert found["smoke: PTX dump holds PTX"].passed
+    assert not found["smoke: SASS dump holds SASS"].ok
+    assert not found["smoke: ELF listing lists a cubin"].ok
+    assert found["smoke: PTX dump holds PTX"].ok
 
 
 def test_empty_listing_is_a_failure(tmp_path: Path, build_and_inspect: Builder) -> None:
@@ -134,7 +139,7 @@ def test_empty_listing_is_a_failure(tmp_path: Path, build_and_inspect: Builder) 
     ev.write_text("elf-list.txt", "")
     ev.write_text("ptx.txt", "cuobjdump info    : File 'x' does not contain device code\n")
     found = inspection.content_checks(art, ev)
-    assert {c.name for c in found if not c.passed} == {
+    assert {c.name for c in found if not c.ok} == {
         "smoke: ELF listing lists a cubin",
         "smoke: PTX dump holds PTX",
     }
@@ -142,7 +147,7 @@ def test_empty_listing_is_a_failure(tmp_path: Path, build_and_inspect: Builder) 
 
 def test_a_missing_kernel_is_named_as_cxx_spells_it() -> None:
     from gate.reader.listing import DeviceEntry, Listing
-    from gate.reader.targets import Version
+    from gate.rules.targets import Version
 
     listing = Listing(
         (
@@ -151,5 +156,5 @@ def test_a_missing_kernel_is_named_as_cxx_spells_it() -> None:
         )
     )
     check = inspection.coverage_check("libk.so", listing)
-    assert not check.passed
+    assert not check.ok
     assert check.message == "write_value(int*) missing from compute_90"

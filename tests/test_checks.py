@@ -8,21 +8,14 @@ from gate.config import EntryPoint
 from gate.errors import ExitCode
 from gate.proc import Result
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.targets import Capability, Target, Version
-from gate.record import (
-    ACCEPTED_STATEMENT,
-    Cause,
-    Check,
-    ExecPath,
-    Execution,
-    Stage,
-    StageStatus,
-    decide,
-)
+from gate.record import Execution
+from gate.rules.causes import Cause, ExecPath, RuntimeFailure, classify
+from gate.rules.require import Requirement
+from gate.rules.targets import Capability, Target, Version
+from gate.rules.verdict import ACCEPTED_STATEMENT, Check, CheckState, Stage, StageStatus, decide
 from gate.stages import predict
-from gate.stages.execute import Run, RuntimeFailure, classify
-from gate.stages.inspect import kernel_matches, listing_checks
-from gate.stages.jitproof import Proofs
+from gate.stages.inspect import listing_checks
+from gate.stages.runs import Run
 
 pytestmark = pytest.mark.unit
 
@@ -65,17 +58,23 @@ JIT_OFF = "PTX JIT compilation was disabled\n"
 
 
 def failing(checks_: list[Check]) -> list[str]:
-    return [c.name for c in checks_ if not c.passed]
+    return [c.name for c in checks_ if not c.ok]
+
+
+SM90 = Requirement.of_target(Target.parse("sm_90"))
 
 
 def test_full_build_passes_every_listing_check() -> None:
-    result = listing_checks("smoke", listing(), Target.parse("sm_90"), ("write_value",))
+    result = listing_checks("smoke", listing(), SM90, ("write_value",))
     assert len(result) == 4
     assert failing(result) == []
+    assert "write_value present in sm_90 SASS as write_value(int*) [_Z11write_valuePi]" in [
+        c.message for c in result
+    ]
 
 
 def test_ptx_only_build_fails_the_sass_checks_and_names_what_is_there() -> None:
-    result = listing_checks("smoke", listing(sass=()), Target.parse("sm_90"), ("write_value",))
+    result = listing_checks("smoke", listing(sass=()), SM90, ("write_value",))
     assert failing(result) == ["smoke: SASS for sm_90", "smoke: kernel write_value in sm_90 SASS"]
     assert "SASS targets: none" in result[0].message
     assert result[0].cause is Cause.MISSING_SASS
@@ -84,12 +83,9 @@ def test_ptx_only_build_fails_the_sass_checks_and_names_what_is_there() -> None:
 
 def test_foreign_target_is_missing_not_substituted() -> None:
     result = listing_checks(
-        "smoke",
-        listing(sass=("sm_80",), ptx=("compute_80",)),
-        Target.parse("sm_90"),
-        ("write_value",),
+        "smoke", listing(sass=("sm_80",), ptx=("compute_80",)), SM90, ("write_value",)
     )
-    assert "no SASS for sm_90; SASS targets: sm_80" in result[0].message
+    assert result[0].message == "no SASS for sm_90 (needs sm_90); SASS targets: sm_80"
     assert len(failing(result)) == 4
 
 
@@ -100,37 +96,29 @@ def test_missing_kernel_is_reported_per_target() -> None:
             DeviceEntry(Kind.PTX, Target.parse("compute_90"), (KERNEL,)),
         )
     )
-    result = listing_checks("lib", lst, Target.parse("sm_90"), ("write_value",))
+    result = listing_checks("lib", lst, SM90, ("write_value",))
     assert failing(result) == ["lib: kernel write_value in sm_90 SASS"]
 
 
-def test_kernel_matching_is_exact_or_itanium_mangled() -> None:
-    assert kernel_matches(KERNEL, "write_value")
-    assert kernel_matches("write_value", "write_value")
-    assert not kernel_matches("_Z12write_valuesPi", "write_value")
-
-
-def execution(path: ExecPath, passed: bool = True) -> Execution:
-    return Execution(
-        "smoke", path, "./smoke", 0 if passed else 1, False, 0.1, "x.log", None, passed
-    )
+def execution(path: ExecPath) -> tuple[str, ExecPath]:
+    return ("smoke", path)
 
 
 BOTH = (execution(ExecPath.NATIVE), execution(ExecPath.JIT))
 
 
 def test_verdict_needs_execution_evidence() -> None:
-    v = decide((), [Check("a", "gate.inspect", True, "ok")], ())
+    v = decide((), [Check("a", "gate.inspect", CheckState.PASSED, "ok")], ())
     assert not v.accepted
     assert v.statement == "not accepted: execution not verified"
     assert v.exit_code is ExitCode.NOT_ACCEPTED
 
 
 def test_verdict_accepts_only_with_all_checks_and_execution() -> None:
-    v = decide((), [Check("a", "gate.inspect", True, "ok")], BOTH)
+    v = decide((), [Check("a", "gate.inspect", CheckState.PASSED, "ok")], BOTH)
     assert v.accepted
     assert v.statement == ACCEPTED_STATEMENT
-    bad = decide((), [Check("a", "gate.inspect", False, "broken")], BOTH)
+    bad = decide((), [Check("a", "gate.inspect", CheckState.FAILED, "broken")], BOTH)
     assert bad.statement == "not accepted: a: broken"
     assert bad.exit_code is ExitCode.NOT_ACCEPTED
 
@@ -146,7 +134,11 @@ def test_verdict_headline_is_the_stage_that_stopped_the_run() -> None:
         Stage("environment", StageStatus.FAILED, "nvcc not found on PATH", 0.0, int(ExitCode.TOOL)),
         Stage("probe", StageStatus.SKIPPED, "the environment stage failed"),
     )
-    v = decide(stages, [Check("late", "gate.inspect", False, "x", cause=Cause.MISSING_SASS)], ())
+    v = decide(
+        stages,
+        [Check("late", "gate.inspect", CheckState.FAILED, "x", cause=Cause.MISSING_SASS)],
+        (),
+    )
     assert v.statement == "not accepted: nvcc not found on PATH"
     assert v.exit_code is ExitCode.TOOL
     assert any("execution not verified" in r for r in v.reasons)
@@ -157,17 +149,21 @@ def test_headline_is_the_highest_ranked_cause_not_the_first_row() -> None:
         Check(
             "app: ELF listing lists a cubin",
             "gate.inspect",
-            False,
+            CheckState.FAILED,
             "none",
             cause=Cause.NO_DEVICE_CODE,
         ),
         Check(
-            "app [native]", "gate.execute.native", False, "JIT disabled", cause=Cause.JIT_DISABLED
+            "app [native]",
+            "gate.execute.native",
+            CheckState.FAILED,
+            "JIT disabled",
+            cause=Cause.JIT_DISABLED,
         ),
         Check(
             "app: SASS for sm_90",
             "gate.inspect",
-            False,
+            CheckState.FAILED,
             "no SASS for sm_90",
             cause=Cause.MISSING_SASS,
         ),
@@ -181,12 +177,16 @@ def test_headline_is_the_highest_ranked_cause_not_the_first_row() -> None:
 def test_a_loaded_library_ranks_before_the_run_it_broke() -> None:
     checks = [
         Check(
-            "app [native]", "gate.execute.native", False, "exit status 1", cause=Cause.EXIT_STATUS
+            "app [native]",
+            "gate.execute.native",
+            CheckState.FAILED,
+            "exit status 1",
+            cause=Cause.EXIT_STATUS,
         ),
         Check(
             "loaded libk.so: device code for 9.0",
             "gate.loaded",
-            False,
+            CheckState.FAILED,
             "nothing in it runs",
             cause=Cause.LOADED_LIBRARY,
         ),
@@ -198,20 +198,35 @@ def test_static_failure_without_a_device_exits_1_and_a_clean_one_exits_4() -> No
     no_device = (
         Stage("execute", StageStatus.SKIPPED, "no CUDA device", 0.0, int(ExitCode.NO_DEVICE)),
     )
-    clean = decide(no_device, [Check("a", "gate.inspect", True, "ok")], ())
+    clean = decide(no_device, [Check("a", "gate.inspect", CheckState.PASSED, "ok")], ())
     assert clean.exit_code is ExitCode.NO_DEVICE
     assert clean.statement == "not accepted: execution not verified (no CUDA device)"
     broken = decide(
         no_device,
-        [Check("a: SASS for sm_121", "gate.inspect", False, "no SASS", cause=Cause.MISSING_SASS)],
+        [
+            Check(
+                "a: SASS for sm_121",
+                "gate.inspect",
+                CheckState.FAILED,
+                "no SASS",
+                cause=Cause.MISSING_SASS,
+            )
+        ],
         (),
     )
     assert broken.exit_code is ExitCode.NOT_ACCEPTED
     assert broken.statement == "not accepted: a: SASS for sm_121: no SASS"
 
 
-def test_skipped_checks_do_not_fail_the_verdict() -> None:
-    v = decide((), [Check("x", "gate.inspect", False, "not run", skipped=True)], BOTH)
+def test_a_check_that_did_not_run_is_never_accepted() -> None:
+    v = decide((), [Check("x", "gate.inspect", CheckState.NOT_RUN, "not run")], BOTH)
+    assert not v.accepted
+    assert v.statement == "not accepted: x: not run (did not run)"
+    assert v.exit_code is ExitCode.NOT_ACCEPTED
+
+
+def test_a_warned_check_is_accepted() -> None:
+    v = decide((), [Check("x", "gate.predict", CheckState.WARNED, "nothing to compare")], BOTH)
     assert v.accepted
 
 
@@ -273,7 +288,7 @@ def test_unsupported_ptx_diagnosis_names_the_driver() -> None:
 def test_prediction_mismatch_when_native_passes_without_sass() -> None:
     # The JIT-cache pitfall: a PTX-only build must not pass natively.
     check = prediction(listing(sass=())).check([ok(ExecPath.NATIVE), ok(ExecPath.JIT)])
-    assert not check.passed
+    assert not check.ok
     assert check.cause is Cause.PREDICTION
     assert "native: predicted cannot run" in check.message
     assert "JIT cache" in check.message
@@ -282,19 +297,19 @@ def test_prediction_mismatch_when_native_passes_without_sass() -> None:
 def test_prediction_matches_for_sass_only_build() -> None:
     runs = [ok(ExecPath.NATIVE), run(ExecPath.JIT, 1, NO_IMAGE)]
     check = prediction(listing(ptx=())).check(runs)
-    assert check.passed, check.message
+    assert check.ok, check.message
 
 
 def test_prediction_for_foreign_target_expects_both_to_fail() -> None:
     lst = listing(sass=("sm_120",), ptx=("compute_120",))
     runs = [run(ExecPath.NATIVE, 1, NO_IMAGE), run(ExecPath.JIT, 1, NO_IMAGE)]
-    assert prediction(lst).check(runs).passed
+    assert prediction(lst).check(runs).ok
 
 
 def test_a_run_that_fails_for_want_of_code_where_code_was_predicted_is_a_finding() -> None:
     runs = [run(ExecPath.NATIVE, 1, NO_IMAGE), ok(ExecPath.JIT)]
     check = prediction(listing()).check(runs)
-    assert not check.passed
+    assert not check.ok
     assert "native: predicted runs" in check.message
 
 
@@ -307,9 +322,9 @@ def test_a_vendor_library_without_ptx_blocks_only_whole_program_jit() -> None:
     assert "libvendor.so ships no PTX" in p.jit.basis
     failed_jit = run(ExecPath.JIT, 1, NO_IMAGE)
     # The project has no device code of its own here: nothing to prove, the failure is excused.
-    assert predict.excuse(failed_jit, [p], Proofs((), ())) is not None
+    assert predict.excuse(failed_jit, [p], frozenset()) is not None
     # A run that failed for another reason is never excused.
-    assert predict.excuse(run(ExecPath.JIT, 1, "segfault\n"), [p], Proofs((), ())) is None
+    assert predict.excuse(run(ExecPath.JIT, 1, "segfault\n"), [p], frozenset()) is None
 
 
 def test_every_vendor_library_that_blocks_jit_is_named_what_the_project_links_first() -> None:
@@ -357,7 +372,7 @@ def test_a_project_library_without_ptx_is_a_real_jit_failure() -> None:
     p = prediction(listing(ptx=()), own=True)
     assert p.jit.can_run is False
     assert not p.jit_blocked_by_library
-    assert predict.excuse(run(ExecPath.JIT, 1, NO_IMAGE), [p], Proofs((), ())) is None
+    assert predict.excuse(run(ExecPath.JIT, 1, NO_IMAGE), [p], frozenset()) is None
 
 
 def test_own_ptx_must_be_proved_before_a_blocked_jit_run_is_excused() -> None:
@@ -374,9 +389,9 @@ def test_own_ptx_must_be_proved_before_a_blocked_jit_run_is_excused() -> None:
     )
     assert p.jit_blocked_by_library
     failed = run(ExecPath.JIT, 1, NO_IMAGE, name="ext")
-    assert predict.excuse(failed, [p], Proofs((), ())) is None
-    assert predict.excuse(failed, [p], Proofs((), (("libext.so", False),))) is None
-    assert predict.excuse(failed, [p], Proofs((), (("libext.so", True),))) is not None
+    assert predict.excuse(failed, [p], frozenset()) is None
+    assert predict.excuse(failed, [p], frozenset({"other.so"})) is None
+    assert predict.excuse(failed, [p], frozenset({"libext.so"})) is not None
 
 
 @pytest.mark.parametrize("failure", list(RuntimeFailure))
@@ -388,5 +403,5 @@ def test_a_pass_where_only_a_vendor_library_lacked_code_is_no_contradiction() ->
     # Lazy loading: a program that launches none of torch's kernels runs under forced JIT.
     p = prediction(listing(sass=("sm_90",), ptx=()), own=False)
     check = p.check([ok(ExecPath.NATIVE), ok(ExecPath.JIT)])
-    assert check.passed, check.message
+    assert check.ok, check.message
     assert "jit: predicted at risk (libvendor.so ships no PTX for 9.0), passed" in check.message

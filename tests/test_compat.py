@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from gate.errors import ConfigError
-from gate.reader.compat import DATA, FamilyRule, load, rules
-from gate.reader.targets import Capability, Target, Version, min_driver_for_ptx
+from gate.rules.compat import DATA, FamilyRule, load, rules
+from gate.rules.routes import min_driver
+from gate.rules.targets import Capability, Target, Version
 
 pytestmark = pytest.mark.unit
 
@@ -102,9 +103,9 @@ def test_isa_rows_series_and_no_claim_past_them() -> None:
     compat = rules()
     assert compat is rules()  # loaded once
     assert compat.isa_table[Version(8, 6)] == Version(12, 7)  # 12.6 shipped no new ISA
-    assert min_driver_for_ptx(Version(9, 2)) == Version(13, 2)  # the 9.x series rule
-    assert min_driver_for_ptx(Version(10, 0)) is None  # no series: no claim
-    assert min_driver_for_ptx(Version(5, 0)) is None
+    assert min_driver(Version(9, 2)) == Version(13, 2)  # the 9.x series rule
+    assert min_driver(Version(10, 0)) is None  # no series: no claim
+    assert min_driver(Version(5, 0)) is None
     assert compat.unlisted_family is FamilyRule.SAME_MAJOR_AT_OR_ABOVE
     assert set(compat.families) == set(FAMILIES)
 

@@ -15,7 +15,7 @@ from gate import cli, config
 from gate.commands.init import template
 from gate.config.placeholders import PLACEHOLDERS, substitute, substitute_argv
 from gate.errors import ConfigError, ExitCode
-from gate.reader.targets import Target
+from gate.rules.targets import Target
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.targets import Target, Version
+from gate.rules.targets import Target, Version
 from gate.stages.inspect import compare
 
 pytestmark = pytest.mark.unit

@@ -37,10 +37,10 @@ def test_every_dump_is_written_and_checked_whatever_another_one_did(tmp_path: Pa
     checks = deferred.finish()  # never raises
     assert started.is_set()
     by_name = {c.name: c for c in checks}
-    assert not by_name["a.so: SASS dump"].passed
+    assert not by_name["a.so: SASS dump"].ok
     assert "internal error: RuntimeError: a bug in the dump" in by_name["a.so: SASS dump"].message
     assert "nvdisasm not found" in (tmp_path / "ev/b/sass-not-dumped.txt").read_text("utf-8")
-    assert by_name["c.so: SASS dump holds SASS"].passed
+    assert by_name["c.so: SASS dump holds SASS"].ok
     assert (tmp_path / "ev/artifacts/app/sass.txt").read_text("utf-8") == "no code\n"
     assert "app: SASS dump holds SASS" not in by_name  # no device code of its own: no check
     assert deferred.finish() == []  # joined once; nothing left running

@@ -17,9 +17,11 @@ from gate import config, proc
 from gate import machine as environment
 from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind
-from gate.reader.targets import Target
-from gate.stages import execute, probe
+from gate.rules.causes import RuntimeFailure
+from gate.rules.require import Requirement
+from gate.rules.targets import Target
 from gate.stages import inspect as inspection
+from gate.stages import probe, runs
 from gate.stages.loaded import loader_env, parse_loaded
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dlopen-kernels"
@@ -82,8 +84,10 @@ def test_the_artifacts_resolve_and_the_library_carries_every_kernel_for_sm_90(
     assert artifact.listing.targets(Kind.PTX) == (SM90.as_ptx(),)
     assert set(artifact.listing.kernels_for(Kind.SASS, SM90)) == set(KERNELS)
     assert set(artifact.listing.kernels_for(Kind.PTX, SM90.as_ptx())) == set(KERNELS)
-    found = inspection.listing_checks(artifact.name, artifact.listing, SM90, library.kernels)
-    assert all(c.passed for c in found), [c.message for c in found if not c.passed]
+    found = inspection.listing_checks(
+        artifact.name, artifact.listing, Requirement.of_target(SM90), library.kernels
+    )
+    assert all(c.ok for c in found), [c.message for c in found if not c.ok]
 
 
 @pytest.mark.integration
@@ -120,13 +124,15 @@ def test_the_dropped_arch_build_lacks_sm_90_and_the_checks_name_it(
     assert artifact.listing.targets(Kind.SASS) == (Target.parse("sm_80"),)
     failed = [
         c
-        for c in inspection.listing_checks(artifact.name, artifact.listing, SM90, library.kernels)
-        if not c.passed
+        for c in inspection.listing_checks(
+            artifact.name, artifact.listing, Requirement.of_target(SM90), library.kernels
+        )
+        if not c.ok
     ]
     names = {c.name for c in failed}
     assert "libkernels.so: SASS for sm_90" in names
     assert "libkernels.so: PTX for compute_90" in names
-    assert any("no SASS for sm_90; SASS targets: sm_80" in c.message for c in failed)
+    assert any("no SASS for sm_90 (needs sm_90); SASS targets: sm_80" in c.message for c in failed)
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +150,7 @@ def test_every_entry_point_passes_both_paths_on_the_device(
     built = build(tmp_path, "cuda-gate.toml", device_target)
     library = (built.project_dir / "build" / "libkernels.so").resolve()
     for spec in built.entry_points:
-        for run in execute.run_both(spec.entry_point()):
+        for run in runs.run_both(spec.entry_point()):
             assert run.passed, f"{spec.name} [{run.path.value}]: {run.reason()}"
             assert library in run.loaded
 
@@ -157,10 +163,10 @@ def test_the_dropped_arch_build_fails_natively_and_passes_only_through_jit(
     if device_target.number == 80:
         pytest.skip("the dropped-arch build is the device's own target here")
     built = build(tmp_path, "cuda-gate-drop-arch.toml", device_target)
-    native, jit = execute.run_both(built.entry_points[0].entry_point())
+    native, jit = runs.run_both(built.entry_points[0].entry_point())
     assert not native.passed
     assert native.failure in {
-        execute.RuntimeFailure.NO_KERNEL_IMAGE,
-        execute.RuntimeFailure.JIT_DISABLED,
+        RuntimeFailure.NO_KERNEL_IMAGE,
+        RuntimeFailure.JIT_DISABLED,
     }, native.result.output()
     assert jit.passed, jit.reason()

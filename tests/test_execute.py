@@ -10,8 +10,8 @@ import pytest
 
 from gate import proc
 from gate.config import EntryPoint
-from gate.record import ExecPath
-from gate.stages.execute import RuntimeFailure, run_both, run_entry_point
+from gate.rules.causes import ExecPath, RuntimeFailure
+from gate.stages.runs import run_both, run_entry_point
 
 pytestmark = pytest.mark.integration
 

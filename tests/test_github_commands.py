@@ -15,7 +15,9 @@ from gate.commands import github as command
 from gate.errors import BadInputError, ConfigError
 from gate.git import SourceInfo
 from gate.github.runners import github_matrix, load_runner_classes, schema, select
-from gate.record import Cause, Check, ExecPath, RunInfo
+from gate.record import RunInfo
+from gate.rules.causes import Cause, ExecPath
+from gate.rules.verdict import Check, CheckState
 from tests.githubserver import fake_github
 from tests.records import both, execution, make_record, write_record
 
@@ -52,11 +54,11 @@ def _record(folder: Path, *, accepted: bool, checks: list[Check]) -> Path:
 FAILED = Check(
     "native-check",
     "gate.execute.native",
-    False,
+    CheckState.FAILED,
     "exit 1\n::add-mask::gotcha, 100% bad",
     cause=Cause.EXIT_STATUS,
 )
-PASSED = Check("sass-present", "gate.inspect", True, "")
+PASSED = Check("sass-present", "gate.inspect", CheckState.PASSED, "")
 
 
 @pytest.mark.integration

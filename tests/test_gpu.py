@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 from gate.config import EntryPoint
-from gate.record import ExecPath
-from gate.stages.execute import run_entry_point
+from gate.rules.causes import ExecPath
+from gate.rules.require import Requirement
+from gate.rules.targets import Capability
+from gate.stages.runs import run_entry_point
 
 pytestmark = pytest.mark.gpu
 
@@ -114,7 +116,14 @@ def test_ptx_only_fails_native_even_with_a_warm_cache_and_passes_jit(
         "revisit the native target and the final link step" in d for d in result["diagnoses"]
     )
     # The headline is the cause (no SASS for the device), not the first failing row.
-    headline = f"smoke: SASS for sm_{target}: no SASS for sm_{target}; SASS targets: none"
+    cap = f"{target[:-1]}.{target[-1]}"
+    needs = " or ".join(
+        str(t) for t in Requirement.of_device(Capability.parse(cap)).accepted(ptx=False)
+    )
+    headline = (
+        f"smoke: SASS for device {cap}: no SASS for device {cap} (needs {needs}); "
+        "SASS targets: none"
+    )
     assert result["verdict"]["statement"] == f"not accepted: {headline}"
     assert done.stderr.strip().splitlines()[-1] == f"cuda-gate: {headline}"
     print(f"\nheadline (PTX-only build): {headline}")
@@ -158,7 +167,7 @@ def test_sass_only_passes_native_and_fails_jit(tmp_path: Path, target: str) -> N
     assert result["verdict"]["cause"] == "missing-ptx"
     predicted = [c for c in result["checks"] if c["classname"] == "gate.predict"]
     assert predicted
-    assert all(c["passed"] for c in predicted)
+    assert all(c["state"] == "passed" for c in predicted)
 
 
 def test_foreign_target_fails_both_paths_with_no_kernel_image(tmp_path: Path, target: str) -> None:

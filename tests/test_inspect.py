@@ -71,10 +71,14 @@ def test_a_and_f_targets_route_only_where_they_run(capsys: pytest.CaptureFixture
     assert not art["devices"][0]["per_kernel"]
 
 
-def test_ptx_less_library_has_nothing_for_a_newer_major(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_arch_specific_build_has_nothing_for_a_newer_major(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # sm_90a, no PTX: its kernels are built for 9.0 only, so not expected on 10.0 at all.
     _, doc = _inspect_json(capsys, str(GOLDEN / "sm_90a.cubin"), "--names", "--device", "10.0")
     (art,) = doc["artifacts"]
-    assert _routes(art) == {"10.0": ("no code for 3 of 3 kernels", ["nothing"])}
+    verdict = "nothing built for this device (3 kernels only for others)"
+    assert _routes(art) == {"10.0": (verdict, ["only for other devices"])}
     assert art["devices"][0]["routes"][0]["kernel_names"] == [
         "_Z11write_valuePi", "_Z5twicePi", "_Z7add_onePi",
     ]  # fmt: skip
@@ -128,7 +132,7 @@ def test_output_file_is_written_atomically(
 def _one_kernel_report(*, names: bool) -> Any:
     from gate.reader.listing import DeviceEntry, Kind, Listing
     from gate.reader.read import ArtifactReport
-    from gate.reader.targets import Target
+    from gate.rules.targets import Target
 
     kernels = ("_Z3onePi",) if names else ()
     listing = Listing(
@@ -142,7 +146,7 @@ def _one_kernel_report(*, names: bool) -> Any:
 
 def test_counts_agree_with_their_nouns() -> None:
     from gate.reader.summary import artifact_json, console
-    from gate.reader.targets import Capability
+    from gate.rules.targets import Capability
 
     text = console(artifact_json(_one_kernel_report(names=True), [Capability(9, 0)]))
     assert ", 1 kernel\n" in text
@@ -153,23 +157,25 @@ def test_counts_agree_with_their_nouns() -> None:
 
 
 def test_without_names_no_per_kernel_count_is_invented(capsys: pytest.CaptureFixture[str]) -> None:
-    # sm_90a.cubin has 3 kernels; headers alone cannot count them on 10.0.
+    # sm_90a.cubin has 3 kernels, built for 9.0 only; headers alone cannot count them.
     code = main(["inspect", str(GOLDEN / "sm_90a.cubin"), "--device", "10.0"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "device 10.0: no code for any kernel (per target, standing for every kernel" in out
+    verdict = "nothing built for this device (only a/f builds for other devices)"
+    assert f"device 10.0: {verdict} (per target, standing for every kernel" in out
     assert " of 1 kernel" not in out
     _, doc = _inspect_json(capsys, str(GOLDEN / "sm_90a.cubin"), "--device", "10.0")
     (device,) = doc["artifacts"][0]["devices"]
-    assert (device["verdict"], device["per_kernel"]) == ("no code for any kernel", False)
+    assert (device["verdict"], device["per_kernel"]) == (verdict, False)
     assert device["routes"][0]["kernels"] is None
+    assert device["routes"][0]["path"] == "only for other devices"
 
 
 def test_missing_kernels_are_shown_demangled_and_kept_mangled_in_json() -> None:
     from gate.reader.listing import DeviceEntry, Kind, Listing
     from gate.reader.read import ArtifactReport
     from gate.reader.summary import artifact_json, console
-    from gate.reader.targets import Target
+    from gate.rules.targets import Target
 
     listing = Listing(
         (
@@ -187,8 +193,8 @@ def test_missing_kernels_are_shown_demangled_and_kept_mangled_in_json() -> None:
     ("args", "code", "reason"),
     [
         (["--require-device", "9.0"], 0, None),
-        (["--require-device", "10.0"], 1, "no code for any kernel on 10.0 (per target"),
-        (["--require-device", "10.0", "--names"], 1, "no code for 3 of 3 kernels on 10.0"),
+        (["--require-device", "10.0"], 1, "nothing in it runs on 10.0: nothing built for this"),
+        (["--require-device", "10.0", "--names"], 1, "(3 kernels only for others)"),
         (["--require-device", "9.0", "--require-device", "sm_121", "--names"], 1, "on 12.1"),
     ],
 )

@@ -16,7 +16,7 @@ from gate import cuobjdump, proc
 from gate.errors import ToolError
 from gate.reader.listing import DeviceEntry, Kind
 from gate.reader.read import ArtifactReport, read_archive, read_artifact
-from gate.reader.targets import Target, Variant
+from gate.rules.targets import Target, Variant
 
 pytestmark = pytest.mark.integration
 

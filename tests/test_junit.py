@@ -9,8 +9,10 @@ import pytest
 import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
 
-from gate.record import Cause, Check, RunInfo
+from gate.record import RunInfo
 from gate.render import junit
+from gate.rules.causes import Cause
+from gate.rules.verdict import Check, CheckState
 from tests.records import RUN, make_record
 
 pytestmark = pytest.mark.unit
@@ -18,20 +20,29 @@ pytestmark = pytest.mark.unit
 XSD = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
 LOG = "no kernel image is available for execution on the device\n"
 CHECKS = (
-    Check("check: SASS for sm_90", "gate.inspect", True, "SASS for sm_90 present", 0.01),
-    Check("check [native]", "gate.execute.native", True, "native: passed", 0.25, output="PASS\n"),
+    Check(
+        "check: SASS for sm_90", "gate.inspect", CheckState.PASSED, "SASS for sm_90 present", 0.01
+    ),
+    Check(
+        "check [native]",
+        "gate.execute.native",
+        CheckState.PASSED,
+        "native: passed",
+        0.25,
+        output="PASS\n",
+    ),
     Check(
         "check [jit]",
         "gate.execute.jit",
-        False,
+        CheckState.FAILED,
         "forced PTX JIT: no kernel image",
         0.5,
         output=LOG,
         cause=Cause.NO_KERNEL_IMAGE,
     ),
-    Check("other [native]", "gate.execute.native", False, "not run: no device", skipped=True),
-    Check("other [jit]", "gate.execute.jit", False, "not run: no device", skipped=True),
-    Check("report stage", "gate.report", False, "KeyError: 'x'", cause=Cause.INTERNAL),
+    Check("other [native]", "gate.execute.native", CheckState.NOT_RUN, "not run: no device"),
+    Check("other [jit]", "gate.execute.jit", CheckState.NOT_RUN, "not run: no device"),
+    Check("report stage", "gate.report", CheckState.FAILED, "KeyError: 'x'", cause=Cause.INTERNAL),
 )
 
 

@@ -23,28 +23,29 @@ PACKAGE = ROOT / "gate"
 LAYERS = (
     ("gate", 0),  # gate/__init__.py: the version only
     ("gate.errors", 0),
-    ("gate.reader", 1),
-    ("gate.fsutil", 1),
-    ("gate.redact", 1),
     ("gate.demangle", 1),
-    ("gate.jsonutil", 1),
-    ("gate.proc", 2),
-    ("gate.config", 3),
-    ("gate.git", 3),
-    ("gate.machine", 3),
-    ("gate.buildcache", 3),
-    ("gate.evidence", 3),
-    ("gate.cuobjdump", 3),
-    ("gate.record", 4),
-    ("gate.render", 5),
-    ("gate.attest", 6),
-    ("gate.store", 7),
-    ("gate.github", 8),
-    ("gate.stages", 9),
-    ("gate.pipeline", 10),
-    ("gate.commands", 11),
-    ("gate.cli", 11),
-    ("gate.__main__", 12),
+    ("gate.rules", 2),  # the decision core: below everything that decides
+    ("gate.reader", 3),
+    ("gate.fsutil", 3),
+    ("gate.redact", 3),
+    ("gate.jsonutil", 3),
+    ("gate.proc", 4),
+    ("gate.config", 5),
+    ("gate.git", 5),
+    ("gate.machine", 5),
+    ("gate.buildcache", 5),
+    ("gate.evidence", 5),
+    ("gate.cuobjdump", 5),
+    ("gate.record", 6),
+    ("gate.render", 7),
+    ("gate.attest", 8),
+    ("gate.store", 9),
+    ("gate.github", 10),
+    ("gate.stages", 11),
+    ("gate.pipeline", 12),
+    ("gate.commands", 13),
+    ("gate.cli", 13),
+    ("gate.__main__", 14),
 )
 
 
@@ -121,9 +122,9 @@ def test_the_rule_catches_a_lower_layer_importing_a_higher_one() -> None:
         "gate.git": {"gate.machine"},
     }
     assert violations(graph) == [
-        "gate.attest.verify (layer 6) imports gate.store.s3 (layer 7)",
-        "gate.git (layer 3) imports gate.machine (layer 3)",
-        "gate.reader.fatbin (layer 1) imports gate.stages.inspect (layer 9)",
+        "gate.attest.verify (layer 8) imports gate.store.s3 (layer 9)",
+        "gate.git (layer 5) imports gate.machine (layer 5)",
+        "gate.reader.fatbin (layer 3) imports gate.stages.inspect (layer 11)",
     ]
 
 
@@ -145,11 +146,72 @@ def test_inspect_needs_no_stage_and_no_pipeline() -> None:
     assert not {m for m in reached if m.startswith(("gate.store", "gate.attest"))}
 
 
-def test_the_reader_imports_nothing_but_itself_and_errors() -> None:
+def test_the_reader_imports_nothing_but_itself_the_rules_and_errors() -> None:
     graph = imports()
     for module in (m for m in graph if m.startswith("gate.reader")):
-        outside = {t for t in graph[module] if not t.startswith(("gate.reader", "gate.errors"))}
+        outside = {
+            t
+            for t in graph[module]
+            if not t.startswith(("gate.reader", "gate.rules", "gate.errors"))
+        }
         assert outside <= {"gate"}, f"{module} imports {outside}"
+
+
+def test_the_decision_core_imports_nothing_but_itself_errors_and_the_demangler() -> None:
+    graph = imports()
+    core = [m for m in graph if m.startswith("gate.rules")]
+    assert "gate.rules.verdict" in core
+    for module in core:
+        outside = {
+            t
+            for t in graph[module]
+            if not t.startswith(("gate.rules", "gate.errors", "gate.demangle"))
+        }
+        assert outside <= {"gate"}, f"{module} imports {outside}"
+
+
+def cycles(graph: dict[str, set[str]], prefix: str) -> list[list[str]]:
+    """Every import cycle among the modules under ``prefix`` (each as a path, once)."""
+    nodes = sorted(m for m in graph if m.startswith(prefix))
+    found: list[list[str]] = []
+    seen: set[frozenset[str]] = set()
+
+    def visit(path: list[str]) -> None:
+        for target in sorted(graph.get(path[-1], ())):
+            if not target.startswith(prefix):
+                continue
+            if target == path[0]:
+                key = frozenset(path)
+                if key not in seen:
+                    seen.add(key)
+                    found.append([*path, target])
+            elif target not in path and target > path[0]:
+                visit([*path, target])
+
+    for node in nodes:
+        visit([node])
+    return found
+
+
+def test_no_two_stages_import_each_other_even_for_type_checking() -> None:
+    assert cycles(imports(), "gate.stages") == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_type_checking_import() -> None:
+    graph = {
+        "gate.stages.execute": {"gate.stages.predict"},
+        "gate.stages.predict": {"gate.stages.jitproof"},
+        "gate.stages.jitproof": {"gate.stages.execute"},
+        "gate.stages.inspect": set(),
+    }
+    assert cycles(graph, "gate.stages") == [
+        [
+            "gate.stages.execute",
+            "gate.stages.predict",
+            "gate.stages.jitproof",
+            "gate.stages.execute",
+        ]
+    ]
 
 
 def test_configuration_does_not_pull_in_the_stages() -> None:

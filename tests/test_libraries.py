@@ -10,10 +10,10 @@ import pytest
 from gate.config import Config, EntryPoint
 from gate.evidence import EvidenceDir
 from gate.proc import Result
-from gate.reader.targets import Capability, Version
-from gate.record import Cause, ExecPath
+from gate.rules.causes import Cause, ExecPath
+from gate.rules.targets import Capability, Version
 from gate.stages import libraries
-from gate.stages.execute import Run
+from gate.stages.runs import Run
 
 pytestmark = pytest.mark.unit
 
@@ -56,7 +56,7 @@ def test_a_vendor_library_fails_only_when_nothing_in_it_runs(
     [library] = found.libraries
     assert (library.route.describe(), library.runs, library.own) == (route, runs, False)
     [check] = found.checks
-    assert check.passed is runs
+    assert check.ok is runs
     assert check.message.startswith(route if runs else "nothing in it runs on this device")
     if not runs:
         assert check.cause is Cause.LOADED_LIBRARY
@@ -107,11 +107,11 @@ def test_a_strict_library_is_judged_per_kernel(tmp_path: Path) -> None:
     config = Config(project_dir=tmp_path, strict_libraries=("libkernels*",))
     # On 9.0 every kernel has a route (compute_80 PTX): a strict library passes too ...
     assert all(
-        c.passed for c in judged(tmp_path / "a", "9.0", ran("app", GOLDEN), config=config).checks
+        c.ok for c in judged(tmp_path / "a", "9.0", ran("app", GOLDEN), config=config).checks
     )
     # ... and on 7.5 nothing runs: named as a strict library, with the kernel count.
     [check] = judged(tmp_path / "b", "7.5", ran("app", GOLDEN), config=config).checks
-    assert not check.passed
+    assert not check.ok
     assert check.message.startswith("strict library: no code for")
 
 

@@ -16,7 +16,8 @@ import pytest
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import ArtifactReport
 from gate.reader.summary import artifact_json
-from gate.reader.targets import Capability, Path, Target, Version
+from gate.rules.routes import Path
+from gate.rules.targets import Capability, Target, Version
 
 pytestmark = pytest.mark.unit
 

@@ -105,21 +105,46 @@ def test_a_rejected_run_is_failed_with_its_failing_checks(tmp_path: Path) -> Non
     assert "url" not in predicate
 
 
-def test_an_accepted_run_with_skipped_checks_is_warned(tmp_path: Path) -> None:
-    ev = make_evidence(tmp_path)
-    skipped = {
+def _with_check(folder: Path, state: str) -> None:
+    check = {
         "name": "other [jit]",
         "classname": "gate.execute.jit",
-        "passed": False,
-        "skipped": True,
-        "message": "not run",
+        "state": state,
+        "message": "it ran, or not",
         "duration": 0.0,
     }
-    _edit_result(ev.folder, lambda d: d["checks"].append(skipped))
+
+    def edit(d: dict[str, Any]) -> None:
+        d["checks"].append(check)
+        if state == "not-run":  # the record's own verdict follows its checks
+            d["verdict"] = {"accepted": False, "statement": "not accepted", "reasons": []}
+
+    _edit_result(folder, edit)
+
+
+def test_an_accepted_run_with_a_warned_check_is_warned(tmp_path: Path) -> None:
+    ev = make_evidence(tmp_path)
+    _with_check(ev.folder, "warned")
     write_manifest(ev.folder, None, redactor=Redactor(), environ={})
     predicate = _validated((ev.folder / TEST_RESULT_FILE).read_bytes())["predicate"]
     assert predicate["result"] == "WARNED"
     assert predicate["warnedTests"] == ["h200.gate.execute.jit::other [jit]"]
+    assert predicate["passedTests"] == ["h200.gate.inspect::sass present"]
+    assert predicate["failedTests"] == []
+
+
+def test_a_check_that_did_not_run_is_failed_never_passed_or_warned(tmp_path: Path) -> None:
+    # The spec's policy: "all tests for device A are in passedTests or warnedTests".
+    # A run whose JIT path never ran must not meet it.
+    ev = make_evidence(tmp_path)
+    _with_check(ev.folder, "not-run")
+    write_manifest(ev.folder, None, redactor=Redactor(), environ={})
+    predicate = _validated((ev.folder / TEST_RESULT_FILE).read_bytes())["predicate"]
+    assert predicate["result"] == "FAILED"
+    assert predicate["failedTests"] == ["h200.gate.execute.jit::other [jit]"]
+    assert "h200.gate.execute.jit::other [jit]" not in (
+        predicate["passedTests"] + predicate["warnedTests"]
+    )
 
 
 def test_without_artifacts_the_source_commit_is_the_subject(tmp_path: Path) -> None:

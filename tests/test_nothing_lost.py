@@ -21,8 +21,8 @@ from gate.attest.signing import generate_key_pair
 from gate.config import EntryPoint
 from gate.errors import EvidenceError, ExitCode, ToolError
 from gate.evidence import EvidenceDir, is_marked
-from gate.record import ExecPath
-from gate.stages.execute import run_entry_point
+from gate.rules.causes import ExecPath
+from gate.stages.runs import run_entry_point
 
 SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "aws-secret-0123456789abcdef",

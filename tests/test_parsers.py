@@ -8,7 +8,7 @@ from gate import cuobjdump, git
 from gate import machine as environment
 from gate.errors import ToolError
 from gate.reader.listing import Kind
-from gate.reader.targets import Target, Version
+from gate.rules.targets import Target, Version
 
 pytestmark = pytest.mark.unit
 

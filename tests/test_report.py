@@ -6,25 +6,33 @@ from pathlib import Path
 
 import pytest
 
-from gate.record import Cause, Check, ExecPath
 from gate.render import text as report
+from gate.rules.causes import Cause, ExecPath
+from gate.rules.verdict import Check, CheckState
 from tests.records import both, execution, make_record
 
 pytestmark = pytest.mark.unit
 
 CHECKS = [
-    Check("check: SASS for sm_90", "gate.inspect", True, "SASS for sm_90 present"),
-    Check("check [native]", "gate.execute.native", True, "native: passed", 0.25, output="PASS\n"),
+    Check("check: SASS for sm_90", "gate.inspect", CheckState.PASSED, "SASS for sm_90 present"),
+    Check(
+        "check [native]",
+        "gate.execute.native",
+        CheckState.PASSED,
+        "native: passed",
+        0.25,
+        output="PASS\n",
+    ),
     Check(
         "check [jit]",
         "gate.execute.jit",
-        False,
+        CheckState.FAILED,
         "forced PTX JIT: no kernel image",
         0.5,
         output="no kernel image is available for execution on the device\n",
         cause=Cause.NO_KERNEL_IMAGE,
     ),
-    Check("other [native]", "gate.execute.native", False, "not run: no device", skipped=True),
+    Check("other [native]", "gate.execute.native", CheckState.NOT_RUN, "not run: no device"),
 ]
 
 
@@ -50,7 +58,9 @@ def test_console_table_aligns_and_ends_with_the_verdict() -> None:
 @pytest.mark.parametrize("width", [60, 80, 100, 170])
 def test_console_table_fits_the_width_without_cutting_the_reason(width: int) -> None:
     reason = "no SASS for sm_121; SASS targets: sm_80 sm_86 sm_90 sm_100 sm_120 " * 3
-    record = make_record([Check("libkernels.so: SASS for sm_121", "gate.inspect", False, reason)])
+    record = make_record(
+        [Check("libkernels.so: SASS for sm_121", "gate.inspect", CheckState.FAILED, reason)]
+    )
     text = report.console(record, total=width)
     table = text.split("\n\n")[0]
     assert max(len(line) for line in table.splitlines()) <= width
@@ -59,7 +69,7 @@ def test_console_table_fits_the_width_without_cutting_the_reason(width: int) -> 
 
 def test_markdown_summary_escapes_pipes_and_states_the_verdict() -> None:
     md = report.markdown(
-        make_record([Check("a|b", "gate.inspect", True, "x")], executions=both()),
+        make_record([Check("a|b", "gate.inspect", CheckState.PASSED, "x")], executions=both()),
         [("driver", "NVIDIA H200, 580")],
     )
     assert md.startswith("## cuda-gate: ✅ Passed with the current driver")
@@ -83,8 +93,8 @@ def test_a_loaded_library_without_ptx_for_the_device_is_named_as_blocking_forced
     from dataclasses import replace
 
     from gate.reader.listing import DeviceEntry, Kind, Listing
-    from gate.reader.targets import Capability, Target, Version
     from gate.record import Device, LoadedLibrary
+    from gate.rules.targets import Capability, Target, Version
 
     def library(name: str, *entries: DeviceEntry) -> LoadedLibrary:
         return LoadedLibrary(

@@ -5,16 +5,14 @@ from __future__ import annotations
 import pytest
 
 from gate.errors import ConfigError
-from gate.reader.targets import (
+from gate.rules.routes import Path, min_driver, route
+from gate.rules.targets import (
     Capability,
-    Path,
     Target,
     Variant,
     Version,
     family_members,
-    min_driver_for_ptx,
     parse_target_or_capability,
-    route,
 )
 
 pytestmark = pytest.mark.unit
@@ -184,11 +182,11 @@ def test_unknown_future_family_falls_back_to_same_major_higher_minor() -> None:
     ],
 )
 def test_ptx_isa_minimum_driver(isa: str, driver: str) -> None:
-    assert min_driver_for_ptx(Version.parse(isa)) == Version.parse(driver)
+    assert min_driver(Version.parse(isa)) == Version.parse(driver)
 
 
 def test_unknown_old_isa_has_no_claimed_driver() -> None:
-    assert min_driver_for_ptx(Version(5, 0)) is None
+    assert min_driver(Version(5, 0)) is None
 
 
 def test_torch_like_library_on_gb10_runs_from_sm120_sass() -> None:

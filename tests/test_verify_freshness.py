@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
 
 import pytest
 
 from gate.attest.freshness import Freshness, parse_duration, parse_time, problems, recorded
+from gate.attest.predicate import GatePredicate, SignedMachine, SignedVerdict
 from gate.errors import ConfigError
 
 pytestmark = pytest.mark.unit
@@ -21,11 +21,24 @@ def _predicate(
     *,
     dirty: bool = False,
     finished: str | None = "2026-12-01T10:00:00Z",
-) -> dict[str, Any]:
-    return {
-        "provenance": {"source": {"revision": revision, "dirty": dirty}},
-        "run": {"finished": finished},
-    }
+) -> GatePredicate:
+    return GatePredicate(
+        version=2,
+        tool_version="0.1.0",
+        run_id="run-1",
+        runner=None,
+        runner_class=None,
+        finished=finished,
+        revision=revision,
+        dirty=dirty,
+        repository=None,
+        machine=SignedMachine(None, None, None, None, None, None),
+        artifacts=(),
+        executions=(),
+        checks=(),
+        verdict=SignedVerdict(True, "accepted", ()),
+        evidence=(),
+    )
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import platform
 import pytest
 
 from gate.attest.verify import gather_machine_facts
-from gate.reader.targets import Capability, Version
+from gate.rules.targets import Capability, Version
 
 pytestmark = pytest.mark.gpu
 

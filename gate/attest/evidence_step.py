@@ -8,10 +8,11 @@ skips the step, and says so.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from gate.attest.manifest import MANIFEST_FILE, MANIFEST_FILES
+from gate.attest.predicate import SignedFile
 from gate.attest.steps import Outcome, StepResult, failed
 from gate.errors import EvidenceChangedError
 from gate.evidence import MARKER, is_marked
@@ -19,7 +20,7 @@ from gate.fsutil import sha256_file
 
 
 def step_evidence(
-    folder: Path, predicate: dict[str, Any], payload: bytes, *, envelope_only: bool
+    folder: Path, evidence: Sequence[SignedFile], payload: bytes, *, envelope_only: bool
 ) -> StepResult:
     """Step 3: every recorded evidence file is in ``folder`` with its recorded digest.
 
@@ -34,7 +35,7 @@ def step_evidence(
             Outcome.NOT_CHECKED,
             "skipped (--envelope-only): the evidence files were not compared",
         )
-    recorded: dict[str, str] = {e["name"]: e["sha256"] for e in predicate["evidence"]}
+    recorded = {e.name: e.sha256 for e in evidence}
     problems = [
         p for name, digest in recorded.items() if (p := _evidence_problem(folder, name, digest))
     ]

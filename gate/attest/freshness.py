@@ -20,9 +20,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gate.errors import ConfigError
+
+if TYPE_CHECKING:  # the predicate module reads the run record; this one needs only the type
+    from gate.attest.predicate import GatePredicate
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"(?:\d{1,9}[smhdw])+")
@@ -64,26 +67,24 @@ def parse_time(text: str) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def recorded(predicate: dict[str, Any]) -> str:
+def recorded(predicate: GatePredicate) -> str:
     """What the signed predicate says about the run's source and time, in one phrase."""
-    source = predicate["provenance"]["source"]
-    revision = source.get("revision") or "no revision"
-    dirty = " (uncommitted changes)" if source.get("dirty") else ""
-    finished = predicate["run"].get("finished") or "an unrecorded time"
+    revision = predicate.revision or "no revision"
+    dirty = " (uncommitted changes)" if predicate.dirty else ""
+    finished = predicate.finished or "an unrecorded time"
     return f"recorded for {revision}{dirty}, finished {finished}"
 
 
-def problems(predicate: dict[str, Any], wanted: Freshness, now: datetime) -> list[str]:
+def problems(predicate: GatePredicate, wanted: Freshness, now: datetime) -> list[str]:
     """Every way the recorded run falls short of ``wanted``; empty when it does not."""
     found: list[str] = []
-    source = predicate["provenance"]["source"]
     if wanted.revision is not None:
-        revision = source.get("revision")
+        revision = predicate.revision
         if revision is None:
             found.append("no source revision is recorded (the gate ran outside git)")
         elif revision != wanted.revision:
             found.append(f"recorded for revision {revision}, not {wanted.revision}")
-        elif source.get("dirty"):
+        elif predicate.dirty:
             found.append(f"built from {revision} with uncommitted changes, not {revision} itself")
     if wanted.not_before is None and wanted.max_age is None:
         return found
@@ -101,8 +102,8 @@ def problems(predicate: dict[str, Any], wanted: Freshness, now: datetime) -> lis
     return found
 
 
-def _finished(predicate: dict[str, Any]) -> datetime | None:
-    text = predicate["run"].get("finished")
+def _finished(predicate: GatePredicate) -> datetime | None:
+    text = predicate.finished
     if not isinstance(text, str):
         return None
     try:

@@ -18,13 +18,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
+from gate.attest.predicate import PREDICATE_TYPE, PREDICATE_VERSION
+from gate.attest.predicate import validate as validate_predicate
 from gate.attest.signing import Signer, load_signer_from_env_or_file, sign_envelope
 from gate.attest.testresult import TEST_RESULT_ENVELOPE, TEST_RESULT_FILE, build_test_result
 from gate.errors import ArtifactChangedError, BadInputError, EvidenceError
@@ -33,8 +31,6 @@ from gate.record import RESULT_FILE, RunRecord, load
 from gate.redact import Redactor
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
-PREDICATE_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 ENVELOPE_FILE = "manifest.dsse.json"
 # Written after the evidence is digested, so never part of it.
@@ -168,12 +164,13 @@ def build_statement(
                 "output_ok",
                 "cache_clean",
                 "passed",
+                "failure",
             )
             for e in data["executions"]
         ],
         "provenance": {"source": data["source"], "artifacts": artifacts},
         "checks": [
-            _pick(c, "name", "classname", "passed", "skipped", "message", "cause")
+            _pick(c, "name", "classname", "state", "message", "cause", "path")
             for c in data["checks"]
         ],
         "verdict": _pick(data["verdict"], "accepted", "statement", "reasons"),
@@ -286,23 +283,6 @@ def _record(evidence_dir: Path) -> RunRecord:
         return load(evidence_dir)
     except BadInputError as e:
         raise EvidenceError(e.message) from e
-
-
-@cache
-def _predicate_schema() -> dict[str, Any]:
-    text = resources.files("gate").joinpath("schemas/manifest-predicate.schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-def validate_predicate(predicate: Any) -> str | None:  # noqa: ANN401 - any JSON value
-    """None when ``predicate`` matches the schema, else the first problem on one line."""
-    validator = jsonschema.Draft202012Validator(_predicate_schema())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(predicate))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path) or "(top)"
-    return f"predicate field {where}: {error.message}"
 
 
 def _artifact_provenance(artifact: dict[str, Any], source: Path) -> dict[str, Any]:

@@ -9,10 +9,15 @@ consumers read; this module maps a run onto it:
 * ``subject``: the final artifacts with their SHA-256, the same subjects as the manifest
   (or, when the run named no artifact, the source commit as a ``gitCommit`` digest; with
   neither there is nothing to attest, and no test-result Statement is written);
-* ``result``: ``PASSED`` when the verdict accepted the run and no check was skipped,
-  ``WARNED`` when it accepted with skipped checks, ``FAILED`` otherwise;
-* ``passedTests`` / ``warnedTests`` / ``failedTests``: the checks by their JUnit identity
-  (``<runner class>.<classname>::<name>``, as in ``junit.xml``); skipped checks are warned;
+* ``result``: agrees with the verdict (gate.rules.verdict.attestation_result):
+  ``PASSED`` when it accepted the run and no check warned, ``WARNED`` when it accepted
+  with a warned check, ``FAILED`` when it did not accept it;
+* ``passedTests`` / ``warnedTests`` / ``failedTests``: every check in exactly one list, by
+  its JUnit identity (``<runner class>.<classname>::<name>``, as in ``junit.xml``) and its
+  state (gate.rules.verdict.attestation_list): passed, warned (ran, accepted with a
+  caveat), or failed (failed, or did not run: a check that did not run is never listed
+  as passed or warned, so the spec's policy "every test for device A is in passedTests
+  or warnedTests" refuses a run that never executed anything);
 * ``configuration``: resource descriptors with digests for the run record
   (``result.json``, annotated with the runner class, runner and run id), the gate's
   manifest (``manifest.json``, all the evidence) and the project configuration file
@@ -35,13 +40,19 @@ from gate.errors import EvidenceError
 from gate.fsutil import sha256_file
 from gate.record import RESULT_FILE, RunRecord
 from gate.render.junit import DEFAULT_CLASS, classname_of
+from gate.rules.verdict import (
+    FAILED_TESTS,
+    PASSED_TESTS,
+    WARNED_TESTS,
+    attestation_list,
+    attestation_result,
+)
 
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 TEST_RESULT_FILE = "test-result.json"
 TEST_RESULT_ENVELOPE = "test-result.dsse.json"
 TEST_RESULT_FILES = frozenset({TEST_RESULT_FILE, TEST_RESULT_ENVELOPE})
-PASSED, WARNED, FAILED = "PASSED", "WARNED", "FAILED"
 
 
 def check_id(runner_class: str | None, classname: str, name: str) -> str:
@@ -65,18 +76,18 @@ def build_test_result(
     subject = [dict(s) for s in subjects] or _source_subject(record)
     if not subject:
         return None
-    checks = record.checks
     runner_class = record.run.runner_class
-    passed = [check_id(runner_class, c.classname, c.name) for c in checks if c.passed]
-    warned = [check_id(runner_class, c.classname, c.name) for c in checks if c.skipped]
-    failed = [check_id(runner_class, c.classname, c.name) for c in checks if c.failed]
-    result = (WARNED if warned else PASSED) if record.verdict.accepted else FAILED
+    lists: dict[str, list[str]] = {PASSED_TESTS: [], WARNED_TESTS: [], FAILED_TESTS: []}
+    for c in record.checks:
+        lists[attestation_list(c.state)].append(check_id(runner_class, c.classname, c.name))
+    verdict = record.verdict
+    if not verdict.accepted and not lists[FAILED_TESTS]:
+        # Not accepted with no failed check: a stage stopped before any check could say so.
+        lists[FAILED_TESTS].append(check_id(runner_class, "gate", "verdict"))
     predicate: dict[str, Any] = {
-        "result": result,
+        "result": attestation_result(verdict, [c.state for c in record.checks]),
         "configuration": _configuration(record, evidence_dir, manifest, config_file),
-        "passedTests": passed,
-        "warnedTests": warned,
-        "failedTests": failed,
+        **lists,
     }
     url = run_url(os.environ if environ is None else environ)
     if url:

@@ -41,8 +41,9 @@ from gate.attest.manifest import (
     MANIFEST_FILE,
     PREDICATE_TYPE,
     STATEMENT_TYPE,
-    validate_predicate,
 )
+from gate.attest.predicate import GatePredicate
+from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
 from gate.attest.steps import Outcome, StepResult, failed
 from gate.errors import (
@@ -56,7 +57,7 @@ from gate.errors import (
     ToolError,
 )
 from gate.fsutil import sha256_file
-from gate.reader.targets import Capability
+from gate.rules.targets import Capability
 
 __all__ = [
     "Freshness",
@@ -91,6 +92,7 @@ class Verification:
     steps: tuple[StepResult, ...]
     statement: dict[str, Any]
     keyid: str
+    predicate: GatePredicate
 
     @property
     def ok(self) -> bool:
@@ -149,20 +151,23 @@ def verify(
         report(StepResult(1, "signature", Outcome.FAILED, detail, e))
         raise
     report(step1)
-    statement = _parse_statement(payload, str(envelope_path))
-    predicate: dict[str, Any] = statement["predicate"]
+    statement, predicate = _parse_statement(payload, str(envelope_path))
     steps = [step1]
 
     def record(step: StepResult) -> None:
         report(step)
         steps.append(step)
 
-    record(_step_artifacts(statement, artifacts_dir))
-    record(step_evidence(envelope_path.parent, predicate, payload, envelope_only=envelope_only))
+    record(_step_artifacts(statement, predicate, artifacts_dir))
+    record(
+        step_evidence(
+            envelope_path.parent, predicate.evidence, payload, envelope_only=envelope_only
+        )
+    )
     record(_step_environment(predicate, check_environment, machine))
     record(_step_verdict(predicate))
     record(_step_freshness(predicate, freshness or Freshness(), now or datetime.now(UTC)))
-    return Verification(tuple(steps), statement, keyid)
+    return Verification(tuple(steps), statement, keyid, predicate)
 
 
 def _step_signature(data: bytes, source: str, key: PublicKey) -> tuple[bytes, str, StepResult]:
@@ -187,7 +192,7 @@ def _step_signature(data: bytes, source: str, key: PublicKey) -> tuple[bytes, st
     return envelope.payload, key.keyid, StepResult(1, "signature", Outcome.PASSED, detail)
 
 
-def _parse_statement(payload: bytes, source: str) -> dict[str, Any]:
+def _parse_statement(payload: bytes, source: str) -> tuple[dict[str, Any], GatePredicate]:
     """The signed payload as a cuda-gate Statement v1; BadInputError when it is not one.
 
     Signed but malformed is bad input, not a bad signature: the key holder wrote it.
@@ -199,11 +204,9 @@ def _parse_statement(payload: bytes, source: str) -> dict[str, Any]:
         raise BadInputError(
             f"{source}: predicateType {statement.get('predicateType')!r} is not {PREDICATE_TYPE}"
         )
-    problem = validate_predicate(statement.get("predicate"))
-    if problem:
-        raise BadInputError(f"{source}: {problem}")
+    predicate = read_predicate(statement.get("predicate"), source)
     subjects = statement.get("subject")
-    recorded = {a["name"]: a["sha256"] for a in statement["predicate"]["provenance"]["artifacts"]}
+    recorded = {a.name: a.sha256 for a in predicate.artifacts}
     if (
         not isinstance(subjects, list)
         or not all(
@@ -216,12 +219,14 @@ def _parse_statement(payload: bytes, source: str) -> dict[str, Any]:
         or len(subjects) != len(recorded)
     ):
         raise BadInputError(f"{source}: the subjects do not match the predicate's artifacts")
-    return statement
+    return statement, predicate
 
 
-def _step_artifacts(statement: dict[str, Any], artifacts_dir: Path | None) -> StepResult:
+def _step_artifacts(
+    statement: dict[str, Any], predicate: GatePredicate, artifacts_dir: Path | None
+) -> StepResult:
     """Step 2 (in-toto ResourceDescriptor: the digest is over the artifact's bytes)."""
-    paths = {a["name"]: a.get("path") for a in statement["predicate"]["provenance"]["artifacts"]}
+    paths = {a.name: a.path for a in predicate.artifacts}
     changed: list[str] = []
     for subject in statement["subject"]:
         name, expected = subject["name"], subject["digest"]["sha256"]
@@ -257,7 +262,7 @@ def _artifact_path(name: str, recorded: str | None, artifacts_dir: Path | None) 
 
 
 def _step_environment(
-    predicate: dict[str, Any],
+    predicate: GatePredicate,
     check_environment: bool,
     machine: MachineFacts | Callable[[], MachineFacts] | None,
 ) -> StepResult:
@@ -280,20 +285,17 @@ def _step_environment(
 
 
 def compare_environment(
-    predicate: dict[str, Any], facts: MachineFacts
+    predicate: GatePredicate, facts: MachineFacts
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(mismatches, items not checked) between the recorded environment and ``facts``."""
-    env = predicate["environment"]
-    driver = env.get("driver") or {}
-    toolkit = env.get("toolkit") or {}
-    capability = predicate["device_code"]["device"].get("capability")
+    signed = predicate.machine
     pairs = [
-        ("host arch", env.get("host_arch"), facts.host_arch),
-        ("driver", driver.get("driver_version"), facts.driver_version),
-        ("driver CUDA version", driver.get("cuda_version"), facts.driver_cuda_version),
-        ("toolkit", toolkit.get("version"), facts.toolkit_version),
-        ("toolkit release", toolkit.get("release"), facts.toolkit_release),
-        ("compute capability", _capability(capability), _capability(facts.capability)),
+        ("host arch", signed.host_arch, facts.host_arch),
+        ("driver", signed.driver_version, facts.driver_version),
+        ("driver CUDA version", signed.driver_cuda_version, facts.driver_cuda_version),
+        ("toolkit", signed.toolkit_version, facts.toolkit_version),
+        ("toolkit release", signed.toolkit_release, facts.toolkit_release),
+        ("compute capability", _capability(signed.capability), _capability(facts.capability)),
     ]
     mismatches: list[str] = []
     unchecked: list[str] = []
@@ -312,17 +314,17 @@ def _capability(text: str | None) -> str | None:
     return None if text is None else str(Capability.parse(text))
 
 
-def _step_verdict(predicate: dict[str, Any]) -> StepResult:
+def _step_verdict(predicate: GatePredicate) -> StepResult:
     """Step 5: the run was accepted (a verified record of a rejected run is still a rejection)."""
-    verdict = predicate["verdict"]
-    detail = f"recorded verdict: {verdict['statement']}"
-    if verdict["accepted"]:
+    verdict = predicate.verdict
+    detail = f"recorded verdict: {verdict.statement}"
+    if verdict.accepted:
         return StepResult(5, "verdict", Outcome.PASSED, detail)
     error = GateError(f"5. verdict: the run was not accepted ({detail})")
     return StepResult(5, "verdict", Outcome.FAILED, detail, error)
 
 
-def _step_freshness(predicate: dict[str, Any], wanted: Freshness, now: datetime) -> StepResult:
+def _step_freshness(predicate: GatePredicate, wanted: Freshness, now: datetime) -> StepResult:
     """Step 6: state the recorded revision and finish time; check them when asked."""
     statement = fresh.recorded(predicate)
     if not wanted.requested:

@@ -4,7 +4,10 @@ Headers only by default (fast: no decompression): kinds, targets with their ``a`
 variant, PTX ISA, sizes, and per device a route per target (standing for every kernel).
 ``--names`` decompresses every entry for kernel names: kernel counts per target, kernels
 missing from some target (shown demangled; the JSON keeps them mangled), and the route
-each kernel takes per device. ``--require-device`` turns a device without code into exit 1.
+each kernel takes per device. ``--require-device`` turns a device without code into exit 1,
+by the rule the run judges libraries by (gate.rules.routes.judge): something in each file
+runs there, or with ``--strict`` every kernel built for that device does. A file with
+nothing to judge (no device code, LTO IR only) and a path with no file at all fail too.
 """
 
 from __future__ import annotations
@@ -42,9 +45,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         default=[],
         metavar="CAP",
-        help="fail (exit 1, one line per failing artifact) when any kernel of any artifact "
-        "has no route on this device: no SASS that runs there and no PTX that JITs for it; "
-        "per kernel with --names, else per target; also shown like --device; repeatable",
+        help="fail (exit 1, one line per failing artifact) when nothing in an artifact runs "
+        "on this device (no SASS that runs there, no PTX that JITs for it), as the run judges "
+        "vendor libraries; an artifact with no device code, or LTO IR only, fails too; also "
+        "shown like --device; repeatable",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --require-device, judge every kernel as the run judges the project's own "
+        "code: each kernel built for the device needs code there (a kernel only in a/f builds "
+        "for other devices is not expected); implies --names",
     )
     parser.add_argument(
         "--no-detect", action="store_true", help="do not ask nvidia-smi for the local GPU"
@@ -118,11 +129,9 @@ def _limits(args: argparse.Namespace) -> Limits:
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
     from gate.demangle import demangle
-    from gate.errors import BadInputError
-    from gate.fsutil import write_atomic
     from gate.reader import summary as inspect_view
     from gate.reader.read import read_paths
-    from gate.reader.targets import parse_target_or_capability
+    from gate.rules.targets import parse_target_or_capability
 
     # Names come from files and binaries: never let one that cannot be encoded (a
     # terminal or pipe that is not UTF-8) stop the table half-way.
@@ -134,12 +143,13 @@ def handle(args: argparse.Namespace) -> int:
     required = list(dict.fromkeys(parse_target_or_capability(d) for d in args.require_device))
     caps = list(dict.fromkeys([*caps, *required]))
     scan = not args.no_scan
+    names = args.names or args.strict
     limits = _limits(args)
     reports = []
     unmet = []
     # Only names are worth caching: headers alone are read faster than the file is hashed.
-    cache = args.names and not args.no_cache
-    for report in read_paths(args.paths, names=args.names, scan=scan, limits=limits, cache=cache):
+    cache = names and not args.no_cache
+    for report in read_paths(args.paths, names=names, scan=scan, limits=limits, cache=cache):
         reports.append(report)
         if report.error:
             print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)
@@ -147,35 +157,48 @@ def handle(args: argparse.Namespace) -> int:
             art = inspect_view.artifact_json(report, caps, with_entries=False)
             sys.stdout.write(inspect_view.console(art, demangle=demangle))
         for cap in required:
-            reason = inspect_view.unmet(report, cap)
+            reason = inspect_view.unmet(report, cap, per_kernel=args.strict)
             if reason:
                 unmet.append(reason)
                 print(f"cuda-gate: error: {reason}", file=sys.stderr, flush=True)
-    doc = (
-        inspect_view.document(reports, caps, names=args.names, scan=scan)
-        if (args.json or args.output)
-        else None
-    )
-    if doc is not None:
-        import json  # only for --json / --output: keeps start-up short
-
-        text = json.dumps(doc, indent=1) + "\n"
-        if args.json:
-            sys.stdout.write(text)
-        if args.output:
-            write_atomic(args.output, text.encode("utf-8"))
+    if args.json or args.output:
+        _write_document(args, inspect_view.document(reports, caps, names=names, scan=scan))
     sys.stdout.flush()
+    _exit_status(args, reports, unmet, required)
+    return 0
+
+
+def _write_document(args: argparse.Namespace, doc: dict[str, Any]) -> None:
+    """The JSON document to stdout (``--json``) and to ``--output``."""
+    import json  # only for --json / --output: keeps start-up short
+
+    from gate.fsutil import write_atomic
+
+    text = json.dumps(doc, indent=1) + "\n"
+    if args.json:
+        sys.stdout.write(text)
+    if args.output:
+        write_atomic(args.output, text.encode("utf-8"))
+
+
+def _exit_status(
+    args: argparse.Namespace, reports: list[Any], unmet: list[str], required: list[Any]
+) -> None:
+    """BadInputError when nothing was read or a file could not be; NotAcceptedError when a
+    required device lacks code."""
+    from gate.errors import BadInputError, NotAcceptedError
+
+    if not reports:
+        shown = ", ".join(str(p) for p in args.paths)
+        raise BadInputError(f"{shown}: no file to inspect (no ELF file, archive, wheel or fatbin)")
     failed = [r for r in reports if r.error]
     if failed:
         raise BadInputError(f"{len(failed)} of {len(reports)} artifacts could not be read")
     if unmet:
-        from gate.errors import NotAcceptedError
-
         devices = ", ".join(str(c) for c in required)
         raise NotAcceptedError(
             f"{len(unmet)} artifact/device pair(s) without code for a required device ({devices})"
         )
-    return 0
 
 
 def detect_devices() -> list[Any]:

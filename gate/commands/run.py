@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gate.reader.targets import Target
+    from gate.rules.targets import Target
 
 STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
 
@@ -149,8 +149,8 @@ def handle(args: argparse.Namespace) -> int:
     from gate import config
     from gate.attest.signing import load_signer_from_env_or_file
     from gate.pipeline import RunOptions, run
-    from gate.reader.targets import Target
     from gate.render import text
+    from gate.rules.targets import Target
     from gate.store import load_settings
 
     def progress(line: str) -> None:
@@ -196,9 +196,6 @@ def handle(args: argparse.Namespace) -> int:
 
 def _target(text: str) -> Target:
     """``sm_90a`` keeps its variant; ``compute_121`` and ``12.1`` mean ``sm_121``."""
-    from gate.reader.targets import Target, parse_target_or_capability
+    from gate.rules.targets import parse_required_target
 
-    stripped = text.strip()
-    if stripped.startswith(("sm_", "compute_")):
-        return Target.parse(stripped).as_sass()
-    return parse_target_or_capability(stripped).sm()
+    return parse_required_target(text)

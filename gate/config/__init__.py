@@ -14,6 +14,9 @@ every table sits under ``tool.cuda-gate``)::
     kernels = ["scale_f32"]    # kernels every artifact must carry (plain or mangled names)
     smoke = true               # also build and run the built-in smoke program
     strict_libraries = ["libmine*.so*"]  # loaded libraries judged per kernel, like artifacts
+    host = "aarch64"           # the host the artifacts ship for (default: the device's only
+                               # host class where it has one, 12.1 -> aarch64; else this one)
+    stale_artifacts = "warn"   # an artifact the build did not write: "warn" or "fail"
 
     [[build]]                  # run in order before inspection
     name = "configure"         # optional: build-1, build-2, ...
@@ -61,7 +64,14 @@ from gate.config import placeholders
 from gate.config import values as tv
 from gate.config.placeholders import PLACEHOLDERS, TOOLS, substitute, substitute_argv
 from gate.errors import ConfigError
-from gate.reader.targets import Capability, Target, parse_target_or_capability
+from gate.rules.compat import Form
+from gate.rules.require import Requirement
+from gate.rules.targets import (
+    Capability,
+    Target,
+    parse_required_target,
+    parse_target_or_capability,
+)
 
 __all__ = [
     "PLACEHOLDERS",
@@ -88,7 +98,7 @@ ENTRY_TIMEOUT = 300.0
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = frozenset(
     {"python", "targets", "devices", "kernels", "smoke", "build", "artifact", "entry_point"}
-    | {"strict_libraries", "signing", "store"}
+    | {"strict_libraries", "signing", "store", "host", "stale_artifacts"}
 )
 _BUILD_KEYS = frozenset({"name", "command", "cwd", "env", "timeout"})
 _ARTIFACT_KEYS = frozenset({"path", "kernels"})
@@ -222,6 +232,8 @@ class Config:
     store: tuple[tuple[str, Scalar], ...] = ()
     python: str | None = None
     strict_libraries: tuple[str, ...] = ()
+    host: str | None = None
+    stale_fails: bool = False  # stale_artifacts = "fail"
 
     def is_strict(self, library: Path) -> bool:
         """Whether a loaded library is judged per kernel (a ``strict_libraries`` glob matches)."""
@@ -234,9 +246,26 @@ class Config:
         return any(placeholder in placeholders.names_in(text) for text in texts)
 
     def required_targets(self, detected: Target | None) -> tuple[Target, ...]:
-        """The detected target first, then the configured ones, each once, as SASS targets."""
+        """The detected target first, then the configured ones, each once, as SASS targets
+        (what the build placeholders stand for)."""
         found = ((detected,) if detected is not None else ()) + self.targets
         return tuple(dict.fromkeys(t.as_sass() for t in found))
+
+    def requirements(self, first: Requirement | None) -> tuple[Requirement, ...]:
+        """What the artifacts must carry: ``first`` (the probed device's requirement, or the
+        target named with ``--target``), then each configured target in its own form.
+
+        A configured target of the probed device's SM number replaces the device's own
+        requirement: whatever satisfies it satisfies the device's (gate.rules.require).
+        """
+        configured = tuple(Requirement.of_target(t) for t in self.targets)
+        found = configured
+        if first is not None and not (
+            first.form is Form.DEVICE
+            and any(r.target.number == first.target.number for r in configured)
+        ):
+            found = (first, *configured)
+        return tuple(dict.fromkeys(found))
 
 
 def find_config(project_dir: Path, explicit: Path | None = None) -> Path | None:
@@ -368,9 +397,7 @@ def _entry(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> Entr
 
 def _target(given: str, at: tv.At) -> Target:
     try:
-        if given.strip().startswith(("sm_", "compute_")):
-            return Target.parse(given).as_sass()
-        return parse_target_or_capability(given).sm()
+        return parse_required_target(given)
     except ConfigError as e:
         raise at.fail(e.message) from e
 
@@ -438,10 +465,27 @@ def parse(
         store=_scalars(doc.get("store", {}), at("store")),
         python=_python(doc.get("python"), at("python"), base),
         strict_libraries=tv.texts(doc.get("strict_libraries", []), at("strict_libraries")),
+        host=_choice(doc.get("host"), at("host"), HOSTS),
+        stale_fails=_choice(doc.get("stale_artifacts", "warn"), at("stale_artifacts"), _STALE)
+        == "fail",
     )
     if not config.smoke and not config.entry_points:
         raise at("smoke").fail("false, but no entry_point is configured: nothing would run")
     return config
+
+
+HOSTS = ("x86_64", "aarch64", "ppc64le")  # as `uname -m` names them
+_STALE = ("warn", "fail")
+
+
+def _choice(value: object, at: tv.At, allowed: Sequence[str]) -> str | None:
+    """One of ``allowed``, or None when the key is absent."""
+    if value is None:
+        return None
+    text = tv.text(value, at)
+    if text not in allowed:
+        raise at.fail(f"{text!r}: expected one of {', '.join(allowed)}")
+    return text
 
 
 def _python(value: object, at: tv.At, base: Path) -> str | None:

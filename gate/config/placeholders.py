@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 
 from gate.errors import ConfigError
-from gate.reader.targets import Target, Variant
+from gate.rules.targets import Target, Variant
 
 _TOKEN = re.compile(r"(\$\{)|\{\{(\w+)\}\}|\{(\w+)\}")
 SINGLE = ("sm", "compute", "cc", "capability")

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from gate.attest import testresult
-from gate.attest.manifest import ENVELOPE_FILE, PREDICATE_TYPE, validate_predicate
+from gate.attest.manifest import ENVELOPE_FILE
+from gate.attest.predicate import PREDICATE_TYPE
+from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
 from gate.errors import BadInputError, GateError, SignatureError
 from gate.fsutil import write_atomic
@@ -50,23 +52,20 @@ def write_attest_inputs(
     """Check a run's signed statements (see the module docstring) and write the inputs."""
     # 1. Signatures and Statement types.
     manifest = _verified(evidence / ENVELOPE_FILE, key, PREDICATE_TYPE)
-    problem = validate_predicate(manifest["predicate"])
-    if problem:
-        raise BadInputError(f"{evidence / ENVELOPE_FILE}: {problem}")
+    predicate = manifest["predicate"]
+    signed = read_predicate(predicate, str(evidence / ENVELOPE_FILE))
     test_result = _verified(
         evidence / testresult.TEST_RESULT_ENVELOPE, key, testresult.PREDICATE_TYPE
     )
     # 2. The released revision, accepted.
-    predicate = manifest["predicate"]
-    gated = predicate["provenance"]["source"].get("revision")
-    if revision is not None and gated != revision:
+    if revision is not None and signed.revision != revision:
         raise BadInputError(
-            f"{evidence / ENVELOPE_FILE}: the run gated revision {gated}, not {revision}"
+            f"{evidence / ENVELOPE_FILE}: the run gated revision {signed.revision}, not {revision}"
         )
-    if not predicate["verdict"]["accepted"]:
+    if not signed.verdict.accepted:
         raise GateError(
             f"{evidence / ENVELOPE_FILE}: the run was not accepted "
-            f"({predicate['verdict']['statement']}); nothing to attest"
+            f"({signed.verdict.statement}); nothing to attest"
         )
     # 3. The same subjects, at least one, each with its SHA-256.
     subjects = manifest["subject"]

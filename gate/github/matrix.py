@@ -24,9 +24,9 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gate.attest.manifest import ENVELOPE_FILE
+from gate.attest.predicate import GatePredicate
 from gate.attest.signing import PublicKey, parse_envelope
 from gate.attest.verify import Outcome, verify
 from gate.errors import BadInputError, EvidenceChangedError, SignatureError
@@ -178,7 +178,7 @@ class _Finding(Exception):  # noqa: N818 - a control-flow signal, not an error
 class _Signed:
     """What steps 2 and 3 established: the verified Statement and its digests."""
 
-    predicate: dict[str, Any]
+    predicate: GatePredicate
     keyid: str
     envelope_sha256: str
     statement_sha256: str
@@ -242,47 +242,30 @@ def _verified(envelope: Path, key: PublicKey, envelope_sha256: str) -> _Signed:
         raise _Finding(Status.TAMPERED, f"evidence: {evidence.detail}")
     payload = parse_envelope(envelope.read_bytes(), str(envelope)).payload
     return _Signed(
-        predicate=verification.statement["predicate"],
+        predicate=verification.predicate,
         keyid=verification.keyid,
         envelope_sha256=envelope_sha256,
         statement_sha256=hashlib.sha256(payload).hexdigest(),
     )
 
 
-def _judge(predicate: dict[str, Any], name: str, revision: str) -> tuple[Status, str]:
+def _judge(predicate: GatePredicate, name: str, revision: str) -> tuple[Status, str]:
     """Steps 4 and 5: this revision's record, from a clean tree, of this class; its verdict."""
-    source = predicate["provenance"]["source"]
-    signed_class = predicate["run"].get("runner_class") or predicate["run"].get("runner")
+    signed_class = predicate.signed_class
     if signed_class != name:
         return Status.TAMPERED, f"the index says class {name}, the signed run {signed_class}"
-    if source.get("revision") != revision:
-        recorded = str(source.get("revision"))[:12]
+    if predicate.revision != revision:
+        recorded = str(predicate.revision)[:12]
         return Status.STALE, f"stored under this revision but recorded for {recorded}"
-    if source.get("dirty"):
+    if predicate.dirty:
         return Status.STALE, "built from a work tree with uncommitted changes"
-    verdict = predicate["verdict"]
-    status = Status.PASSED if verdict["accepted"] else Status.FAILED
-    return status, str(verdict["statement"])
+    verdict = predicate.verdict
+    return Status.PASSED if verdict.accepted else Status.FAILED, verdict.statement
 
 
-def _executions(predicate: dict[str, Any]) -> tuple[ExecutionRow, ...]:
-    """The signed runs, each passed or not by the run record's own rule (gate.record)."""
-    rows = []
-    for x in predicate.get("execution", ()):
-        returncode = x.get("returncode")
-        expected = x.get("expected_returncode", 0)
-        passed = x.get("passed")
-        if not isinstance(passed, bool):  # a version 1 predicate: no expectation recorded
-            passed = returncode == expected and not x.get("timed_out") and bool(x.get("output_ok"))
-        if x.get("timed_out"):
-            detail = "timed out"
-        elif returncode != expected:
-            detail = f"exit {returncode}" + (f" (expected {expected})" if expected else "")
-        elif not x.get("output_ok"):
-            detail = "unexpected output"
-        elif x.get("cache_clean") is False:
-            detail = "left files in its JIT cache"
-        else:
-            detail = "ok"
-        rows.append(ExecutionRow(str(x["entry_point"]), str(x["path"]), passed, detail))
-    return tuple(rows)
+def _executions(predicate: GatePredicate) -> tuple[ExecutionRow, ...]:
+    """The signed runs, each passed or not, and why, by the gate's own rule (gate.rules.causes)."""
+    return tuple(
+        ExecutionRow(e.entry_point, e.path.value, e.passed, "ok" if e.passed else e.reason())
+        for e in predicate.executions
+    )

@@ -31,7 +31,7 @@ from gate.reader import artifacts
 from gate.reader.limits import Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import ArtifactReport, mapped, read_buffer
-from gate.reader.targets import Target, Version
+from gate.rules.targets import Target, Version
 
 FORMAT = "cuda-gate-inspection-cache"
 # Bump when what the reader reports for the same bytes changes without a release.

@@ -15,7 +15,7 @@ from gate.errors import BadInputError
 from gate.reader import fatbin
 from gate.reader.cubin import read_ptx
 from gate.reader.elffile import ElfFile
-from gate.reader.targets import Target, Variant, Version
+from gate.rules.targets import Target, Variant, Version
 
 _PRIMARY = (".nv_fatbin", "__nv_relfatbin")
 

@@ -42,7 +42,7 @@ from gate.reader.artifacts import shown
 from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile, Section
 from gate.reader.limits import Budget, Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.targets import Target, Variant, Version
+from gate.rules.targets import Target, Variant, Version
 
 PRIMARY_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 _SHT_PROGBITS = 1

@@ -20,10 +20,12 @@ from gate.reader.listing import (
     KernelPrediction,
     Kind,
     Listing,
+    missing_by_target,
     plural,
 )
 from gate.reader.read import ArtifactReport
-from gate.reader.targets import Capability, Path, Route, Target
+from gate.rules.routes import Path, Route, judge
+from gate.rules.targets import Capability, Target, Version
 
 SCHEMA_VERSION = 1
 ALL_KERNELS = "(every kernel)"
@@ -36,44 +38,70 @@ def target_text(kind: Kind, target: Target) -> str:
     return str(target)
 
 
-def predict(report: ArtifactReport, cap: Capability) -> DevicePrediction:
+def predict(
+    report: ArtifactReport, cap: Capability, driver: Version | None = None
+) -> DevicePrediction:
     """Per-kernel routes when names were read, else one route standing for every kernel."""
     listing = report.listing
     if report.names:
-        return listing.predict(cap)
+        return listing.predict(cap, driver)
     if not listing.targets(Kind.SASS) and not listing.has_ptx:
-        return DevicePrediction(cap, ())
-    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, listing.target_route(cap)),))
+        return DevicePrediction(cap, (), driver)
+    route = listing.target_route(cap)
+    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, route),), driver)
 
 
 def verdict(report: ArtifactReport, prediction: DevicePrediction) -> str:
     """The device's verdict; every count in it true (per target, none is given)."""
     if not prediction.kernels:
-        if not report.listing.entries:
-            return "no device code"
-        has_code = report.listing.targets(Kind.SASS) or report.listing.has_ptx
-        return "no kernels" if has_code else "no SASS or PTX"
-    if not report.names and prediction.kernels[0].route.path is Path.NONE:
+        return _no_kernels(report.listing)
+    if not report.names:
         # One route stands for every kernel: "no code for 1 of 1 kernels" would be false.
-        return "no code for any kernel"
+        path = prediction.kernels[0].route.path
+        if path is Path.NONE:
+            return "no code for any kernel"
+        if path is Path.OTHER_DEVICES:
+            return "nothing built for this device (only a/f builds for other devices)"
     return prediction.verdict()
 
 
-def unmet(report: ArtifactReport, cap: Capability) -> str | None:
-    """Why ``report`` fails a required device (some kernel has no route), or None.
+def _no_kernels(listing: Listing) -> str:
+    """Why an artifact has no kernel to route: no device code, LTO IR only, or stubs."""
+    if not listing.entries:
+        return "no device code"
+    if not listing.targets(Kind.SASS) and not listing.has_ptx:
+        lto = ", ".join(target_text(Kind.LTOIR, t) for t in listing.targets(Kind.LTOIR))
+        return (
+            f"LTO IR only ({lto}): it runs nowhere until it is device-linked; device-link it first"
+        )
+    return "no kernels"
 
-    Per kernel when names were read; else the artifact's targets stand for every kernel.
+
+def unmet(
+    report: ArtifactReport,
+    cap: Capability,
+    *,
+    per_kernel: bool = False,
+    driver: Version | None = None,
+) -> str | None:
+    """Why ``report`` fails a required device, or None: the rule the run judges loaded
+    libraries by (:func:`gate.rules.routes.judge`).
+
+    As a whole by default (something in it runs on ``cap``); with ``per_kernel`` (the
+    project's own code; needs names) every kernel built for ``cap`` needs code there. A
+    file with nothing to judge (no device code, LTO IR only, no kernels) fails too.
     """
     if report.error is not None:
         return None
-    prediction = predict(report, cap)
-    lacking = sum(len(ks) for r, ks in prediction.by_route if r.path is Path.NONE)
-    if not lacking:
+    prediction = predict(report, cap, driver)
+    if not prediction.kernels:
+        return f"{report.path}: {_no_kernels(report.listing)}: nothing in it runs on {cap}"
+    strict = per_kernel and report.names
+    if judge((k.route for k in prediction.kernels), driver, per_kernel=strict):
         return None
-    if not report.names:
-        return f"{report.path}: no code for any kernel on {cap} (per target: no SASS or PTX for it)"
-    total = len(prediction.kernels)
-    return f"{report.path}: no code for {lacking} of {plural(total, 'kernel')} on {cap}"
+    if not strict:
+        return f"{report.path}: nothing in it runs on {cap}: {verdict(report, prediction)}"
+    return f"{report.path}: on {cap}: {prediction.verdict()}"
 
 
 def _route_json(r: Route) -> dict[str, Any]:
@@ -126,26 +154,6 @@ def _rows(
             }
         )
     return rows
-
-
-def _missing(
-    groups: dict[tuple[Kind, Target], list[DeviceEntry]], everything: set[str]
-) -> dict[str, list[str]]:
-    """Listing.missing_kernels from the groups: per SASS, then PTX target, kernels it lacks.
-
-    Every kernel is sorted once, and each target's missing ones are picked from that
-    order (libcublasLt: 18,000 kernels missing from 14 targets; sorting each list
-    separately was half of the time spent here).
-    """
-    ordered = sorted(everything)
-    out: dict[str, list[str]] = {}
-    for kind in (Kind.SASS, Kind.PTX):
-        for (k, target), entries in groups.items():
-            if k is kind:
-                present = set().union(*(e.kernels for e in entries))
-                if len(present) < len(everything):
-                    out[str(target)] = [name for name in ordered if name not in present]
-    return out
 
 
 def artifact_json(
@@ -215,7 +223,11 @@ def artifact_json(
         },
         "by_target": _rows(groups, names),
         "kernels": len(everything) if names else None,
-        "missing_kernels": _missing(groups, everything) if names else None,
+        "missing_kernels": missing_by_target(
+            {key: {k for e in entries for k in e.kernels} for key, entries in groups.items()}
+        )
+        if names
+        else None,
         "devices": devices,
     }
 

@@ -31,7 +31,9 @@ from datetime import datetime
 from pathlib import Path
 
 from gate.errors import BadInputError
-from gate.record import Cause, Check, RunRecord
+from gate.record import RunRecord
+from gate.rules.causes import Cause
+from gate.rules.verdict import Check, CheckState
 
 JUNIT_FILE = "junit.xml"
 LAYOUT_VERSION = 2
@@ -107,7 +109,7 @@ class _Counts:
             tests=len(checks),
             failures=sum(1 for c in checks if c.failed) - errors,
             errors=errors,
-            skipped=sum(1 for c in checks if c.skipped),
+            skipped=sum(1 for c in checks if c.state is CheckState.NOT_RUN),
             time=sum(_seconds(c) for c in checks),
         )
 
@@ -151,15 +153,18 @@ def _case_element(check: Check, runner_class: str) -> ET.Element:
         name=check.name,
         time=_time(_seconds(check)),
     )
-    if check.skipped:
+    if check.state is CheckState.NOT_RUN:
         ET.SubElement(case, "skipped", message=check.message)
     elif check.failed:
         problem = ET.SubElement(case, "error" if _is_error(check) else "failure")
         problem.set("message", check.message)
         if check.cause is not None:
             problem.set("type", check.cause.value)
-    # The log once, here; a passed check without a log shows what it found.
-    out = check.output or (check.message if check.passed else "")
+    # The log once, here; a passed check without a log shows what it found, a warned one
+    # says so first (JUnit has no "passed with a warning").
+    out = check.output or (check.message if check.ok else "")
+    if check.state is CheckState.WARNED:
+        out = f"WARNING: {check.message}\n{check.output}" if check.output else f"WARNING: {out}"
     if out:
         ET.SubElement(case, "system-out").text = out
     return case
@@ -205,7 +210,7 @@ def read_failures(path: Path) -> tuple[Check, ...]:
             classname = case.get("classname", "")
             if prefix and classname.startswith(f"{prefix}."):
                 classname = classname.removeprefix(f"{prefix}.")
-            failed.append(Check(case.get("name", "?"), classname, False, message))
+            failed.append(Check(case.get("name", "?"), classname, CheckState.FAILED, message))
     return tuple(failed)
 
 

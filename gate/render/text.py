@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gate.reader.listing import Kind
-from gate.reader.targets import Capability
-from gate.record import Check, LoadedLibrary, RunRecord, StageStatus, Verdict
+from gate.record import LoadedLibrary, RunRecord
+from gate.rules.targets import Capability
+from gate.rules.verdict import Check, StageStatus, Verdict
 
 LOG_WIDTH = 100
 _MIN_DETAIL = 20
@@ -116,6 +117,8 @@ def _sections(record: RunRecord) -> list[tuple[str, Sequence[str]]]:
         found.append(("Paths proved", record.paths_proved))
     if record.diagnoses:
         found.append(("Diagnosis", record.diagnoses))
+    if record.notes:
+        found.append(("Not done", record.notes))
     return found
 
 

@@ -10,6 +10,7 @@ exactly as it ran; the first failing one stops the pipeline, its log kept.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,11 @@ from gate.config import SMOKE_NAME, Config
 from gate.config.placeholders import gencode
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir, safe_name
-from gate.reader.targets import Target
-from gate.record import Build, Cause, Check
+from gate.record import Build
+from gate.rules.causes import Cause
+from gate.rules.require import Requirement
+from gate.rules.targets import Target
+from gate.rules.verdict import Check, CheckState
 from gate.stages.probe import BUILD_TIMEOUT, cuda_source
 
 SMOKE = SMOKE_NAME
@@ -30,14 +34,19 @@ _REUSED = "reused: the same toolchain built this from the same source and option
 
 @dataclass(frozen=True)
 class BuildOutcome:
-    """The required targets, every build as it ran, and the smoke program's path."""
+    """The required targets, every build as it ran, and the smoke program's path.
 
-    required: tuple[Target, ...]
+    ``built_since`` is when the project's first build command started (None when the
+    configuration has none): what the artifacts' modification times are judged by.
+    """
+
+    required: tuple[Requirement, ...]
     builds: tuple[Build, ...]
     smoke: Path | None
     commands: tuple[proc.Result, ...]
     checks: tuple[Check, ...]
     failure: GateError | None = None
+    built_since: float | None = None
 
 
 def build_record(name: str, result: proc.Result) -> Build:
@@ -95,21 +104,35 @@ def run(
     *,
     config: Config,
     target: Target,
+    requirement: Requirement,
     workdir: Path,
     tools: Mapping[str, str],
     sass: tuple[Target, ...] | None = None,
     ptx: tuple[Target, ...] | None = None,
     use_cache: bool = True,
 ) -> BuildOutcome:
-    """Build the smoke program (unless the config turns it off), then the configured steps."""
-    required = config.required_targets(target)
+    """Build the smoke program (unless the config turns it off), then the configured steps.
+
+    ``target`` is what the builds are for (their placeholders); ``requirement`` the
+    device's or the named target's requirement, which leads the run's requirements.
+    """
+    targets = config.required_targets(target)
     builds: list[Build] = []
     commands: list[proc.Result] = []
     checks: list[Check] = []
     smoke = None
+    since: list[float] = []
 
     def outcome(failure: GateError | None = None) -> BuildOutcome:
-        return BuildOutcome(required, tuple(builds), smoke, tuple(commands), tuple(checks), failure)
+        return BuildOutcome(
+            config.requirements(requirement),
+            tuple(builds),
+            smoke,
+            tuple(commands),
+            tuple(checks),
+            failure,
+            since[0] if since else None,
+        )
 
     if config.smoke:
         output, result = build_smoke(
@@ -129,15 +152,21 @@ def run(
             )
         smoke = output
     for step in config.builds:
+        if not since:
+            since.append(time.time())
         try:
-            command = step.render(required, tools)
+            command = step.render(targets, tools)
             result = proc.run(
                 command.argv, env_set=dict(command.env), cwd=command.cwd, timeout=command.timeout
             )
         except GateError as e:
             checks.append(
                 Check(
-                    f"build {step.name}", "gate.build", False, e.one_line(), cause=Cause.TOOLCHAIN
+                    f"build {step.name}",
+                    "gate.build",
+                    CheckState.FAILED,
+                    e.one_line(),
+                    cause=Cause.TOOLCHAIN,
                 )
             )
             return outcome(
@@ -160,11 +189,13 @@ def _build_check(name: str, result: proc.Result, what: str) -> Check:
             message += f" ({_REUSED.split(':', 1)[0]} from the gate's build cache)"
         if result.strays:
             message += f" (left {len(result.strays)} process(es) running; killed)"
-        return Check(f"build {name}", "gate.build", True, message, duration=result.duration)
+        return Check(
+            f"build {name}", "gate.build", CheckState.PASSED, message, duration=result.duration
+        )
     return Check(
         f"build {name}",
         "gate.build",
-        False,
+        CheckState.FAILED,
         result.describe_failure(what),
         duration=result.duration,
         output=result.output(),

@@ -15,8 +15,9 @@ from gate import git, machine, proc
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir
 from gate.machine import ToolkitInfo
-from gate.reader.targets import Target
-from gate.record import Check, Environment
+from gate.record import Environment
+from gate.rules.targets import Target
+from gate.rules.verdict import Check, CheckState
 
 _QUERY_TIMEOUT = 60.0
 
@@ -58,15 +59,16 @@ def run(evidence: EvidenceDir, *, nvcc: str | None, project_dir: Path) -> Enviro
             Check(
                 "driver",
                 "gate.environment",
-                True,
+                CheckState.PASSED,
                 f"{driver.name}, driver {driver.driver_version}, CUDA {driver.cuda_version}",
             )
         )
     except ToolError as e:
         driver_error = e.one_line()
         evidence.write_text("driver.txt", f"nvidia-smi: {driver_error}\n")
-        # Not a failure on its own: a GPU-less machine can still check artifacts statically.
-        checks.append(Check("driver", "gate.environment", True, driver_error, skipped=True))
+        # Not a failure on its own: a GPU-less machine can still check artifacts statically
+        # (and without a device nothing runs, so the verdict cannot be accepted anyway).
+        checks.append(Check("driver", "gate.environment", CheckState.WARNED, driver_error))
     source = git.source_info(project_dir)
     commands: list[proc.Result] = []
     toolkit: ToolkitInfo | None = None
@@ -92,7 +94,7 @@ def run(evidence: EvidenceDir, *, nvcc: str | None, project_dir: Path) -> Enviro
             Check(
                 "toolkit",
                 "gate.environment",
-                True,
+                CheckState.PASSED,
                 f"nvcc {toolkit.release}, {len(supported)} targets",
             )
         )

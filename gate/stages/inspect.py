@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gate import buildcache, cuobjdump, fsutil, machine, proc
@@ -31,9 +32,15 @@ from gate.reader.hostelf import Dependency, HostFormat, dependencies, read_forma
 from gate.reader.limits import Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import ArtifactReport
-from gate.reader.targets import Capability, Target, Variant, Version, min_driver_for_ptx
-from gate.record import Artifact, Cause, Check, CrossCheck
+from gate.record import Artifact, CrossCheck
 from gate.render.text import count
+from gate.rules.causes import Cause, ExecPath
+from gate.rules.hosts import HostRule
+from gate.rules.kernels import describe, matching, parse
+from gate.rules.require import Requirement, why_not
+from gate.rules.routes import general, jit_support, min_driver
+from gate.rules.targets import Capability, Target, Variant, Version
+from gate.rules.verdict import Check, CheckState
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
 SASS_DUMP_LIMIT = 16 * 1024 * 1024
@@ -59,6 +66,7 @@ class Inspected:
     ptx_modules: tuple[cuobjdump.PtxText, ...] = ()
     cross_check: CrossCheck | None = None
     cross_check_note: str = ""
+    in_wheel: bool = False  # a shared library unpacked from a configured wheel
 
     def record(self) -> Artifact:
         """The artifact as the run record keeps it."""
@@ -137,7 +145,7 @@ class Deferred:
 
 
 def _dump_failed(name: str, why: str) -> Check:
-    return Check(f"{name}: SASS dump", "gate.inspect", False, why, cause=Cause.EVIDENCE)
+    return Check(f"{name}: SASS dump", "gate.inspect", CheckState.FAILED, why, cause=Cause.EVIDENCE)
 
 
 def _write_sass(evidence: EvidenceDir, prefix: str, dumped: proc.Result | ToolError) -> None:
@@ -172,31 +180,44 @@ def run(
     config: Config,
     smoke: Path | None,
     smoke_kernels: tuple[str, ...],
-    target: Target,
-    required: tuple[Target, ...],
+    smoke_requirement: Requirement,
+    required: tuple[Requirement, ...],
     capability: Capability | None,
     driver_cuda: Version | None,
+    host: HostRule,
     host_arch: str,
     workdir: Path,
+    built_since: float | None = None,
     dump_sass: str = "auto",
     use_cuobjdump: bool = True,
     use_cache: bool = True,
 ) -> InspectOutcome:
     """Inspect the smoke program and every configured artifact (wheels library by library).
 
+    ``host`` is what the configured artifacts must run on (gate.rules.hosts); the smoke
+    program, which never ships, must run on ``host_arch``, the machine in front.
+    ``built_since`` is when this run's build commands started (None when there were
+    none): an artifact last written before then is stale (:func:`freshness_check`).
     Full SASS dumps are left running (``InspectOutcome.deferred``): the caller must call
     its ``finish()`` before the evidence is complete.
     """
     deferred = Deferred()
-    devices: tuple[Capability, ...] = (capability,) if capability else (target.capability,)
+    devices: tuple[Capability, ...] = (capability or smoke_requirement.target.capability,)
     devices += tuple(d for d in config.devices if d not in devices)
     done: list[Inspected] = []
     checks: list[Check] = []
     seen: set[str] = set()
     try:
-        wanted = [(smoke, smoke_kernels, True)] if smoke is not None else []
-        wanted += [(p, k, False) for p, k in configured_artifacts(config, workdir)]
-        for path, kernels, is_smoke in wanted:
+        wanted = [(smoke, smoke_kernels, True, False)] if smoke is not None else []
+        for spec in resolve_artifact_specs(config):
+            if built_since is not None:
+                checks.append(freshness_check(spec.path, built_since, fail=config.stale_fails))
+            if spec.is_wheel:
+                libraries = unpack_wheel(spec.path, workdir / "wheels")
+                wanted += [(lib, spec.kernels, False, True) for lib in libraries]
+            else:
+                wanted.append((spec.path, spec.kernels, False, False))
+        for path, kernels, is_smoke, in_wheel in wanted:
             prefix = "" if is_smoke else f"artifacts/{unique_name(path.name, seen)}/"
             artifact = inspect_artifact(
                 path,
@@ -209,11 +230,18 @@ def run(
                 use_cuobjdump=use_cuobjdump,
                 use_cache=use_cache,
                 deferred=deferred,
+                in_wheel=in_wheel,
             )
             done.append(artifact)
             evidence.write_text("sha256.txt", "".join(f"{a.sha256}  {a.path}\n" for a in done))
+            # The smoke program never ships: it runs (or not) on the machine in front.
+            here = HostRule(host_arch, "this host")
             checks += artifact_checks(
-                artifact, evidence, host_arch, (target,) if is_smoke else required, driver_cuda
+                artifact,
+                evidence,
+                here if is_smoke else host,
+                (smoke_requirement,) if is_smoke else required,
+                driver_cuda,
             )
     except GateError as e:
         return InspectOutcome(tuple(done), tuple(checks), e, deferred)
@@ -223,15 +251,39 @@ def run(
     return InspectOutcome(tuple(done), tuple(checks), deferred=deferred)
 
 
-def configured_artifacts(config: Config, workdir: Path) -> list[tuple[Path, tuple[str, ...]]]:
-    """Every configured artifact file with its kernels; wheels give their shared libraries."""
-    found: list[tuple[Path, tuple[str, ...]]] = []
-    for spec in resolve_artifact_specs(config):
-        if spec.is_wheel:
-            found += [(lib, spec.kernels) for lib in unpack_wheel(spec.path, workdir / "wheels")]
-        else:
-            found.append((spec.path, spec.kernels))
-    return found
+# File systems keep modification times to a second or two (FAT: two); a file the build
+# wrote in the second it started must not read as older than the build.
+_MTIME_SLACK = 2.0
+
+
+def freshness_check(path: Path, built_since: float, *, fail: bool) -> Check:
+    """Whether this run's build wrote ``path``: last modified after the build started.
+
+    A build that leaves an artifact untouched (make said "up to date" after the flags
+    changed) would have the gate inspect the old file. A warning by default; a failure
+    with ``stale_artifacts = "fail"``.
+    """
+    try:
+        written = path.stat().st_mtime
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read: {e.strerror or e}") from e
+    name = f"{path.name}: written by this run's build"
+    if written >= built_since - _MTIME_SLACK:
+        return Check(name, "gate.inspect", CheckState.PASSED, f"modified at {_when(written)}")
+    message = (
+        f"not written by this run's build: last modified {_when(written)}, before the build "
+        f"started at {_when(built_since)}; the gate inspects an older file (did the build "
+        "skip it as up to date?)"
+    )
+    if fail:
+        return Check(name, "gate.inspect", CheckState.FAILED, message, cause=Cause.STALE_ARTIFACT)
+    return Check(
+        name, "gate.inspect", CheckState.WARNED, message + ' (stale_artifacts = "fail" fails)'
+    )
+
+
+def _when(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def unpack_wheel(wheel: Path, into: Path) -> list[Path]:
@@ -274,6 +326,7 @@ def inspect_artifact(
     use_cuobjdump: bool = True,
     use_cache: bool = True,
     deferred: Deferred | None = None,
+    in_wheel: bool = False,
 ) -> Inspected:
     """Inspect one artifact with our reader, cross-checked by cuobjdump where available.
 
@@ -330,6 +383,7 @@ def inspect_artifact(
         ptx_modules=modules,
         cross_check=cross,
         cross_check_note=note,
+        in_wheel=in_wheel,
     )
 
 
@@ -408,7 +462,7 @@ def _comparable(entry: DeviceEntry) -> tuple[str, str, str, tuple[str, ...]]:
     # cuobjdump names an sm_100f cubin sm_100: compare without the family suffix.
     target = entry.target
     if target.variant is Variant.FAMILY:
-        target = Target(target.major, target.minor, Variant.NONE, virtual=target.virtual)
+        target = target.plain()
     isa = str(entry.ptx_isa) if entry.ptx_isa else "-"
     return entry.kind.value, str(target), isa, tuple(sorted(entry.kernels))
 
@@ -444,33 +498,50 @@ def compare(ours: Listing, theirs: Listing) -> tuple[str, ...]:
 def artifact_checks(
     artifact: Inspected,
     evidence: EvidenceDir,
-    host_arch: str,
-    required: Sequence[Target],
+    host: HostRule,
+    required: Sequence[Requirement],
     driver_cuda: Version | None,
 ) -> list[Check]:
-    """Every check on one artifact; an artifact without device code of its own gets fewer."""
+    """Every check on one artifact; an artifact without device code of its own gets fewer,
+    and fails when kernels are required of it."""
     has_code = artifact.smoke or bool(artifact.listing.entries)
-    checks = [host_check(artifact, host_arch)]
+    checks = [host_check(artifact, host)]
     if has_code:
         checks += content_checks(artifact, evidence)
-        for target in required:
-            checks += listing_checks(artifact.name, artifact.listing, target, artifact.kernels)
+        for requirement in required:
+            checks += listing_checks(artifact.name, artifact.listing, requirement, artifact.kernels)
         checks.append(coverage_check(artifact.name, artifact.listing))
         checks += driver_checks(artifact.name, artifact.listing, required, driver_cuda)
-    checks.append(cross_check(artifact))
+    elif artifact.kernels and not artifact.in_wheel:
+        checks.append(
+            Check(
+                f"{artifact.name}: kernels {', '.join(artifact.kernels)}",
+                "gate.inspect",
+                CheckState.FAILED,
+                "required of it, but it holds no device code",
+                cause=Cause.MISSING_KERNEL,
+            )
+        )
+    if artifact.cross_check is not None:
+        checks.append(cross_check(artifact))
     return checks
 
 
-def host_check(artifact: Inspected, host_arch: str) -> Check:
-    """The artifact's ELF machine is the one this host runs."""
-    ok = artifact.host.matches_host(host_arch)
+def host_check(artifact: Inspected, host: HostRule) -> Check:
+    """The artifact's ELF machine is the one its host runs (gate.rules.hosts)."""
+    ok = artifact.host.matches_host(host.host) and host.conflict is None
+    machine = artifact.host.machine_text
+    if host.conflict is not None:
+        message = f"{machine}: {host.conflict}"
+    elif ok:
+        message = f"{machine} matches {host.host} ({host.reason})"
+    else:
+        message = f"{machine} does not run on {host.host} ({host.reason})"
     return Check(
         f"{artifact.name}: host ELF machine",
         "gate.inspect",
-        ok,
-        f"{artifact.host.machine_text} matches host {host_arch}"
-        if ok
-        else f"{artifact.host.machine_text} does not run on host {host_arch}",
+        CheckState.of(ok),
+        message,
         cause=None if ok else Cause.HOST_ARCH,
     )
 
@@ -493,7 +564,7 @@ def _holds_checks(evidence: EvidenceDir, name: str, prefix: str, holds: _Holds) 
             Check(
                 f"{name}: {what}",
                 "gate.inspect",
-                ok,
+                CheckState.of(ok),
                 f"{prefix}{file_name} has it" if ok else f"{prefix}{file_name} has none",
                 cause=None if ok else Cause.NO_DEVICE_CODE,
             )
@@ -518,7 +589,7 @@ def content_checks(artifact: Inspected, evidence: EvidenceDir) -> list[Check]:
             Check(
                 f"{name}: PTX {module.arch} declares .version and .target",
                 cls,
-                not missing,
+                CheckState.of(not missing),
                 f".version {module.version}, .target {module.target}, "
                 f"{count(len(module.entries), 'entry', 'entries')}"
                 if not missing
@@ -548,80 +619,76 @@ _LISTING_HOLDS: _Holds = (
 _SASS_HOLDS: _Holds = (("sass.txt", "SASS dump holds SASS", _holds_sass),)
 
 
-def kernel_matches(found: str, wanted: str) -> bool:
-    """``_Z11write_valuePi`` matches ``write_value``: exact, or as an Itanium-mangled name."""
-    return found == wanted or f"{len(wanted)}{wanted}" in found
-
-
-def has_kernel(names: Iterable[str], wanted: str) -> bool:
-    """Whether any of ``names`` is the kernel ``wanted``."""
-    return any(kernel_matches(n, wanted) for n in names)
-
-
 def listing_checks(
-    artifact: str, listing: Listing, target: Target, kernels: Sequence[str]
+    artifact: str, listing: Listing, requirement: Requirement, kernels: Sequence[str]
 ) -> list[Check]:
     """The seed's inspection checks: the target and the kernels, in SASS and in PTX.
 
-    A target's ``a``/``f`` variants count for it (``sm_90a`` SASS is SASS for sm_90).
+    What satisfies the required target is the decision core's table
+    (gate.rules.require); a kernel is matched by its whole name (gate.rules.kernels),
+    and the check names the kernel it matched.
     """
-    cls = "gate.inspect"
-    sass, ptx = target.as_sass(), target.as_ptx()
-    sass_targets = listing.targets(Kind.SASS)
-    in_sass = frozenset(
-        k for e in listing.of_kind(Kind.SASS) if e.target.number == sass.number for k in e.kernels
-    )
-    ptx_entries = [e for e in listing.of_kind(Kind.PTX) if e.target.number == ptx.number]
-    has_sass = any(t.number == sass.number for t in sass_targets)
-    checks = [
-        Check(
-            f"{artifact}: SASS for {sass}",
-            cls,
-            has_sass,
-            f"SASS for {sass} present"
-            if has_sass
-            else f"no SASS for {sass}; SASS targets: {_names(sass_targets)}",
-            cause=None if has_sass else Cause.MISSING_SASS,
-        )
-    ]
-    for kernel in kernels:
-        ok = has_kernel(in_sass, kernel)
+    checks = []
+    for kind, label, cause in (
+        (Kind.SASS, requirement.sass_label(), Cause.MISSING_SASS),
+        (Kind.PTX, requirement.ptx_label(), Cause.MISSING_PTX),
+    ):
+        ptx = kind is Kind.PTX
+        entries = [e for e in listing.of_kind(kind) if requirement.satisfied_by(e.target)]
+        found = tuple(dict.fromkeys(e.target for e in entries))
+        if entries:
+            isa = f" (ISA {entries[0].ptx_isa})" if ptx and entries[0].ptx_isa else ""
+            message = f"{kind.value} for {label} present: {_names(found)}{isa}"
+        else:
+            message = _lto_only(listing) or why_not(requirement, listing.targets(kind), ptx=ptx)
         checks.append(
             Check(
-                f"{artifact}: kernel {kernel} in {sass} SASS",
-                cls,
-                ok,
-                f"{kernel} {'present in' if ok else 'missing from'} {sass} SASS",
-                cause=None if ok else Cause.MISSING_KERNEL,
+                f"{artifact}: {kind.value} for {label}",
+                "gate.inspect",
+                CheckState.of(bool(entries)),
+                message,
+                cause=None if entries else cause,
+                path=ExecPath.JIT if ptx else ExecPath.NATIVE,
             )
         )
-    checks.append(
-        Check(
-            f"{artifact}: PTX for {ptx}",
-            cls,
-            bool(ptx_entries),
-            f"PTX for {ptx} present (ISA {ptx_entries[0].ptx_isa})"
-            if ptx_entries
-            else f"no PTX for {ptx}; PTX targets: {_names(listing.targets(Kind.PTX))}",
-            cause=None if ptx_entries else Cause.MISSING_PTX,
-        )
-    )
-    for kernel in kernels:
-        ok = any(has_kernel(e.kernels, kernel) for e in ptx_entries)
-        checks.append(
-            Check(
-                f"{artifact}: kernel {kernel} in {ptx} PTX",
-                cls,
-                ok,
-                f".entry {kernel} {'present in' if ok else 'missing from'} {ptx} PTX",
-                cause=None if ok else Cause.MISSING_KERNEL,
-            )
-        )
+        names = {k for e in entries for k in e.kernels}
+        for kernel in kernels:
+            checks.append(_kernel_check(artifact, kernel, names, f"{label} {kind.value}", ptx=ptx))
     return checks
 
 
+def _kernel_check(artifact: str, wanted: str, names: set[str], where: str, *, ptx: bool) -> Check:
+    """One required kernel in one target's SASS or PTX: which kernel matched, or why none."""
+    found = matching(wanted, names)
+    if found:
+        message = f"{wanted} present in {where} as {describe(found)}"
+    else:
+        alike = sorted(n for n in names if wanted in (parse(n).function or n))[:3]
+        hint = f" (kernels named like it: {describe(tuple(alike))})" if alike else ""
+        message = f"{wanted} missing from {where}{hint}"
+    return Check(
+        f"{artifact}: kernel {wanted} in {where}",
+        "gate.inspect",
+        CheckState.of(bool(found)),
+        message,
+        cause=None if found else Cause.MISSING_KERNEL,
+        path=ExecPath.JIT if ptx else ExecPath.NATIVE,
+    )
+
+
+def _lto_only(listing: Listing) -> str | None:
+    """The reason when the artifact holds LTO IR and nothing that can run."""
+    lto = listing.targets(Kind.LTOIR)
+    if not lto or listing.targets(Kind.SASS) or listing.has_ptx:
+        return None
+    shown = " ".join(f"lto_{t.number}{t.variant.value}" for t in lto)
+    return f"LTO IR only ({shown}): it runs nowhere until it is device-linked; device-link it first"
+
+
 def coverage_check(name: str, listing: Listing) -> Check:
-    """Per kernel: present for one target but missing for another, or from the PTX."""
+    """Per kernel of the plain builds: present for one target but missing from another
+    (gate.reader.listing.missing_by_target); a kernel only in a/f builds is expected
+    nowhere else and is counted apart."""
     missing = listing.missing_kernels()
     by_kernel: dict[str, list[str]] = {}
     for target, kernels in missing.items():
@@ -631,12 +698,20 @@ def coverage_check(name: str, listing: Listing) -> Check:
     detail = "; ".join(f"{demangle(k)} missing from {', '.join(ts)}" for k, ts in shown)
     if len(by_kernel) > 5:
         detail += f"; and {count(len(by_kernel) - 5, 'more kernel', 'more kernels')}"
-    total = len(listing.kernels())
+    general_builds = {
+        k
+        for e in listing.entries
+        if e.kind is not Kind.LTOIR and general(e.target)
+        for k in e.kernels
+    }
+    special = len(listing.kernels()) - len(general_builds)
+    extra = f"; {count(special, 'kernel')} only in a/f builds" if special else ""
     return Check(
         f"{name}: every kernel for every target",
         "gate.inspect",
-        not by_kernel,
-        f"{count(total, 'kernel', 'kernels')} in every SASS and PTX target"
+        CheckState.of(not by_kernel),
+        f"{count(len(general_builds), 'kernel', 'kernels')} in every plain SASS and PTX target"
+        + extra
         if not by_kernel
         else detail,
         cause=Cause.MISSING_KERNEL if by_kernel else None,
@@ -644,42 +719,54 @@ def coverage_check(name: str, listing: Listing) -> Check:
 
 
 def driver_checks(
-    name: str, listing: Listing, required: Sequence[Target], driver_cuda: Version | None
+    name: str, listing: Listing, required: Sequence[Requirement], driver_cuda: Version | None
 ) -> list[Check]:
-    """The driver can JIT the required targets' PTX: its CUDA version covers the PTX ISA."""
+    """The driver can JIT the required targets' PTX (gate.rules.routes.jit_support).
+
+    One check per required target that has PTX with an ISA; none where the driver is not
+    known. Where the rules cannot tell (an ISA and a driver both newer than they know),
+    the check warns.
+    """
     if driver_cuda is None:
         return []
     checks = []
-    numbers = {t.number for t in required}
-    for entry in listing.of_kind(Kind.PTX):
-        if entry.target.number not in numbers or entry.ptx_isa is None:
+    for requirement in required:
+        entries = [
+            e
+            for e in listing.of_kind(Kind.PTX)
+            if requirement.satisfied_by(e.target) and e.ptx_isa is not None
+        ]
+        if not entries:
             continue
-        need = min_driver_for_ptx(entry.ptx_isa)
-        ok = need is None or driver_cuda >= need
+        entry = entries[0]
+        assert entry.ptx_isa is not None  # noqa: S101 - filtered above
+        support = jit_support(entry.ptx_isa, driver_cuda)
+        need = min_driver(entry.ptx_isa)
+        needs = f"driver CUDA >= {need}" if need else "a driver newer than the rules know"
+        state = CheckState.WARNED if support is None else CheckState.of(support)
         checks.append(
             Check(
                 f"{name}: driver can JIT {entry.target} PTX",
                 "gate.inspect",
-                ok,
-                f"PTX ISA {entry.ptx_isa} needs driver CUDA >= {need or '?'}; "
-                f"the driver is CUDA {driver_cuda}",
-                cause=None if ok else Cause.DRIVER_TOO_OLD,
+                state,
+                f"PTX ISA {entry.ptx_isa} needs {needs}; the driver is CUDA {driver_cuda}"
+                + ("; the rules cannot tell whether it can" if support is None else ""),
+                cause=Cause.PTX_NEEDS_DRIVER if support is False else None,
+                path=ExecPath.JIT,
             )
         )
-        numbers.discard(entry.target.number)  # one check per target is enough
     return checks
 
 
 def cross_check(artifact: Inspected) -> Check:
-    """The cuobjdump cross-check as a check (skipped, with the reason, when it did not run)."""
+    """The cuobjdump cross-check as a check (only where it ran: see ``cross_check_note``)."""
     name = f"{artifact.name}: cuobjdump agrees with the cuda-gate reader"
-    if artifact.cross_check is None:
-        return Check(name, "gate.inspect", True, artifact.cross_check_note, skipped=True)
+    assert artifact.cross_check is not None  # noqa: S101 - the caller checks
     issues = artifact.cross_check.disagreements
     return Check(
         name,
         "gate.inspect",
-        not issues,
+        CheckState.of(not issues),
         f"{artifact.cross_check.tool}: same kinds, archs, order and kernel names"
         if not issues
         else "; ".join(issues[:5]) + (" ..." if len(issues) > 5 else ""),

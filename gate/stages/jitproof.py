@@ -19,19 +19,17 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gate import proc
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, safe_name
 from gate.reader.ptx import PtxModule, ptx_modules
-from gate.reader.targets import Capability
-from gate.record import Cause, Check, ExecPath
 from gate.render.text import count
+from gate.rules.causes import Cause, ExecPath
+from gate.rules.targets import Capability
+from gate.rules.verdict import Check, CheckState
 from gate.stages.inspect import Inspected
-
-if TYPE_CHECKING:
-    from gate.stages.predict import Prediction
+from gate.stages.predict import Prediction
 
 _TIMEOUT = 600.0
 _ENV = {"CUDA_FORCE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"}
@@ -45,10 +43,9 @@ class Proofs:
     outcomes: tuple[tuple[str, bool], ...]
     commands: tuple[proc.Result, ...] = ()
 
-    def proved(self, names: Sequence[str]) -> bool:
-        """Every named artifact had at least one PTX load, and all of them passed."""
-        results = dict(self.outcomes)
-        return all(results.get(name, False) for name in names)
+    def proved_names(self) -> frozenset[str]:
+        """The artifacts that had at least one PTX load, and all of whose loads passed."""
+        return frozenset(name for name, ok in self.outcomes if ok)
 
 
 def start(
@@ -133,9 +130,10 @@ def _check(artifact: str, label: str, ok: bool, detail: str) -> Check:
     return Check(
         f"{artifact}: {label} loads under forced JIT",
         f"gate.execute.{ExecPath.JIT.value}",
-        ok,
+        CheckState.of(ok),
         detail,
         cause=None if ok else Cause.PTX_LOAD,
+        path=ExecPath.JIT,
     )
 
 

@@ -25,7 +25,6 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gate import machine
 from gate.config import Config
@@ -36,13 +35,14 @@ from gate.reader import read as reader
 from gate.reader import summary
 from gate.reader.cache import loaded_library
 from gate.reader.listing import Kind, Listing
-from gate.reader.targets import Capability, Route, Version, ptx_route, sass_route
-from gate.reader.targets import Path as RoutePath
-from gate.record import Cause, Check, LoadedLibrary
+from gate.record import LoadedLibrary
+from gate.rules.causes import Cause
+from gate.rules.routes import Path as RoutePath
+from gate.rules.routes import Route
+from gate.rules.targets import Capability, Version
+from gate.rules.verdict import Check, CheckState
 from gate.stages.inspect import Inspected
-
-if TYPE_CHECKING:  # gate.stages.execute imports this module
-    from gate.stages.execute import Run
+from gate.stages.runs import Run
 
 # The driver's own libraries: their device code is CUDA's, not the application's.
 _DRIVER_PARTS = re.compile(r"^lib(cuda|nvidia-|cudadebugger)")
@@ -107,18 +107,13 @@ class Judged:
 
 
 def library_route(listing: Listing, cap: Capability, driver: Version | None) -> tuple[Route, bool]:
-    """How ``cap`` runs a library: its best route over every target, and whether anything runs.
+    """How ``cap`` runs a library: its best route over every target, and whether anything
+    runs (gate.rules.routes: the rule for a library judged as a whole).
 
     Per target, not per kernel: linear in the entries, for libraries of thousands.
     """
-    ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in listing.of_kind(Kind.PTX)))
-    best = (
-        sass_route(listing.targets(Kind.SASS), cap) or ptx_route(ptx, cap) or Route(RoutePath.NONE)
-    )
-    runs = best.path is not RoutePath.NONE
-    if best.path is RoutePath.PTX_JIT and driver and best.min_driver:
-        runs = driver >= best.min_driver
-    return best, runs
+    best = listing.target_route(cap)
+    return best, best.usable(driver)
 
 
 def runtime_compiler(path: Path) -> str | None:
@@ -171,6 +166,8 @@ def judge(
         )
         prefix = artifact.prefix if artifact else f"loaded/{unique_name(path.name, prefixes)}/"
         route, runs_here = library_route(listing, cap, driver)
+        if artifact is not None or strict:  # the project's own code: judged per kernel
+            runs_here = listing.predict(cap, driver).runnable
         library = Library(
             path, digest, listing, tuple(entry_names), artifact, strict, route, runs_here, prefix
         )
@@ -186,7 +183,7 @@ def judge(
         Check(
             f"{entry}: code generated at run time",
             "gate.loaded",
-            True,
+            CheckState.WARNED,
             f"loads {', '.join(names)}: kernels it compiles at run time are invisible to "
             "inspection; only this entry point's runs stand behind them",
         )
@@ -254,7 +251,7 @@ def _not_the_artifact(library: Library, twin: Inspected) -> Check:
     return Check(
         f"loaded {library.path.name}: the inspected artifact",
         "gate.loaded",
-        False,
+        CheckState.FAILED,
         f"{', '.join(library.entry_points)} loaded {library.path} "
         f"(sha256 {library.sha256[:16]}…), not the artifact inspected as {twin.path} "
         f"(sha256 {twin.sha256[:16]}…)",
@@ -337,23 +334,28 @@ def _check(library: Library, cap: Capability) -> Check:
     where = f"SASS {sass}; PTX {ptx}; sha256 {library.sha256[:16]}…; loaded by {users}"
     if library.own:
         prediction = library.listing.predict(cap)
-        ok = prediction.runnable or not prediction.kernels
+        # No kernel: nothing to launch, so nothing to judge.
+        state = CheckState.of(library.runs) if prediction.kernels else CheckState.WARNED
         return Check(
             name,
             "gate.loaded",
-            ok,
+            state,
             f"strict library: {prediction.verdict()} on {cap}: {where}",
-            cause=None if ok else Cause.LOADED_LIBRARY,
+            cause=Cause.LOADED_LIBRARY if state is CheckState.FAILED else None,
         )
     how = library.route.describe()
     if library.runs:
         only_jit = library.route.path is RoutePath.PTX_JIT
         note = " (runs only through PTX JIT: no SASS for this device)" if only_jit else ""
-        return Check(name, "gate.loaded", True, f"{how} on {cap}{note}: {where}")
+        return Check(name, "gate.loaded", CheckState.PASSED, f"{how} on {cap}{note}: {where}")
     why = "nothing in it runs on this device"
     if library.route.path is RoutePath.PTX_JIT:
         why = f"its PTX needs a newer driver ({how})"
-    return Check(name, "gate.loaded", False, f"{why}: {where}", cause=Cause.LOADED_LIBRARY)
+    elif library.route.path is RoutePath.OTHER_DEVICES:
+        why = "nothing in it runs on this device: only a/f builds for other devices"
+    return Check(
+        name, "gate.loaded", CheckState.FAILED, f"{why}: {where}", cause=Cause.LOADED_LIBRARY
+    )
 
 
 def codeless_checks(
@@ -371,11 +373,14 @@ def codeless_checks(
         from_libs = [lib.path.name for lib in judged.libraries if users & set(lib.entry_points)]
         if from_libs:
             message = f"no device code of its own; its kernels come from {', '.join(from_libs)}"
+            state = CheckState.PASSED
         elif users:
             message = "no device code of its own and none loaded: only its runs stand behind it"
+            state = CheckState.WARNED
         else:
             message = "no device code of its own, and no entry point ran it"
-        checks.append(Check(f"{artifact.name}: device code", "gate.inspect", True, message))
+            state = CheckState.WARNED
+        checks.append(Check(f"{artifact.name}: device code", "gate.inspect", state, message))
     return checks
 
 

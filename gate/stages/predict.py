@@ -10,6 +10,11 @@ A prediction is contradicted when a run passed where inspection said nothing cou
 run (something else supplied code: a JIT cache, a library loaded some other way,
 code generated at run time), or when a run failed for want of code (no kernel image,
 JIT disabled, unsupported PTX) where inspection said it could run.
+
+Every rule it applies is the decision core's (gate.rules): the route of each kernel, a
+kernel built only for other devices not being expected here, whether the driver can
+JIT a PTX ISA. This module imports the stages below it (inspect, libraries, runs) and
+none that imports it.
 """
 
 from __future__ import annotations
@@ -17,18 +22,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gate.reader.listing import Kind, Listing
-from gate.reader.targets import Capability, Version, min_driver_for_ptx, ptx_route, sass_route
-from gate.record import Cause, Check, ExecPath
 from gate.render.text import count
+from gate.rules.causes import Cause, ExecPath
+from gate.rules.routes import jit_support, min_driver, ptx_route, sass_route
+from gate.rules.targets import Capability, Version
+from gate.rules.verdict import Check, CheckState
 from gate.stages.inspect import Inspected
 from gate.stages.libraries import Judged, Library
-
-if TYPE_CHECKING:  # gate.stages.execute imports this module
-    from gate.stages.execute import Run
-    from gate.stages.jitproof import Proofs
+from gate.stages.runs import Run
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class Prediction:
             said = "runs" if want.can_run else "cannot run" if want.firm else "at risk"
             got = "passed" if done.passed else f"failed ({done.reason()})"
             line = f"{done.path.value}: predicted {said} ({want.basis}), {got}"
-            code_failure = done.failure is not None and done.failure.is_code_failure
+            code_failure = done.failure is not None and done.failure.is_code_failure()
             if not want.can_run and done.passed and not want.firm:
                 parts.append(f"{line}: the kernels it launched did not need the missing code")
             elif not want.can_run and done.passed:
@@ -113,15 +116,18 @@ class Prediction:
             return Check(
                 name,
                 "gate.predict",
-                False,
+                CheckState.WARNED,
                 "no inspected device code stands behind this entry point: only its runs do",
-                skipped=True,
             )
         if mismatches:
             return Check(
-                name, "gate.predict", False, "; ".join(mismatches + parts), cause=Cause.PREDICTION
+                name,
+                "gate.predict",
+                CheckState.FAILED,
+                "; ".join(mismatches + parts),
+                cause=Cause.PREDICTION,
             )
-        return Check(name, "gate.predict", True, "; ".join(parts))
+        return Check(name, "gate.predict", CheckState.PASSED, "; ".join(parts))
 
 
 def sources_of(
@@ -150,19 +156,17 @@ def _library_source(library: Library, *, linked: bool = False) -> Source:
 
 
 def expect_native(sources: Sequence[Source], cap: Capability) -> Expectation:
-    """Native: every kernel of the project's code has SASS for ``cap``; each vendor library some."""
+    """Native: every kernel of the project's code built for ``cap`` has SASS that runs there
+    (a kernel only in a/f builds for other devices is not expected); each vendor library
+    some SASS that runs there."""
     if not sources:
         return Expectation(None, "no inspected device code")
     vendors: list[Source] = []
     for source in sources:
         if source.own:
-            missing = [k for k in _kernels(source.listing) if k not in _native(source.listing, cap)]
-            if missing:
-                return Expectation(
-                    False,
-                    f"{source.name}: {count(len(missing), 'kernel')} without SASS for {cap}",
-                    source,
-                )
+            why = _own_native(source, cap)
+            if why is not None:
+                return Expectation(False, f"{source.name}: {why}", source)
         elif sass_route(source.listing.targets(Kind.SASS), cap) is None:
             vendors.append(source)
     if vendors:
@@ -170,8 +174,24 @@ def expect_native(sources: Sequence[Source], cap: Capability) -> Expectation:
     return Expectation(True, f"SASS for {cap} in {_names(sources)}")
 
 
+def _own_native(source: Source, cap: Capability) -> str | None:
+    """Why the project's code cannot run natively on ``cap``, or None when it can."""
+    kernels = source.listing.predict(cap).kernels
+    if not kernels:
+        return None
+    expected = [k for k in kernels if k.route.expected()]
+    if not expected:
+        return f"every kernel is built only for other devices (a/f builds); none for {cap}"
+    missing = [k for k in expected if not k.route.path.is_native]
+    if not missing:
+        return None
+    sass = " ".join(str(t) for t in source.listing.targets(Kind.SASS)) or "none"
+    return f"{count(len(missing), 'kernel')} without SASS for {cap} (SASS: {sass})"
+
+
 def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | None) -> Expectation:
-    """Forced JIT: every kernel of the project's code has usable PTX; each vendor library some."""
+    """Forced JIT: every kernel of the project's code built for ``cap`` has PTX that this
+    driver can JIT for it; each vendor library some."""
     if not sources:
         return Expectation(None, "no inspected device code")
     no_ptx: list[Source] = []
@@ -179,31 +199,60 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
     need: Version | None = None
     for source in sorted(sources, key=lambda s: not s.own):  # the project's own code first
         if source.own:
-            usable = _jittable(source.listing, cap, driver)
-            missing = [k for k in _kernels(source.listing) if k not in usable]
-            if missing:
-                return Expectation(
-                    False,
-                    f"{source.name}: {count(len(missing), 'kernel')} without usable PTX",
-                    source,
-                )
+            why = _own_jit(source, cap, driver)
+            if why is not None:
+                return Expectation(False, f"{source.name}: {why}", source)
             continue
         ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in source.listing.of_kind(Kind.PTX)))
         route = ptx_route(ptx, cap)
         if route is None:
             no_ptx.append(source)
-        elif driver and route.min_driver and driver < route.min_driver:
+        elif not route.usable(driver):
             old_driver.append(source)
-            need = max(need, route.min_driver) if need else route.min_driver
+            if route.min_driver is not None:
+                need = max(need, route.min_driver) if need else route.min_driver
     if no_ptx:
         return _blocked(no_ptx, f"ships no PTX for {cap}", f"ship no PTX for {cap}")
     if old_driver:
+        needs = f"driver CUDA >= {need}" if need else "a newer driver"
         return _blocked(
             old_driver,
-            f"needs driver CUDA >= {need} for its PTX",
-            f"need driver CUDA >= {need} for their PTX",
+            f"needs {needs} for its PTX (this driver is CUDA {driver})",
+            f"need {needs} for their PTX (this driver is CUDA {driver})",
         )
     return Expectation(True, f"PTX for {cap} in {_names(sources)}")
+
+
+def _own_jit(source: Source, cap: Capability, driver: Version | None) -> str | None:
+    """Why the project's code cannot run under forced JIT on ``cap``, or None when it can:
+    no PTX that JIT-compiles for it, or PTX whose ISA this driver cannot JIT (the numbers)."""
+    expected = [k.kernel for k in source.listing.predict(cap).kernels if k.route.expected()]
+    if not expected:
+        return None if not source.listing.kernels() else f"no kernel is built for {cap}"
+    jittable: set[str] = set()
+    too_new: dict[str, tuple[Version, Version | None]] = {}  # kernel -> (ISA, its minimum)
+    for e in source.listing.of_kind(Kind.PTX):
+        if not e.target.ptx_jits_for(cap):
+            continue
+        if jit_support(e.ptx_isa, driver) is False:
+            assert e.ptx_isa is not None  # noqa: S101 - an unknown ISA is never refused
+            too_new.update(dict.fromkeys(e.kernels, (e.ptx_isa, min_driver(e.ptx_isa))))
+        else:
+            jittable.update(e.kernels)
+    missing = [k for k in expected if k not in jittable]
+    if not missing:
+        return None
+    blocked = [k for k in missing if k in too_new]
+    if not blocked:
+        return f"{count(len(missing), 'kernel')} without PTX that JIT-compiles for {cap}"
+    isa, need = too_new[blocked[0]]
+    needs = f"driver CUDA >= {need}" if need else "a driver newer than the rules know"
+    others = len(missing) - len(blocked)
+    rest = f"; {count(others, 'more kernel')} without PTX for {cap}" if others else ""
+    return (
+        f"the PTX of {count(len(blocked), 'kernel')} (ISA {isa}) needs {needs}; this driver "
+        f"is CUDA {driver}{rest}"
+    )
 
 
 def _blocked(libraries: Sequence[Source], one: str, many: str) -> Expectation:
@@ -226,23 +275,6 @@ def _blocked(libraries: Sequence[Source], one: str, many: str) -> Expectation:
 
 def _kernels(listing: Listing) -> frozenset[str]:
     return frozenset(k for e in listing.entries if e.kind is not Kind.LTOIR for k in e.kernels)
-
-
-def _native(listing: Listing, cap: Capability) -> frozenset[str]:
-    return frozenset(
-        k for e in listing.of_kind(Kind.SASS) if e.target.sass_runs_on(cap) for k in e.kernels
-    )
-
-
-def _jittable(listing: Listing, cap: Capability, driver: Version | None) -> frozenset[str]:
-    usable: set[str] = set()
-    for e in listing.of_kind(Kind.PTX):
-        if not e.target.ptx_jits_for(cap):
-            continue
-        need = min_driver_for_ptx(e.ptx_isa) if e.ptx_isa else None
-        if driver is None or need is None or driver >= need:
-            usable.update(e.kernels)
-    return frozenset(usable)
 
 
 def _names(sources: Sequence[Source]) -> str:
@@ -273,28 +305,34 @@ def predict_all(
     return tuple(out)
 
 
-def excuse(done: Run, predictions: Sequence[Prediction], proofs: Proofs) -> str | None:
+def excuse(done: Run, predictions: Sequence[Prediction], proved: frozenset[str]) -> str | None:
     """Why a failed whole-program JIT run does not count against the project, or None.
 
     Only when inspection predicted it (a library outside the project ships no PTX), the
-    run failed for want of code, and the project's own PTX loaded under forced JIT.
+    run failed for want of code, and the project's own PTX loaded under forced JIT
+    (``proved``: the artifacts whose every PTX load passed, gate.stages.jitproof).
     """
     if done.path is not ExecPath.JIT or done.passed:
         return None
-    if done.failure is None or not done.failure.is_code_failure:
+    if done.failure is None or not done.failure.is_code_failure():
         return None
     prediction = next((p for p in predictions if p.entry == done.entry_point.name), None)
     if prediction is None or not prediction.jit_blocked_by_library:
         return None
     own = [s.name for s in prediction.sources if s.own]
-    if not proofs.proved(own):
+    if not _all_proved(own, proved):
         return None
-    proved = (
+    shown = (
         f"the project's own PTX ({', '.join(own)}) loads under forced JIT"
         if own
         else ("the project has no device code of its own here")
     )
-    return f"as predicted: {prediction.jit.basis}, so the whole program cannot run; {proved}"
+    return f"as predicted: {prediction.jit.basis}, so the whole program cannot run; {shown}"
+
+
+def _all_proved(names: Sequence[str], proved: frozenset[str]) -> bool:
+    """Every artifact named had its PTX loaded by the driver's JIT."""
+    return all(name in proved for name in names)
 
 
 def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str]:
@@ -319,11 +357,19 @@ def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str
             )
         elif native.passed:
             note = ""
-            if jit.failure is not None and jit.failure.cause is Cause.UNSUPPORTED_PTX:
+            if jit.failure is not None and jit.failure.cause() is Cause.UNSUPPORTED_PTX:
                 note = " The driver is older than the PTX ISA needs."
+            if prediction.jit.can_run is False:
+                note += f" Inspection said so: {prediction.jit.basis}."
             out.append(
                 f"{name}: native passes but PTX JIT fails ({jit.reason()}): check that PTX is "
                 f"present and that the driver supports its ISA version. {code}.{note}"
+            )
+        elif _both_for_want_of_code(prediction, native, jit):
+            out.append(
+                f"{name}: both paths fail, each for its own reason: native: "
+                f"{prediction.native.basis} ({native.reason()}); forced JIT: "
+                f"{prediction.jit.basis} ({jit.reason()}). {code}; device {prediction.capability}."
             )
         else:
             out.append(
@@ -334,6 +380,16 @@ def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str
     return out
 
 
+def _both_for_want_of_code(prediction: Prediction, native: Run, jit: Run) -> bool:
+    """Both runs failed for want of code, as inspection predicted for each path."""
+    return all(
+        run.failure is not None
+        and run.failure.is_code_failure()
+        and prediction.expected(run.path).can_run is False
+        for run in (native, jit)
+    )
+
+
 def _code_summary(sources: Sequence[Source]) -> str:
     if not sources:
         return "No inspected device code"
@@ -342,7 +398,7 @@ def _code_summary(sources: Sequence[Source]) -> str:
         sass = " ".join(str(t) for t in s.listing.targets(Kind.SASS)) or "none"
         ptx = []
         for e in s.listing.of_kind(Kind.PTX):
-            need = min_driver_for_ptx(e.ptx_isa) if e.ptx_isa else None
+            need = min_driver(e.ptx_isa) if e.ptx_isa else None
             text = f"{e.target} ISA {e.ptx_isa or '?'}" + (f" (driver >= {need})" if need else "")
             ptx.append(text)
         parts.append(f"{s.name}: SASS {sass}; PTX {', '.join(dict.fromkeys(ptx)) or 'none'}")
@@ -350,7 +406,7 @@ def _code_summary(sources: Sequence[Source]) -> str:
 
 
 def paths_proved(
-    runs: Sequence[Run], predictions: Sequence[Prediction], proofs: Proofs
+    runs: Sequence[Run], predictions: Sequence[Prediction], proved: frozenset[str]
 ) -> list[str]:
     """Per entry point, which paths were proved for which code (the verdict's fine print)."""
     out = []
@@ -361,7 +417,7 @@ def paths_proved(
         own = [s.name for s in prediction.sources if s.own]
         proved_own = (
             f"the project's own PTX ({', '.join(own)}) proved by driver module load"
-            if own and proofs.proved(own)
+            if own and _all_proved(own, proved)
             else "the project's PTX NOT proved by module load"
             if own
             else "no project device code to prove"

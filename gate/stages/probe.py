@@ -9,6 +9,7 @@ toolkit" holds, and what to do next.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -17,8 +18,9 @@ from pathlib import Path
 from gate import buildcache, machine, proc
 from gate.errors import GateError, NoDeviceError, ToolError, UnsupportedTargetError
 from gate.evidence import EvidenceDir
-from gate.reader.targets import Capability, Target
-from gate.record import Cause, Check
+from gate.rules.causes import Cause
+from gate.rules.targets import Capability, Target
+from gate.rules.verdict import Check, CheckState
 
 PROBE_TIMEOUT = 120.0
 # The probe and the smoke program compile in seconds; a hung nvcc must not take ten minutes.
@@ -93,19 +95,39 @@ def run_probe(binary: Path) -> tuple[Capability, proc.Result]:
     return Capability.parse(match.group(1)), result
 
 
-def require_supported(target: Target, supported: tuple[Target, ...]) -> None:
+def require_supported(
+    target: Target, supported: tuple[Target, ...], nvcc: str
+) -> tuple[str, proc.Result | None]:
     """Stop when the toolkit cannot build ``target``; never substitute an older one.
 
-    nvcc lists plain targets only; ``sm_90a`` and ``sm_120f`` build where ``sm_90``
-    and ``sm_120`` are listed.
+    ``nvcc --list-gpu-code`` lists plain targets only, so an ``a``/``f`` target is asked
+    of nvcc itself (a dry run of ``-gencode arch=compute_90a,code=sm_90a``: CUDA 13.0
+    accepts ``sm_90a`` and ``sm_100f`` and refuses ``sm_90f``). Returns how it was
+    established, and the dry run when there was one.
     """
-    plain = Target(target.major, target.minor, virtual=False)
+    sass = target.as_sass()
+    plain = sass.plain()
+    listed = " ".join(str(t) for t in supported) or "none"
     if plain not in supported:
-        listed = " ".join(str(t) for t in supported) or "none"
         raise UnsupportedTargetError(
-            f"{target.as_sass()} is not in this toolkit's supported targets ({listed})",
+            f"{sass} is not in this toolkit's supported targets ({listed})",
             hint="install a CUDA toolkit that lists it; do not substitute an older target",
         )
+    if sass == plain:
+        return f"{sass} is in nvcc --list-gpu-code", None
+    gencode = f"arch={sass.as_ptx()},code={sass}"
+    result = proc.run(
+        [nvcc, "--dryrun", "-gencode", gencode, "-x", "cu", "-c", os.devnull, "-o", os.devnull],
+        timeout=BUILD_TIMEOUT,
+    )
+    if not result.ok:
+        said = result.last_line() or f"exit status {result.returncode}"
+        raise UnsupportedTargetError(
+            f"{sass}: this toolkit does not build it ({said}); {plain} is listed, but "
+            f"{plain} code lacks {sass}'s features",
+            hint="install a CUDA toolkit that builds it; do not substitute the plain target",
+        )
+    return f"{sass} is accepted by nvcc (a dry run of -gencode {gencode})", result
 
 
 def run(
@@ -131,14 +153,19 @@ def run(
             evidence.write_text("compute-capability.txt", f"{capability.number}\n")
             evidence.write_text("probe.log", ran.output())
             checks.append(
-                Check("compute capability", "gate.probe", True, f"device 0 is {capability}")
+                Check(
+                    "compute capability",
+                    "gate.probe",
+                    CheckState.PASSED,
+                    f"device 0 is {capability}",
+                )
             )
         except NoDeviceError as e:
             device_error = e.message
             evidence.write_text("compute-capability.txt", f"unavailable: {e.one_line()}\n")
             if explicit_target is None:
                 return ProbeOutcome(None, device_error, None, None, tuple(commands), (), e)
-            checks.append(Check("compute capability", "gate.probe", True, e.message, skipped=True))
+            checks.append(Check("compute capability", "gate.probe", CheckState.NOT_RUN, e.message))
         if explicit_target is not None:
             target, source = explicit_target.as_sass(), "--target"
         else:
@@ -149,19 +176,16 @@ def run(
                 Check(
                     f"{target} serves the device",
                     "gate.probe",
-                    False,
+                    CheckState.FAILED,
                     f"{target} SASS cannot run on the detected device {capability}",
                     cause=Cause.WRONG_TARGET,
                 )
             )
-        require_supported(target, supported)
+        how, dry_run = require_supported(target, supported, nvcc)
+        if dry_run is not None:
+            commands.append(dry_run)
         checks.append(
-            Check(
-                f"{target} supported by the toolkit",
-                "gate.probe",
-                True,
-                f"{Target(target.major, target.minor)} is in nvcc --list-gpu-code",
-            )
+            Check(f"{target} supported by the toolkit", "gate.probe", CheckState.PASSED, how)
         )
     except GateError as e:
         return ProbeOutcome(capability, device_error, None, None, tuple(commands), tuple(checks), e)

@@ -28,10 +28,10 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gate import jsonutil
-from gate.attest.manifest import ENVELOPE_FILE, MANIFEST_FILE, MANIFEST_FILES, validate_predicate
+from gate.attest.manifest import ENVELOPE_FILE, MANIFEST_FILE, MANIFEST_FILES
+from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import parse_envelope
 from gate.errors import BadInputError, EvidenceChangedError, GateError
 from gate.evidence import MARKER, is_marked
@@ -163,14 +163,11 @@ def _entry(name: str, data: bytes) -> FileEntry:
 
 
 def _recorded(data: bytes, path: Path) -> dict[str, FileEntry]:
-    """The evidence files manifest.json records, by name."""
+    """The evidence files manifest.json records, by name (gate.attest.predicate)."""
     statement = jsonutil.loads(data, str(path))
     predicate = statement.get("predicate") if isinstance(statement, dict) else None
-    problem = validate_predicate(predicate)
-    if problem or not isinstance(predicate, dict):
-        raise BadInputError(f"{path}: not a cuda-gate manifest: {problem or 'no predicate'}")
-    evidence: list[dict[str, Any]] = predicate["evidence"]
-    return {e["name"]: FileEntry(e["name"], e["sha256"], e["size"]) for e in evidence}
+    signed = read_predicate(predicate, f"{path}: not a cuda-gate manifest")
+    return {e.name: FileEntry(e.name, e.sha256, e.size) for e in signed.evidence}
 
 
 def _compare(root: Path, recorded: dict[str, FileEntry], present: set[str]) -> None:

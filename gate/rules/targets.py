@@ -1,7 +1,7 @@
-"""GPU targets and capabilities as values, and the compatibility rules between them.
+"""GPU targets and capabilities as values, and which devices each target's code serves.
 
-Every rule lives here, once, and cites its source (the tables: ``compat.json``, loaded
-and validated by :mod:`gate.reader.compat`):
+The rules cite their sources (the tables: ``compat.json``, loaded and validated by
+:mod:`gate.rules.compat`):
 
 * SASS for ``sm_XY`` runs on X.Z when the major is the same and Z >= Y.
 * ``sm_XYa`` / ``compute_XYa`` run and JIT only on exactly X.Y.
@@ -138,6 +138,10 @@ class Target:
         """The same target as PTX (``compute_``)."""
         return Target(self.major, self.minor, self.variant, virtual=True)
 
+    def plain(self) -> Target:
+        """The same target without its ``a``/``f`` variant: ``sm_90a`` -> ``sm_90``."""
+        return Target(self.major, self.minor, Variant.NONE, virtual=self.virtual)
+
     def sass_runs_on(self, cap: Capability) -> bool:
         """Whether SASS for this target runs on a device of capability ``cap``."""
         if self.variant is Variant.ARCH:
@@ -172,96 +176,17 @@ def parse_target_or_capability(text: str) -> Capability:
     return Capability.parse(stripped)
 
 
+def parse_required_target(text: str) -> Target:
+    """A target the user requires, as SASS: ``sm_90a`` keeps its variant; ``compute_121``,
+    ``12.1`` and ``121`` all mean ``sm_121`` (a capability names its plain target)."""
+    stripped = text.strip()
+    if stripped.startswith(("sm_", "compute_", "lto_")):
+        return Target.parse(stripped).as_sass()
+    return Capability.parse(stripped).sm()
+
+
 def family_members(target: Target) -> frozenset[Capability]:
     """Capabilities an ``f`` target serves (compat.json: listed, else its stated rule)."""
-    from gate.reader.compat import rules  # noqa: PLC0415  (compat imports this module's types)
+    from gate.rules.compat import rules  # noqa: PLC0415  (compat imports this module's types)
 
     return rules().family_members(target)
-
-
-def min_driver_for_ptx(isa: Version) -> Version | None:
-    """The oldest driver CUDA version that can JIT PTX of ISA ``isa``; None if unknown."""
-    from gate.reader.compat import rules  # noqa: PLC0415  (compat imports this module's types)
-
-    return rules().min_driver_for_ptx(isa)
-
-
-class Path(enum.Enum):
-    """How a kernel will get code on a device, best first."""
-
-    EXACT_SASS = "exact SASS"
-    COMPATIBLE_SASS = "compatible SASS"
-    FAMILY_SASS = "family SASS"
-    PTX_JIT = "PTX JIT"
-    NONE = "nothing"
-
-    @property
-    def is_native(self) -> bool:
-        """Whether the path runs SASS from the artifact, with no JIT involved."""
-        return self in (Path.EXACT_SASS, Path.COMPATIBLE_SASS, Path.FAMILY_SASS)
-
-
-@dataclass(frozen=True)
-class Route:
-    """The path a kernel takes on one device, with the target that serves it."""
-
-    path: Path
-    target: Target | None = None
-    ptx_isa: Version | None = None
-    min_driver: Version | None = None
-
-    def describe(self) -> str:
-        """Human text: ``exact SASS (sm_90)``, ``PTX JIT (compute_90, ISA 9.0, driver >= 13.0)``."""
-        if self.target is None:
-            return self.path.value
-        if self.path is Path.PTX_JIT:
-            extra = f", ISA {self.ptx_isa}" if self.ptx_isa else ""
-            extra += f", driver >= {self.min_driver}" if self.min_driver else ""
-            return f"{self.path.value} ({self.target}{extra})"
-        return f"{self.path.value} ({self.target})"
-
-
-def sass_route(sass_targets: tuple[Target, ...], cap: Capability) -> Route | None:
-    """The best SASS among ``sass_targets`` for ``cap``, or None when none runs there."""
-    usable = [t for t in sass_targets if t.sass_runs_on(cap)]
-    if not usable:
-        return None
-    exact = [t for t in usable if t.number == cap.number]
-    if exact:
-        return Route(Path.EXACT_SASS, _prefer_plain(exact))
-    # Ties (sm_100 and sm_100f on 10.3) go to the plain target, as exact matches do, so
-    # the answer never depends on the order the entries came in.
-    best = max(usable, key=lambda t: (t.minor, t.variant is Variant.NONE))
-    path = Path.FAMILY_SASS if best.variant is Variant.FAMILY else Path.COMPATIBLE_SASS
-    return Route(path, best)
-
-
-def ptx_route(ptx: tuple[tuple[Target, Version | None], ...], cap: Capability) -> Route | None:
-    """The newest PTX that JIT-compiles for ``cap``, with its minimum driver, or None."""
-    usable = [(t, isa) for t, isa in ptx if t.ptx_jits_for(cap)]
-    if not usable:
-        return None
-    target, isa = max(usable, key=_ptx_preference)
-    return Route(Path.PTX_JIT, target, isa, min_driver_for_ptx(isa) if isa else None)
-
-
-def _ptx_preference(item: tuple[Target, Version | None]) -> tuple[int, bool, bool, int]:
-    """Newest target, a/f before plain; for one target, a known and then the oldest ISA
-    (the one needing the oldest driver), so the answer never depends on entry order."""
-    target, isa = item
-    age = -(isa.major * 1000 + isa.minor) if isa else 0
-    return target.number, target.variant is not Variant.NONE, isa is not None, age
-
-
-def route(
-    sass_targets: tuple[Target, ...],
-    ptx: tuple[tuple[Target, Version | None], ...],
-    cap: Capability,
-) -> Route:
-    """The path a kernel takes on ``cap``: compatible SASS first, else PTX JIT, else nothing."""
-    return sass_route(sass_targets, cap) or ptx_route(ptx, cap) or Route(Path.NONE)
-
-
-def _prefer_plain(targets: list[Target]) -> Target:
-    plain = [t for t in targets if t.variant is Variant.NONE]
-    return (plain or targets)[0]

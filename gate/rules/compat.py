@@ -2,9 +2,12 @@
 
 The way auditwheel loads its policies: the shipped JSON is parsed into typed records
 (PTX ISA -> minimum driver rows, ISA series for minors newer than the table, family
-targets and their members, the rule for a family the table does not list), every value
-checked and every source cited, and looked up by value, never by string key. A file
-that does not validate is refused with one line; nothing falls back in code.
+targets and their members, the rule for a family the table does not list, the devices
+of each capability and the hosts they ship on, and what satisfies each form of a
+required target), every value checked and every source cited, and looked up by value,
+never by string key. A file that does not validate is refused with one line; nothing
+falls back in code. The rules that are stated twice (a family's members, and that a
+family build satisfies a plain requirement) are checked against each other at load.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from types import MappingProxyType
 from typing import Any
 
 from gate.errors import ConfigError
-from gate.reader.targets import Capability, Target, Variant, Version
+from gate.rules.targets import Capability, Target, Variant, Version
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DATA = FilePath(__file__).with_name("compat.json")
 
 
@@ -57,6 +60,33 @@ class Family:
 
 
 @dataclass(frozen=True)
+class DeviceClass:
+    """The devices of one compute capability: what they are, the hosts they ship on."""
+
+    capability: Capability
+    products: str
+    hosts: frozenset[str]  # uname -m names: x86_64, aarch64
+
+
+class Form(enum.Enum):
+    """The form of a required target, which decides what satisfies it (compat.json)."""
+
+    PLAIN = "plain"
+    FAMILY = "family"
+    ARCH = "arch"
+    DEVICE = "device"  # the probed device's own requirement: code built for its capability
+
+    @classmethod
+    def of(cls, variant: Variant) -> Form:
+        """The form a target of ``variant`` names."""
+        return _FORM_OF[variant]
+
+
+_FORM_OF = {Variant.NONE: Form.PLAIN, Variant.FAMILY: Form.FAMILY, Variant.ARCH: Form.ARCH}
+_VARIANT_OF = {form.value: variant for variant, form in _FORM_OF.items()}
+
+
+@dataclass(frozen=True)
 class CompatRules:
     """Every rule of ``compat.json``; lookups by value (Version, SM number)."""
 
@@ -67,8 +97,11 @@ class CompatRules:
     unlisted_family: FamilyRule
     isa_source: str
     family_source: str
+    devices: Mapping[Capability, DeviceClass]
+    # (PTX?, required form) -> the variants of the same SM number that satisfy it
+    satisfying: Mapping[tuple[bool, Form], frozenset[Variant]]
 
-    def min_driver_for_ptx(self, isa: Version) -> Version | None:
+    def min_driver(self, isa: Version) -> Version | None:
         """The table's row for ``isa``, else its series' rule, else None (no known minimum)."""
         found = self.isa_table.get(isa)
         if found is not None:
@@ -79,6 +112,34 @@ class CompatRules:
         """Capabilities an ``f`` target serves: its listed members, else the unlisted rule's."""
         listed = self.families.get(target.number)
         return listed.members if listed is not None else self.unlisted_family.members(target)
+
+    def has_family(self, number: int) -> bool:
+        """Whether an ``f`` target exists for SM number ``number``: a listed family, or one
+        newer than every listed family (CUDA 13.0 refuses ``sm_90f``: 9.0 has none)."""
+        return number in self.families or number > max(self.families, default=0)
+
+    def max_known_isa(self) -> Version:
+        """The newest PTX ISA whose minimum driver the rules state (the series included)."""
+        newest = max(self.isa_table)
+        for series in self.isa_series:
+            newest = max(newest, Version(series.isa_major, 9))
+        return newest
+
+    def max_known_driver(self) -> Version:
+        """The newest driver CUDA version the ISA rules speak of."""
+        newest = max(self.isa_table.values())
+        for series in self.isa_series:
+            newest = max(newest, Version(series.driver_major, 9))
+        return newest
+
+    def hosts_of(self, cap: Capability) -> frozenset[str]:
+        """The hosts devices of ``cap`` ship on; empty when the table does not list it."""
+        found = self.devices.get(cap)
+        return found.hosts if found is not None else frozenset()
+
+    def satisfies(self, *, ptx: bool, form: Form, variant: Variant) -> bool:
+        """Whether code of ``variant`` (same SM number) satisfies a requirement of ``form``."""
+        return variant in self.satisfying[ptx, form]
 
 
 @cache
@@ -102,7 +163,11 @@ def load(text: str, name: str = "compat.json") -> CompatRules:
 
 
 def _rules(raw: object) -> CompatRules:
-    doc = _object(raw, {"version", "sources", "ptx_isa_min_driver", "families"}, "document")
+    doc = _object(
+        raw,
+        {"version", "sources", "ptx_isa_min_driver", "families", "devices", "requirements"},
+        "document",
+    )
     if doc["version"] != SCHEMA_VERSION:
         raise ConfigError(f"version {doc['version']!r}, this reader reads {SCHEMA_VERSION}")
     raw_sources = _object(doc["sources"], None, "sources")
@@ -125,6 +190,20 @@ def _rules(raw: object) -> CompatRules:
         unlisted = FamilyRule(fams["unlisted"])
     except ValueError as e:
         raise ConfigError(f"families.unlisted: unknown rule {fams['unlisted']!r}") from e
+    devs = _object(doc["devices"], {"source", "listed", "note"}, "devices")
+    _cited(devs["source"], sources)
+    devices = {}
+    for text, info in _object(devs["listed"], None, "devices.listed").items():
+        device = _device(text, info)
+        devices[device.capability] = device
+    reqs = _object(doc["requirements"], {"source", "sass", "ptx", "note"}, "requirements")
+    _cited(reqs["source"], sources)
+    satisfying = {
+        (ptx, form): _variants(reqs[kind], form, f"requirements.{kind}")
+        for ptx, kind in ((False, "sass"), (True, "ptx"))
+        for form in Form
+    }
+    _family_covers_plain(satisfying, families, devices)
     return CompatRules(
         sources=MappingProxyType(sources),
         isa_table=MappingProxyType(table),
@@ -133,6 +212,8 @@ def _rules(raw: object) -> CompatRules:
         unlisted_family=unlisted,
         isa_source=_cited(isa["source"], sources),
         family_source=_cited(fams["source"], sources),
+        devices=MappingProxyType(devices),
+        satisfying=MappingProxyType(satisfying),
     )
 
 
@@ -197,3 +278,50 @@ def _family(text: str, members: object) -> Family:
     if not caps or stray:
         raise ConfigError(f"families.listed: {text} lists {stray or 'no'} capabilities outside it")
     return Family(target, caps)
+
+
+def _device(text: str, info: object) -> DeviceClass:
+    cap = Capability.parse(text)
+    obj = _object(info, {"products", "hosts"}, f"devices.listed.{text}")
+    hosts = obj["hosts"]
+    if not isinstance(hosts, list) or not hosts or not all(h in _HOSTS for h in hosts):
+        raise ConfigError(f"devices.listed.{text}.hosts: a non-empty list of {sorted(_HOSTS)}")
+    return DeviceClass(cap, _text(obj["products"], f"devices.listed.{text}"), frozenset(hosts))
+
+
+_HOSTS = frozenset({"x86_64", "aarch64", "ppc64le"})
+
+
+def _variants(table: object, form: Form, where: str) -> frozenset[Variant]:
+    obj = _object(table, {f.value for f in Form}, where)
+    given = obj.get(form.value)
+    if not isinstance(given, list) or not given or not all(v in _VARIANT_OF for v in given):
+        raise ConfigError(f"{where}.{form.value}: a non-empty list of {sorted(_VARIANT_OF)}")
+    variants = frozenset(_VARIANT_OF[v] for v in given)
+    # A requirement is always met by code of its own form; the device's by the plain build.
+    own = Variant.NONE if form is Form.DEVICE else _VARIANT_OF[form.value]
+    if own not in variants:
+        raise ConfigError(
+            f"{where}.{form.value}: must accept its own form ({own.value or 'plain'})"
+        )
+    return variants
+
+
+def _family_covers_plain(
+    satisfying: Mapping[tuple[bool, Form], frozenset[Variant]],
+    families: Mapping[int, Family],
+    devices: Mapping[Capability, DeviceClass],
+) -> None:
+    """A family build may stand for a plain target only where the family serves every
+    listed device the plain build runs on (the two tables must agree)."""
+    if Variant.FAMILY not in satisfying[False, Form.PLAIN]:
+        return
+    for family in families.values():
+        plain = family.target.plain()
+        served = {cap for cap in devices if plain.sass_runs_on(cap)}
+        missing = sorted(str(c) for c in served - family.members)
+        if missing:
+            raise ConfigError(
+                f"requirements.sass.plain accepts {family.target} for {plain}, but the family "
+                f"does not serve {', '.join(missing)}"
+            )

@@ -1,0 +1,207 @@
+"""The signed predicate (``manifest.json``'s ``gate-run`` predicate), read into frozen records.
+
+``verify``, the release ``matrix`` and the GitHub attestation trust what a signed
+predicate says; each reads it here, once, through :func:`read`: the schema
+(``gate/schemas/manifest-predicate.schema.json``) first, then typed records. Its runs
+are the run record's :class:`gate.record.Execution` and its checks the decision
+core's :class:`gate.rules.verdict.Check`, so a signed run passed or failed by the very
+rule the gate applied (gate.rules.causes); a predicate whose stored ``passed``
+disagrees with its own fields is refused.
+
+Version history: 1 (first release); 2 gives each check one ``state`` (passed, warned,
+failed, not-run) in place of ``passed`` and ``skipped``, and each run the CUDA
+runtime failure it printed. Version 1 is still read: a check it marks skipped reads as
+not run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from gate.errors import BadInputError
+from gate.record import Execution
+from gate.rules.causes import Cause, ExecPath, RuntimeFailure
+from gate.rules.verdict import Check, CheckState
+
+PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
+PREDICATE_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+
+
+@dataclass(frozen=True)
+class SignedArtifact:
+    """A final artifact as signed: its name, where it was, its digest and size."""
+
+    name: str
+    path: str | None
+    sha256: str
+    size: int | None
+
+
+@dataclass(frozen=True)
+class SignedFile:
+    """One evidence file as signed: its path in the folder, digest and size."""
+
+    name: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class SignedMachine:
+    """The machine the run happened on, as signed (what verify compares with this one)."""
+
+    host_arch: str | None
+    driver_version: str | None
+    driver_cuda_version: str | None
+    toolkit_version: str | None
+    toolkit_release: str | None
+    capability: str | None
+
+
+@dataclass(frozen=True)
+class SignedVerdict:
+    """The verdict as signed."""
+
+    accepted: bool
+    statement: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GatePredicate:
+    """Everything a signed gate-run predicate says that its readers use."""
+
+    version: int
+    tool_version: str
+    run_id: str | None
+    runner: str | None
+    runner_class: str | None
+    finished: str | None
+    revision: str | None
+    dirty: bool | None
+    repository: str | None
+    machine: SignedMachine
+    artifacts: tuple[SignedArtifact, ...]
+    executions: tuple[Execution, ...]
+    checks: tuple[Check, ...]
+    verdict: SignedVerdict
+    evidence: tuple[SignedFile, ...]
+
+    @property
+    def signed_class(self) -> str | None:
+        """The runner class the run was recorded for (its runner where it names none)."""
+        return self.runner_class or self.runner
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    text = resources.files("gate").joinpath("schemas/manifest-predicate.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def validate(predicate: Any) -> str | None:  # noqa: ANN401 - any JSON value
+    """None when ``predicate`` matches the schema, else the first problem on one line."""
+    validator = jsonschema.Draft202012Validator(_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(predicate))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+    return f"predicate field {where}: {error.message}"
+
+
+def read(predicate: object, where: str) -> GatePredicate:
+    """The typed predicate; BadInputError naming ``where`` when it is not a valid one."""
+    problem = validate(predicate)
+    if problem is not None or not isinstance(predicate, Mapping):
+        raise BadInputError(f"{where}: {problem or 'the predicate is not an object'}")
+    try:
+        return _read(predicate, where)
+    except (KeyError, TypeError, ValueError) as e:
+        raise BadInputError(f"{where}: predicate field {e} is malformed") from e
+
+
+def _read(p: Mapping[str, Any], where: str) -> GatePredicate:
+    version = p["version"]
+    run, env = p["run"], p["environment"]
+    source = p["provenance"]["source"]
+    driver, toolkit = env.get("driver") or {}, env.get("toolkit") or {}
+    verdict = p["verdict"]
+    return GatePredicate(
+        version=version,
+        tool_version=str(p["tool"]["version"]),
+        run_id=run.get("run_id"),
+        runner=run.get("runner"),
+        runner_class=run.get("runner_class"),
+        finished=run.get("finished"),
+        revision=source.get("revision"),
+        dirty=source.get("dirty"),
+        repository=source.get("repository"),
+        machine=SignedMachine(
+            host_arch=env.get("host_arch"),
+            driver_version=driver.get("driver_version"),
+            driver_cuda_version=driver.get("cuda_version"),
+            toolkit_version=toolkit.get("version"),
+            toolkit_release=toolkit.get("release"),
+            capability=p["device_code"]["device"].get("capability"),
+        ),
+        artifacts=tuple(
+            SignedArtifact(a["name"], a.get("path"), a["sha256"], a.get("size"))
+            for a in p["provenance"]["artifacts"]
+        ),
+        executions=tuple(_execution(x, where) for x in p["execution"]),
+        checks=tuple(_check(c, version) for c in p["checks"]),
+        verdict=SignedVerdict(
+            bool(verdict["accepted"]), str(verdict["statement"]), tuple(verdict["reasons"])
+        ),
+        evidence=tuple(SignedFile(e["name"], e["sha256"], e["size"]) for e in p["evidence"]),
+    )
+
+
+def _execution(x: Mapping[str, Any], where: str) -> Execution:
+    execution = Execution(
+        entry_point=str(x["entry_point"]),
+        path=ExecPath(x["path"]),
+        command=str(x.get("command") or ""),
+        returncode=x.get("returncode"),
+        timed_out=bool(x.get("timed_out")),
+        duration=float(x.get("duration") or 0.0),
+        log=str(x.get("log") or ""),
+        log_sha256=x.get("log_sha256"),
+        output_ok=bool(x.get("output_ok", False)),
+        expected_returncode=int(x.get("expected_returncode", 0)),
+        cache_clean=bool(x.get("cache_clean", True)),
+        failure=RuntimeFailure.from_text(x.get("failure")),
+    )
+    stored = x.get("passed")
+    if isinstance(stored, bool) and stored != execution.passed:
+        raise BadInputError(
+            f"{where}: the signed run {execution.entry_point} [{execution.path.value}] says "
+            f"passed={stored}, its own fields say {execution.passed}"
+        )
+    return execution
+
+
+def _check(c: Mapping[str, Any], version: int) -> Check:
+    if version < 2:
+        state = CheckState.NOT_RUN if c.get("skipped") else CheckState.of(bool(c.get("passed")))
+    else:
+        state = CheckState(c["state"])
+    cause = c.get("cause")
+    path = c.get("path")
+    return Check(
+        name=str(c["name"]),
+        classname=str(c.get("classname") or ""),
+        state=state,
+        message=str(c.get("message") or ""),
+        cause=Cause(cause) if cause else None,
+        path=ExecPath(path) if path else None,
+    )

@@ -1,0 +1,30 @@
+"""The decision core: every rule the gate decides by, once, as frozen records and functions.
+
+The stages, ``inspect``, ``verify``, ``matrix`` and the attestations ask these; none of
+them decides on its own. The data the rules read is ``compat.json``, loaded and
+validated into records (:mod:`gate.rules.compat`), each row citing its source.
+
+==============================  ==================================================
+question                        where it is answered
+==============================  ==================================================
+what a target is, where its     :mod:`gate.rules.targets` (``Target.sass_runs_on``,
+code runs or JITs               ``Target.ptx_jits_for``, families)
+which route a kernel takes on   :mod:`gate.rules.routes` (``route``,
+a device                        ``sass_route``, ``ptx_route``)
+can this driver JIT this PTX    :func:`gate.rules.routes.jit_support`
+does an artifact run on a       :func:`gate.rules.routes.judge` (per kernel for the
+device                          project's code, as a whole for other libraries)
+what satisfies a required       :mod:`gate.rules.require`
+target (plain, ``a``, ``f``)
+which kernel a required name    :mod:`gate.rules.kernels`
+means
+why a check or a run failed     :mod:`gate.rules.causes` (``Cause``,
+                                ``RuntimeFailure``, ``RunFacts``)
+the hosts a device ships on     :meth:`gate.rules.compat.CompatRules.hosts_of`
+a check's state, the verdict,   :mod:`gate.rules.verdict`
+the test-result lists
+==============================  ==================================================
+
+This package imports nothing of the gate but :mod:`gate.errors` and
+:mod:`gate.demangle`; ``nox -s mutation`` judges its tests by mutating it.
+"""

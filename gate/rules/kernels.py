@@ -1,0 +1,201 @@
+"""Which kernel a required name means: never a substring, always a whole name.
+
+A required kernel is written one of four ways, and matched against each kernel's
+symbol (the mangled name in the binary) by the part of its C++ name it spells:
+
+* a mangled name (``_Z5scalePf``): that symbol exactly;
+* a plain name (``scale``): the function's own name, without namespaces, template
+  arguments and parameters (``ns::scale<float>(float*)`` is ``scale``;
+  ``scale_f32_fast1`` is not, although its mangled name holds ``5scale``);
+* a qualified name (``ns::scale``, a leading ``::`` for the global namespace): the
+  namespaces and classes too, still without template arguments and parameters;
+* a name with template arguments (``scale<float>``, ``ns::scale<float>``): the name
+  with its arguments, spaces ignored.
+
+Names come from the C++ runtime's demangler (:mod:`gate.demangle`); ``extern "C"``
+kernels are their own names. Where the demangler is missing, a mangled symbol whose
+name is simple (``_Z5scalePf``, ``_ZN2ns5scaleEPf``) is still read; any other is
+matched by its mangled name only.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gate.demangle import demangle
+
+_OPEN = {"<": ">", "(": ")", "{": "}", "[": "]"}
+_CLOSE = {v: k for k, v in _OPEN.items()}
+_ANONYMOUS = "(anonymous namespace)"
+_CLONE = re.compile(r"( \[clone [^\]]*\])+$")
+_SOURCE_NAME = re.compile(r"([1-9][0-9]{0,3})")
+
+
+@dataclass(frozen=True)
+class KernelName:
+    """A kernel's symbol and the parts of its C++ name a requirement can spell."""
+
+    symbol: str
+    shown: str  # the demangled name, or the symbol when it cannot be demangled
+    function: str | None  # scale
+    qualified: str | None  # ns::scale
+    function_args: str | None  # scale<float>
+    qualified_args: str | None  # ns::scale<float>
+
+    def spelled(self, wanted: str) -> str | None:
+        """The part of this name that a requirement written like ``wanted`` compares with."""
+        if wanted.startswith("_Z"):
+            return self.symbol
+        with_args = "<" in wanted
+        if "::" in wanted:
+            return self.qualified_args if with_args else self.qualified
+        return self.function_args if with_args else self.function
+
+
+def parse(symbol: str) -> KernelName:
+    """The parts of ``symbol``'s C++ name (cached: symbols repeat across targets)."""
+    return _parse_cached(symbol)
+
+
+def _parse(symbol: str) -> KernelName:
+    shown = demangle(symbol)
+    if shown == symbol and symbol.startswith("_Z"):
+        simple = _simple_mangled(symbol)
+        if simple is None:
+            return KernelName(symbol, symbol, None, None, None, None)
+        shown = simple
+    qualified_args = _name_of(_CLONE.sub("", shown))
+    parts = _split(qualified_args, "::")
+    bare = [_without_args(p) for p in parts]
+    return KernelName(
+        symbol=symbol,
+        shown=shown,
+        function=bare[-1],
+        qualified="::".join(bare),
+        function_args=parts[-1],
+        qualified_args=qualified_args,
+    )
+
+
+_parse_cached = functools.lru_cache(maxsize=1 << 16)(_parse)
+
+
+def matches(wanted: str, symbol: str) -> bool:
+    """Whether the requirement ``wanted`` names the kernel ``symbol`` (see the module doc)."""
+    want = _normal(wanted)
+    if not want:
+        return False
+    spelled = parse(symbol).spelled(want)
+    if spelled is None:
+        return False
+    return _normal(spelled) == want.removeprefix("::")
+
+
+def matching(wanted: str, symbols: Iterable[str]) -> tuple[str, ...]:
+    """Every symbol among ``symbols`` that ``wanted`` names, sorted, each once."""
+    return tuple(sorted({s for s in symbols if matches(wanted, s)}))
+
+
+def describe(symbols: tuple[str, ...]) -> str:
+    """The kernels a requirement matched, as the report names them."""
+    shown = [f"{parse(s).shown} [{s}]" if parse(s).shown != s else s for s in symbols[:3]]
+    more = f" and {len(symbols) - 3} more" if len(symbols) > 3 else ""
+    return ", ".join(shown) + more
+
+
+def _normal(text: str) -> str:
+    """Spaces do not matter: ``Outer<int, 4>`` is ``Outer<int,4>``."""
+    return "".join(text.split())
+
+
+def _name_of(shown: str) -> str:
+    """``void ns::k<float>(float*) const`` -> ``ns::k<float>``: no return type, no parameters."""
+    head = shown[: _parameters_start(shown)].strip()
+    tokens = _split(head, " ")
+    return tokens[-1] if tokens else head
+
+
+def _parameters_start(text: str) -> int:
+    """Where the parameter list opens (the first top-level ``(`` of no name), else the end."""
+    depth: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if not depth and text.startswith(_ANONYMOUS, i):
+            i += len(_ANONYMOUS)
+            continue
+        if not depth and text.startswith("operator()", i):
+            i += len("operator()")
+            continue
+        if c == "(" and not depth:
+            return i
+        if c in _OPEN:
+            depth.append(c)
+        elif c in _CLOSE and depth and depth[-1] == _CLOSE[c]:
+            depth.pop()
+        i += 1
+    return len(text)
+
+
+def _split(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside brackets (and outside ``(anonymous namespace)``)."""
+    parts: list[str] = []
+    depth: list[str] = []
+    start = i = 0
+    while i < len(text):
+        if not depth and text.startswith(_ANONYMOUS, i):
+            i += len(_ANONYMOUS)
+            continue
+        c = text[i]
+        if c in _OPEN:
+            depth.append(c)
+        elif c in _CLOSE and depth and depth[-1] == _CLOSE[c]:
+            depth.pop()
+        elif not depth and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return [p for p in parts if p] or [text]
+
+
+def _without_args(part: str) -> str:
+    """``Outer<int, 4>`` -> ``Outer``: every top-level ``<...>`` removed."""
+    out: list[str] = []
+    depth = 0
+    for c in part:
+        if c == "<":
+            depth += 1
+        elif c == ">" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(c)
+    return "".join(out)
+
+
+def _simple_mangled(symbol: str) -> str | None:
+    """``_Z5scalePf`` -> ``scale``, ``_ZN2ns5scaleEPf`` -> ``ns::scale``, without a demangler;
+    None for anything less simple (templates, substitutions, special names)."""
+    nested = symbol.startswith("_ZN")
+    rest = symbol[3:] if nested else symbol[2:]
+    names: list[str] = []
+    while True:
+        match = _SOURCE_NAME.match(rest)
+        if match is None:
+            break
+        length = int(match.group(1))
+        name = rest[match.end() : match.end() + length]
+        if len(name) < length or not name.isidentifier():
+            return None
+        names.append(name)
+        rest = rest[match.end() + length :]
+        if not nested:
+            break
+    if not names or (nested and not rest.startswith("E")) or rest[:1] == "I":
+        return None
+    return "::".join(names)

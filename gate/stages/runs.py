@@ -1,0 +1,158 @@
+"""One entry point run on one path: the process, its environment, and how it ended.
+
+Native: ``CUDA_DISABLE_PTX_JIT=1`` and the JIT cache made unusable. On a real H200 a
+PTX-only program passed under ``CUDA_DISABLE_PTX_JIT=1`` when the default cache was
+warm from an earlier run (CUDA-FACTS.md), so the native run also gets
+``CUDA_CACHE_DISABLE=1`` and a fresh, empty ``CUDA_CACHE_PATH``: nothing compiled
+from PTX, now or earlier, can stand in for SASS.
+
+JIT: ``CUDA_FORCE_PTX_JIT=1`` with ``CUDA_CACHE_DISABLE=1`` and its own empty cache
+folder, checked empty afterwards, so the run neither reuses nor leaves cache state.
+
+Each run is a fresh process; the variables apply to that child only. glibc's loader
+log records every shared library it really loaded (gate.stages.loaded). Whether it
+passed, and why not, is the decision core's (gate.rules.causes). This module imports
+no other stage: the stages that judge runs (libraries, predict) import it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gate import proc
+from gate.config import EntryPoint
+from gate.record import Execution
+from gate.rules.causes import Cause, ExecPath, RuntimeFailure, classify
+from gate.stages import loaded
+
+DEFAULT_TIMEOUT = 300.0
+
+# Variables each path sets and removes. CUDA_CACHE_PATH is added per run (a fresh folder).
+PATH_ENV: dict[ExecPath, tuple[dict[str, str], tuple[str, ...]]] = {
+    ExecPath.NATIVE: (
+        {"CUDA_DISABLE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"},
+        ("CUDA_FORCE_PTX_JIT",),
+    ),
+    ExecPath.JIT: (
+        {"CUDA_FORCE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"},
+        ("CUDA_DISABLE_PTX_JIT",),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One entry point run on one path: the process, the verdict on it, what it loaded."""
+
+    entry_point: EntryPoint
+    path: ExecPath
+    result: proc.Result
+    log_name: str
+    output_ok: bool
+    cache_clean: bool
+    failure: RuntimeFailure | None
+    loaded: tuple[Path, ...] = ()
+
+    def record(self, log_sha256: str | None = None) -> Execution:
+        """The run as the run record keeps it (which decides whether it passed)."""
+        return Execution(
+            entry_point=self.entry_point.name,
+            path=self.path,
+            command=self.result.command_line(),
+            returncode=None if self.result.timed_out else self.result.returncode,
+            timed_out=self.result.timed_out,
+            duration=self.result.duration,
+            log=self.log_name,
+            log_sha256=log_sha256,
+            output_ok=self.output_ok,
+            expected_returncode=self.entry_point.expected_returncode,
+            cache_clean=self.cache_clean,
+            failure=self.failure,
+        )
+
+    @property
+    def passed(self) -> bool:
+        """As the decision core decides it (gate.rules.causes.RunFacts)."""
+        return self.record().passed
+
+    def reason(self) -> str:
+        """Why it failed (or 'passed'), in one phrase, with the run's own details."""
+        return (
+            self.record()
+            .facts()
+            .reason(
+                timeout=self.entry_point.timeout,
+                last_line=self.result.last_line(),
+                expected_output=self.entry_point.expected_output,
+            )
+        )
+
+    def cause(self) -> Cause | None:
+        """The ranked cause of a failed run."""
+        return self.record().facts().cause()
+
+
+def run_entry_point(
+    entry: EntryPoint, path: ExecPath, log_name: str | None = None, *, record_loaded: bool = True
+) -> Run:
+    """Run ``entry`` once on ``path`` in a fresh process with its own empty JIT cache folder."""
+    env_set, env_unset = PATH_ENV[path]
+    cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-"))
+    log_dir = Path(tempfile.mkdtemp(prefix="cuda-gate-ld-"))
+    try:
+        extra = loaded.loader_env(log_dir) if record_loaded else {}
+        result = proc.run(
+            entry.argv,
+            env_set={**dict(entry.env), **extra, **env_set, "CUDA_CACHE_PATH": str(cache_dir)},
+            env_unset=env_unset,
+            cwd=entry.cwd,
+            timeout=entry.timeout,
+        )
+        cache_clean = not any(cache_dir.rglob("*"))
+        found = loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or ".")) if record_loaded else ()
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        shutil.rmtree(log_dir, ignore_errors=True)
+    if record_loaded:
+        # The loader variables are the gate's instrument, not part of the command to repeat.
+        names = set(loaded.loader_env(log_dir))
+        result = replace(result, env_set=tuple((k, v) for k, v in result.env_set if k not in names))
+    output = result.output()
+    return Run(
+        entry_point=entry,
+        path=path,
+        result=result,
+        log_name=log_name or path.log_name,
+        output_ok=re.search(entry.expected_output, output) is not None,
+        cache_clean=cache_clean,
+        failure=None if result.ok else classify(output),
+        loaded=tuple(lib.path for lib in found),
+    )
+
+
+def run_both(entry: EntryPoint, log_names: Sequence[str] | None = None) -> tuple[Run, ...]:
+    """Native first, then JIT; each a fresh process."""
+    names = list(log_names) if log_names else [p.log_name for p in ExecPath]
+    return tuple(run_entry_point(entry, p, n) for p, n in zip(ExecPath, names, strict=True))
+
+
+def log_text(run: Run) -> str:
+    """The log file for one run: the exact command, then everything it printed."""
+    r = run.result
+    header = [
+        f"# entry point: {run.entry_point.name}",
+        f"# path: {run.path.title}",
+        f"# command: {r.command_line()}",
+        f"# cwd: {r.cwd or '.'}",
+        f"# exit status: {'killed (timeout)' if r.timed_out else r.returncode}",
+        f"# duration: {r.duration:.3f} s",
+        f"# JIT cache folder empty afterwards: {'yes' if run.cache_clean else 'NO'}",
+    ]
+    if r.strays:
+        header.append("# left running after it exited (killed): " + "; ".join(r.strays))
+    return "\n".join([*header, ""]) + r.output()

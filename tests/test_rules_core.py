@@ -1,0 +1,386 @@
+"""The decision core's other rules: kernel names, run outcomes, the verdict, the attestation
+lists, the hosts a device ships on, and the data file's consistency checks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gate.errors import ConfigError, ExitCode
+from gate.rules import kernels
+from gate.rules.causes import Cause, ExecPath, RunFacts, RuntimeFailure, classify, path_of, rank
+from gate.rules.compat import DATA, load, rules
+from gate.rules.hosts import host_for
+from gate.rules.targets import Capability
+from gate.rules.verdict import (
+    ACCEPTED_STATEMENT,
+    Check,
+    CheckState,
+    Stage,
+    StageStatus,
+    Verdict,
+    attestation_list,
+    attestation_result,
+    decide,
+    executed,
+)
+
+pytestmark = pytest.mark.unit
+
+# --- Kernel names (issue 20, item 2) -----------------------------------------------------
+SYMBOLS = {
+    "plain": "_Z5scalePf",  # scale(float*)
+    "longer": "_Z15scale_f32_fast1Pf",  # scale_f32_fast1(float*): holds "5scale"
+    "nested": "_ZN2ns5scaleEPf",  # ns::scale(float*)
+    "template": "_Z5scaleIfEvPT_",  # void scale<float>(float*)
+    "member": "_ZN2ns5OuterIiLi4EE5innerEPf",  # ns::Outer<int, 4>::inner(float*)
+    "anonymous": "_ZN12_GLOBAL__N_16kernelEv",  # (anonymous namespace)::kernel()
+    "extern_c": "scale_c",
+    "clone": "_ZN4cute5applyEv.constprop.0",  # cute::apply() [clone .constprop.0]
+}
+
+# (required name, symbols it must match, by key of SYMBOLS)
+MATCH_ROWS = [
+    ("scale", {"plain", "nested", "template"}),  # the function's own name, any namespace
+    ("scale_f32_fast1", {"longer"}),
+    ("ns::scale", {"nested"}),  # qualified: the namespaces too
+    ("::scale", {"plain", "template"}),  # the global namespace
+    ("scale<float>", {"template"}),  # with template arguments
+    ("inner", {"member"}),
+    ("ns::Outer::inner", {"member"}),  # classes are part of the qualified name, args not
+    ("ns::Outer<int, 4>::inner", {"member"}),
+    ("ns::Outer<int,4>::inner", {"member"}),  # spaces do not matter
+    ("kernel", {"anonymous"}),
+    ("scale_c", {"extern_c"}),
+    ("apply", {"clone"}),
+    ("_Z5scalePf", {"plain"}),  # a mangled name: exactly that symbol
+    ("_Z5scale", set()),  # never a prefix of one
+    ("cale", set()),  # never a substring
+    ("5scale", set()),
+    ("Outer", set()),  # a class is not a kernel
+    ("", set()),
+]
+
+
+@pytest.mark.parametrize(("wanted", "keys"), MATCH_ROWS)
+def test_a_required_kernel_name_matches_whole_names_only(wanted: str, keys: set[str]) -> None:
+    found = {key for key, symbol in SYMBOLS.items() if kernels.matches(wanted, symbol)}
+    assert found == keys
+
+
+def test_the_parts_of_a_demangled_name() -> None:
+    name = kernels.parse(SYMBOLS["member"])
+    assert name.shown == "ns::Outer<int, 4>::inner(float*)"
+    assert (name.function, name.qualified) == ("inner", "ns::Outer::inner")
+    assert (name.function_args, name.qualified_args) == ("inner", "ns::Outer<int, 4>::inner")
+    template = kernels.parse(SYMBOLS["template"])
+    assert (template.function, template.function_args) == ("scale", "scale<float>")
+    lam = kernels.parse("_Z6kernelIZ4mainEUlvE_EvT_")  # void kernel<main::{lambda()#1}>(...)
+    assert (lam.function, lam.qualified) == ("kernel", "kernel")
+
+
+def test_matching_and_describing_say_which_kernel_matched() -> None:
+    found = kernels.matching("scale", list(SYMBOLS.values()))
+    assert found == tuple(sorted([SYMBOLS["plain"], SYMBOLS["nested"], SYMBOLS["template"]]))
+    assert kernels.describe((SYMBOLS["plain"],)) == "scale(float*) [_Z5scalePf]"
+    assert kernels.describe(("scale_c",)) == "scale_c"
+    many = tuple(f"k{i}" for i in range(5))
+    assert kernels.describe(many) == "k0, k1, k2 and 2 more"
+
+
+@pytest.mark.parametrize(
+    ("symbol", "qualified"),
+    [
+        ("_Z5scalePf", "scale"),
+        ("_ZN2ns5scaleEPf", "ns::scale"),
+        ("_ZN2ns3sub5scaleEv", "ns::sub::scale"),
+        ("_Z5scaleIfEvPT_", None),  # a template: only a demangler reads it
+        ("_ZN2ns5OuterIiEE5innerEv", None),  # template arguments mid-name
+        ("_Z9shortPf", None),  # the length runs past the name
+        ("_Z", None),
+    ],
+)
+def test_without_a_demangler_simple_names_are_still_read(
+    monkeypatch: pytest.MonkeyPatch, symbol: str, qualified: str | None
+) -> None:
+    monkeypatch.setattr(kernels, "demangle", lambda name: name)
+    assert kernels._parse(symbol).qualified == qualified
+
+
+# --- Runs (one rule for why a run failed) -----------------------------------------------
+def facts(**changes: Any) -> RunFacts:
+    base: dict[str, Any] = {
+        "returncode": 0,
+        "timed_out": False,
+        "expected_returncode": 0,
+        "output_ok": True,
+        "cache_clean": True,
+        "failure": None,
+    }
+    return RunFacts(**{**base, **changes})
+
+
+@pytest.mark.parametrize(
+    ("changes", "passed", "cause", "reason"),
+    [
+        ({}, True, None, "passed"),
+        ({"returncode": 3, "expected_returncode": 3}, True, None, "passed"),
+        ({"returncode": None, "timed_out": True}, False, Cause.TIMEOUT, "killed (timed out)"),
+        ({"returncode": 1}, False, Cause.EXIT_STATUS, "exit status 1"),
+        ({"returncode": 0, "expected_returncode": 2}, False, Cause.EXIT_STATUS, "(expected 2)"),
+        ({"output_ok": False}, False, Cause.OUTPUT, "the expected output was not found"),
+        ({"cache_clean": False}, False, Cause.JIT_CACHE, "left files in its JIT cache"),
+        (
+            {"returncode": 1, "failure": RuntimeFailure.NO_KERNEL_IMAGE},
+            False,
+            Cause.NO_KERNEL_IMAGE,
+            "no kernel image is available for execution on the device (error 209)",
+        ),
+        (
+            {"returncode": 1, "failure": RuntimeFailure.UNSUPPORTED_PTX},
+            False,
+            Cause.UNSUPPORTED_PTX,
+            "(error 222)",
+        ),
+        ({"returncode": 1, "failure": RuntimeFailure.NO_DEVICE}, False, Cause.EXIT_STATUS, "100"),
+    ],
+)
+def test_a_run_passes_fails_and_says_why_by_one_rule(
+    changes: dict[str, Any], passed: bool, cause: Cause | None, reason: str
+) -> None:
+    run = facts(**changes)
+    assert run.passed() is passed
+    assert run.cause() is cause
+    assert reason in run.reason()
+
+
+def test_a_run_reason_carries_the_details_the_caller_has() -> None:
+    killed = facts(returncode=None, timed_out=True)
+    assert killed.reason(timeout=30) == "killed after 30 s"
+    exited = facts(returncode=2)
+    assert exited.reason(last_line="boom") == "exit status 2: boom"
+    quiet = facts(output_ok=False)
+    assert quiet.reason(expected_output="^PASS$") == "expected output /^PASS$/ not found"
+
+
+def test_runtime_failures_by_text_and_by_the_record_s_words() -> None:
+    log = "CUDA error: PTX JIT COMPILATION WAS DISABLED\n"
+    assert classify(log) is RuntimeFailure.JIT_DISABLED
+    assert classify("segfault") is None
+    text = RuntimeFailure.UNSUPPORTED_PTX.text
+    assert RuntimeFailure.from_text(text) is RuntimeFailure.UNSUPPORTED_PTX
+    assert RuntimeFailure.from_text("nothing like it") is None
+    assert RuntimeFailure.from_text(None) is None
+    code_failures = {f for f in RuntimeFailure if f.is_code_failure()}
+    assert code_failures == {
+        RuntimeFailure.NO_KERNEL_IMAGE,
+        RuntimeFailure.JIT_DISABLED,
+        RuntimeFailure.UNSUPPORTED_PTX,
+        RuntimeFailure.INVALID_PTX,
+    }
+    assert RuntimeFailure.JIT_NOT_FOUND.cause() is Cause.INVALID_PTX
+    assert RuntimeFailure.DRIVER_TOO_OLD.cause() is Cause.DRIVER_TOO_OLD
+
+
+def test_causes_rank_and_stand_against_one_path_where_they_do() -> None:
+    assert rank(Cause.HOST_ARCH) == 0
+    assert rank(Cause.STALE_ARTIFACT) < rank(Cause.MISSING_SASS) < rank(Cause.NO_KERNEL_IMAGE)
+    assert rank(Cause.MISSING_SASS) < rank(Cause.PTX_NEEDS_DRIVER)
+    assert rank(None) == len(Cause)
+    assert path_of(Cause.MISSING_SASS) is ExecPath.NATIVE
+    assert path_of(Cause.JIT_DISABLED) is ExecPath.NATIVE
+    for cause in (Cause.MISSING_PTX, Cause.PTX_NEEDS_DRIVER, Cause.UNSUPPORTED_PTX, Cause.PTX_LOAD):
+        assert path_of(cause) is ExecPath.JIT
+    assert path_of(Cause.NO_KERNEL_IMAGE) is None  # either path
+    assert path_of(None) is None
+
+
+# --- The verdict ------------------------------------------------------------------------
+BOTH = (("smoke", ExecPath.NATIVE), ("smoke", ExecPath.JIT))
+
+
+def check(name: str, state: CheckState, cause: Cause | None = None, **kw: Any) -> Check:
+    return Check(
+        name, kw.pop("classname", "gate.inspect"), state, f"{name} says so", cause=cause, **kw
+    )
+
+
+def test_two_paths_failing_for_different_reasons_are_both_in_the_headline() -> None:
+    checks = [
+        check("app [jit]", CheckState.FAILED, Cause.UNSUPPORTED_PTX, path=ExecPath.JIT),
+        check("app: driver can JIT compute_90 PTX", CheckState.FAILED, Cause.PTX_NEEDS_DRIVER),
+        check("app: SASS for device 9.0", CheckState.FAILED, Cause.MISSING_SASS),
+        check("app [native]", CheckState.FAILED, Cause.JIT_DISABLED, path=ExecPath.NATIVE),
+    ]
+    v = decide((), checks, BOTH)
+    assert v.statement == (
+        "not accepted: app: SASS for device 9.0: app: SASS for device 9.0 says so; and for "
+        "forced JIT: app: driver can JIT compute_90 PTX: app: driver can JIT compute_90 PTX says so"
+    )
+    assert v.cause is Cause.MISSING_SASS
+    assert v.exit_code is ExitCode.NOT_ACCEPTED
+
+
+def test_one_path_failing_names_only_its_first_cause() -> None:
+    checks = [
+        check("app: SASS for sm_90", CheckState.FAILED, Cause.MISSING_SASS),
+        check("app [native]", CheckState.FAILED, Cause.JIT_DISABLED, path=ExecPath.NATIVE),
+        check("app: every kernel", CheckState.FAILED, Cause.MISSING_KERNEL),  # no side
+    ]
+    v = decide((), checks, BOTH)
+    assert v.statement == "not accepted: app: SASS for sm_90: app: SASS for sm_90 says so"
+    # The JIT side first, then the native one: still both, the first-ranked leading.
+    jit_first = [
+        check("app: PTX for compute_90", CheckState.FAILED, Cause.MISSING_PTX),
+        check("app [native]", CheckState.FAILED, Cause.EXIT_STATUS, path=ExecPath.NATIVE),
+    ]
+    assert "; and for the native path: app [native]" in decide((), jit_first, BOTH).statement
+
+
+@pytest.mark.parametrize(
+    ("states", "accepted", "result"),
+    [
+        ([CheckState.PASSED], True, "PASSED"),
+        ([CheckState.PASSED, CheckState.WARNED], True, "WARNED"),
+        ([CheckState.PASSED, CheckState.FAILED], False, "FAILED"),
+        ([CheckState.PASSED, CheckState.NOT_RUN], False, "FAILED"),
+        ([CheckState.WARNED, CheckState.NOT_RUN], False, "FAILED"),
+    ],
+)
+def test_the_verdict_and_the_attestation_result_agree(
+    states: list[CheckState], accepted: bool, result: str
+) -> None:
+    checks = [check(f"c{i}", s) for i, s in enumerate(states)]
+    verdict = decide((), checks, BOTH)
+    assert verdict.accepted is accepted
+    assert attestation_result(verdict, states) == result
+
+
+def test_each_state_has_exactly_one_attestation_list_and_not_run_is_never_a_pass() -> None:
+    lists = {s: attestation_list(s) for s in CheckState}
+    assert lists == {
+        CheckState.PASSED: "passedTests",
+        CheckState.WARNED: "warnedTests",
+        CheckState.FAILED: "failedTests",
+        CheckState.NOT_RUN: "failedTests",
+    }
+    assert [s.label for s in CheckState] == ["PASS", "WARN", "FAIL", "SKIP"]
+    assert CheckState.of(True) is CheckState.PASSED
+    assert CheckState.of(False) is CheckState.FAILED
+    assert check("x", CheckState.WARNED).ok
+    assert not check("x", CheckState.NOT_RUN).ok
+    assert not check("x", CheckState.NOT_RUN).failed
+
+
+def test_execution_not_verified_stands_for_the_runs_left_unrun() -> None:
+    no_device = (Stage("execute", StageStatus.SKIPPED, "no CUDA device", 0.0, 4),)
+    unrun = [check("smoke [native]", CheckState.NOT_RUN), check("a", CheckState.PASSED)]
+    v = decide(no_device, unrun, ())
+    assert v.statement == "not accepted: execution not verified (no CUDA device)"
+    assert v.reasons == ("execution not verified (no CUDA device)",)  # said once
+    assert v.exit_code is ExitCode.NO_DEVICE
+    stopped = (Stage("execute", StageStatus.SKIPPED, "--stop-after build", 0.0, None),)
+    assert decide(stopped, unrun, ()).exit_code is ExitCode.NOT_ACCEPTED
+
+
+def test_both_paths_must_run_for_every_entry_point() -> None:
+    assert executed(BOTH)
+    assert not executed(())
+    assert not executed((("smoke", ExecPath.NATIVE),))
+    assert not executed((*BOTH, ("app", ExecPath.JIT)))
+    assert decide((), [], BOTH) == Verdict(True, ACCEPTED_STATEMENT, (), None, ExitCode.OK)
+    assert Verdict(False, "not accepted: x", ("x",)).headline == "x"
+
+
+def test_a_failed_stage_leads_and_keeps_its_own_exit_status_and_cause() -> None:
+    stages = (
+        Stage("build", StageStatus.FAILED, "make: no rule", 0.0, int(ExitCode.TOOL)),
+        Stage("inspect", StageStatus.SKIPPED, "the build stage failed"),
+    )
+    checks = [
+        check("build make", CheckState.FAILED, Cause.TOOLCHAIN, classname="gate.build"),
+        check("late", CheckState.FAILED, Cause.HOST_ARCH),
+    ]
+    v = decide(stages, checks, ())
+    assert v.statement == "not accepted: make: no rule"
+    assert (v.cause, v.exit_code) == (Cause.TOOLCHAIN, ExitCode.TOOL)
+    assert v.reasons[0] == "make: no rule"
+    unnamed = decide((Stage("probe", StageStatus.FAILED),), [], ())
+    assert unnamed.statement == "not accepted: the probe stage failed"
+    assert unnamed.exit_code is ExitCode.NOT_ACCEPTED
+
+
+# --- Hosts (issue 20, item 7) -----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("device", "configured", "host", "conflict"),
+    [
+        (Capability(12, 1), None, "aarch64", False),  # GB10: DGX Spark
+        (Capability(11, 0), None, "aarch64", False),  # Jetson Thor
+        (Capability(8, 7), None, "aarch64", False),  # Jetson Orin
+        (Capability(9, 0), None, "x86_64", False),  # H100 or GH200: the machine in front
+        (Capability(9, 0), "aarch64", "aarch64", False),  # GH200, as the config says
+        (Capability(12, 1), "x86_64", "x86_64", True),  # no GB10 ships on x86-64
+        (None, None, "x86_64", False),
+        (Capability(13, 0), None, "x86_64", False),  # a device the table does not know
+    ],
+)
+def test_the_host_an_artifact_must_run_on(
+    device: Capability | None, configured: str | None, host: str, conflict: bool
+) -> None:
+    rule = host_for(device, configured=configured, here="x86_64")
+    assert rule.host == host
+    assert (rule.conflict is not None) is conflict
+    if device == Capability(12, 1) and configured is None:
+        assert (
+            rule.reason
+            == "12.1 devices ship on aarch64 hosts only (GB10 (DGX Spark and other GB10 systems))"
+        )
+
+
+# --- compat.json's new tables, checked at load ------------------------------------------
+def _doc() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (
+            lambda d: d["devices"]["listed"]["12.1"].update(hosts=["sparc"]),
+            "hosts: a non-empty list",
+        ),
+        (lambda d: d["devices"]["listed"]["12.1"].update(hosts=[]), "hosts: a non-empty list"),
+        (lambda d: d["devices"]["listed"].update({"twelve": {}}), "compute capability"),
+        (lambda d: d["requirements"]["sass"].update(arch=["plain"]), "must accept its own form"),
+        (lambda d: d["requirements"]["ptx"].update(device=["family"]), "must accept its own form"),
+        (lambda d: d["requirements"]["sass"].update(plain=["plain", "x"]), "a non-empty list"),
+        (lambda d: d["requirements"]["sass"].update(odd=["plain"]), "unknown field(s) odd"),
+        (lambda d: d["requirements"].update(source="rumour"), "cites source 'rumour'"),
+        # A family that stopped serving a device its plain build runs on cannot stand for it.
+        (
+            lambda d: d["families"]["listed"].update({"sm_120f": ["12.0"]}),
+            "accepts sm_120f for sm_120, but the family does not serve 12.1",
+        ),
+    ],
+)
+def test_the_new_tables_are_refused_with_one_line_when_broken(edit: Any, words: str) -> None:
+    doc = _doc()
+    edit(doc)
+    with pytest.raises(ConfigError) as info:
+        load(json.dumps(doc), "compat.json")
+    assert words in info.value.one_line()
+
+
+def test_the_device_table_and_the_family_table_agree_as_shipped() -> None:
+    compat = rules()
+    assert compat.hosts_of(Capability(12, 1)) == frozenset({"aarch64"})
+    assert compat.hosts_of(Capability(9, 0)) == frozenset({"x86_64", "aarch64"})
+    assert compat.hosts_of(Capability(13, 0)) == frozenset()
+    # Without plain accepting family code, a family may serve fewer devices.
+    doc = _doc()
+    doc["requirements"]["sass"]["plain"] = ["plain"]
+    doc["families"]["listed"]["sm_120f"] = ["12.0"]
+    assert load(json.dumps(doc)).families[120].members == frozenset({Capability(12, 0)})
