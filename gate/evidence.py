@@ -8,21 +8,35 @@ half a file.
 A folder is replaced by a new run only when the gate itself marked it as its
 evidence folder (:data:`MARKER`); anything else is refused, however much it looks
 like evidence: a user's folder that merely holds a ``result.json`` is never deleted.
+
+Which files are a run's evidence is decided here, once (:func:`evidence_files`), for
+the manifest that digests them, the store that takes them, ``verify`` that compares
+them, and the run id made from them: every regular file but the hidden ones (the
+marker, an atomic write's temporary file) and the statements written over the evidence
+(:data:`STATEMENT_FILES`); a link or a special file anywhere in the folder is refused,
+never followed.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 from gate import jsonutil
-from gate.errors import EvidenceError
+from gate.errors import BadInputError, EvidenceError
 from gate.fsutil import write_atomic
 from gate.redact import Redactor
 
 MARKER = ".cuda-gate"
+# The statements written over the evidence once it is digested: never evidence themselves.
+MANIFEST_FILE = "manifest.json"
+ENVELOPE_FILE = "manifest.dsse.json"
+TEST_RESULT_FILE = "test-result.json"
+TEST_RESULT_ENVELOPE = "test-result.dsse.json"
+STATEMENT_FILES = frozenset({MANIFEST_FILE, ENVELOPE_FILE, TEST_RESULT_FILE, TEST_RESULT_ENVELOPE})
+_LINK_HINT = "evidence is plain files; links are never followed"
 _MARKER_TEXT = "cuda-gate evidence folder: replaced by the next run\n"
 
 
@@ -85,11 +99,46 @@ class EvidenceDir:
         """Write raw bytes atomically. Callers pass text through write_text."""
         return write_atomic(self.path(name), data)
 
-    def files(self) -> Iterator[Path]:
-        """Every evidence file, sorted, relative to the folder (marker files excluded)."""
-        for path in sorted(self.root.rglob("*")):
-            if path.is_file() and not path.name.startswith("."):
-                yield path.relative_to(self.root)
+
+def walk(root: Path) -> tuple[str, ...]:
+    """Every regular file below ``root``, as sorted relative POSIX names.
+
+    BadInputError naming a symbolic link (never followed, so nothing outside the folder
+    can pass as its evidence) or anything not a regular file or folder (a FIFO would
+    block a reader).
+    """
+    names: list[str] = []
+    folders = [root]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(entries)
+        except OSError as e:
+            raise BadInputError(f"{folder}: cannot list the evidence: {e.strerror or e}") from e
+        for entry in listed:
+            path = Path(entry.path)
+            if entry.is_symlink():
+                raise BadInputError(
+                    f"{path}: a symbolic link in the evidence folder ({_LINK_HINT})"
+                )
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(path)
+            elif entry.is_file(follow_symlinks=False):
+                names.append(path.relative_to(root).as_posix())
+            else:
+                raise BadInputError(f"{path}: not a regular file (evidence is plain files)")
+    return tuple(sorted(names))
+
+
+def is_evidence(name: str) -> bool:
+    """Whether the file ``name`` (relative to the folder) is part of a run's evidence."""
+    return name not in STATEMENT_FILES and not any(p.startswith(".") for p in name.split("/"))
+
+
+def evidence_files(root: Path) -> tuple[str, ...]:
+    """A run's evidence: every file :func:`walk` finds that :func:`is_evidence` keeps."""
+    return tuple(name for name in walk(root) if is_evidence(name))
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -9,9 +9,9 @@ import pytest
 
 from gate.attest.manifest import ENVELOPE_FILE, write_manifest
 from gate.attest.signing import generate_key_pair, load_public_key, signer_from_pem
-from gate.attest.testresult import TEST_RESULT_ENVELOPE
 from gate.cli import main
 from gate.errors import BadInputError, GateError, SignatureError
+from gate.evidence import TEST_RESULT_ENVELOPE
 from gate.github.attestation import write_attest_inputs
 from gate.redact import Redactor
 from tests.manifest_evidence import make_evidence, sha256

@@ -32,6 +32,7 @@ LAYERS = (
     ("gate.proc", 4),
     ("gate.config", 5),
     ("gate.git", 5),
+    ("gate.ci", 5),
     ("gate.machine", 5),
     ("gate.buildcache", 5),
     ("gate.evidence", 5),

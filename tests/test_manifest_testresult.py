@@ -21,11 +21,8 @@ from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
 
 from gate.attest.manifest import MANIFEST_FILE, evidence_digests, write_manifest
 from gate.attest.signing import generate_key_pair, parse_envelope, signer_from_pem, verify_envelope
-from gate.attest.testresult import (
-    PREDICATE_TYPE,
-    TEST_RESULT_ENVELOPE,
-    TEST_RESULT_FILE,
-)
+from gate.attest.testresult import PREDICATE_TYPE
+from gate.evidence import TEST_RESULT_ENVELOPE, TEST_RESULT_FILE
 from gate.redact import Redactor
 from tests.manifest_evidence import make_evidence, sha256
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.attest.manifest import MANIFEST_FILE, MANIFEST_FILES
 from gate.attest.predicate import SignedFile
 from gate.attest.steps import Outcome, StepResult, failed
-from gate.errors import EvidenceChangedError
-from gate.evidence import MARKER, is_marked
+from gate.errors import BadInputError, EvidenceChangedError
+from gate.evidence import MANIFEST_FILE, MARKER, evidence_files, is_marked
 from gate.fsutil import sha256_file
 
 
@@ -85,14 +84,10 @@ def _evidence_problem(folder: Path, name: str, digest: str) -> str | None:
 
 
 def _uncovered(folder: Path, recorded: dict[str, str]) -> tuple[str, ...]:
-    """Evidence files in the folder the manifest does not cover (informational)."""
-    names = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    return tuple(
-        sorted(
-            name
-            for name in names
-            if name not in recorded
-            and name not in MANIFEST_FILES
-            and not any(part.startswith(".") for part in name.split("/"))
-        )
-    )
+    """Evidence files in the folder the manifest does not cover (informational), by the
+    rule that decides what evidence is (gate.evidence.evidence_files)."""
+    try:
+        names = evidence_files(folder)
+    except BadInputError as e:
+        return (e.message,)
+    return tuple(name for name in names if name not in recorded)

@@ -24,17 +24,20 @@ from typing import Any
 from gate.attest.predicate import PREDICATE_TYPE, PREDICATE_VERSION
 from gate.attest.predicate import validate as validate_predicate
 from gate.attest.signing import Signer, load_signer_from_env_or_file, sign_envelope
-from gate.attest.testresult import TEST_RESULT_ENVELOPE, TEST_RESULT_FILE, build_test_result
+from gate.attest.testresult import build_test_result
 from gate.errors import ArtifactChangedError, BadInputError, EvidenceError
+from gate.evidence import (
+    ENVELOPE_FILE,
+    MANIFEST_FILE,
+    TEST_RESULT_ENVELOPE,
+    TEST_RESULT_FILE,
+    evidence_files,
+)
 from gate.fsutil import sha256_file, write_atomic
 from gate.record import RESULT_FILE, RunRecord, load
 from gate.redact import Redactor
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-MANIFEST_FILE = "manifest.json"
-ENVELOPE_FILE = "manifest.dsse.json"
-# Written after the evidence is digested, so never part of it.
-MANIFEST_FILES = frozenset({MANIFEST_FILE, ENVELOPE_FILE, TEST_RESULT_FILE, TEST_RESULT_ENVELOPE})
 NOT_SIGNED = "manifest not signed: no signing key configured"
 
 __all__ = [
@@ -87,23 +90,20 @@ class ManifestResult:
 
 
 def evidence_digests(evidence_dir: Path) -> tuple[EvidenceDigest, ...]:
-    """Every evidence file except the manifest files and hidden ones (markers, temp files).
-
-    Symbolic links are refused: evidence is plain files, and a link could point
-    anywhere after signing.
-    """
+    """Every evidence file (:func:`gate.evidence.evidence_files`: no hidden file, no
+    statement), with its digest and size. A symbolic link or a special file is refused:
+    evidence is plain files, and a link could point anywhere after signing."""
+    try:
+        names = evidence_files(evidence_dir)
+    except BadInputError as e:
+        raise EvidenceError(e.message) from e
     found: list[EvidenceDigest] = []
-    for path in sorted(evidence_dir.rglob("*")):
-        rel = path.relative_to(evidence_dir)
-        if any(part.startswith(".") for part in rel.parts) or rel.as_posix() in MANIFEST_FILES:
-            continue
-        if path.is_symlink():
-            raise EvidenceError(f"{path}: evidence must be plain files, not symbolic links")
-        if path.is_file():
-            try:
-                found.append(EvidenceDigest(rel.as_posix(), sha256_file(path), path.stat().st_size))
-            except OSError as e:
-                raise EvidenceError(f"{path}: cannot read evidence: {e.strerror or e}") from e
+    for name in names:
+        path = evidence_dir / name
+        try:
+            found.append(EvidenceDigest(name, sha256_file(path), path.stat().st_size))
+        except OSError as e:
+            raise EvidenceError(f"{path}: cannot read evidence: {e.strerror or e}") from e
     return tuple(found)
 
 

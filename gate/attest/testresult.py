@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gate import ci
 from gate.errors import EvidenceError
 from gate.fsutil import sha256_file
 from gate.record import RESULT_FILE, RunRecord
@@ -50,9 +51,6 @@ from gate.rules.verdict import (
 
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-TEST_RESULT_FILE = "test-result.json"
-TEST_RESULT_ENVELOPE = "test-result.dsse.json"
-TEST_RESULT_FILES = frozenset({TEST_RESULT_FILE, TEST_RESULT_ENVELOPE})
 
 
 def check_id(runner_class: str | None, classname: str, name: str) -> str:
@@ -89,7 +87,7 @@ def build_test_result(
         "configuration": _configuration(record, evidence_dir, manifest, config_file),
         **lists,
     }
-    url = run_url(os.environ if environ is None else environ)
+    url = ci.run_url(os.environ if environ is None else environ)
     if url:
         predicate["url"] = url
     return {
@@ -98,17 +96,6 @@ def build_test_result(
         "predicateType": PREDICATE_TYPE,
         "predicate": predicate,
     }
-
-
-def run_url(environ: Mapping[str, str]) -> str | None:
-    """The GitHub Actions run (and attempt) this is, from the variables Actions sets."""
-    parts = [environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
-    if not all(parts):
-        return None
-    server, repository, run_id = parts
-    url = f"{server}/{repository}/actions/runs/{run_id}"
-    attempt = environ.get("GITHUB_RUN_ATTEMPT")
-    return f"{url}/attempts/{attempt}" if attempt else url
 
 
 def _configuration(

@@ -75,6 +75,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _status(args: argparse.Namespace) -> int:
+    from gate import ci
     from gate.git import check_revision
     from gate.github.client import CommitStatus, GitHubClient, State
     from gate.record import load
@@ -95,21 +96,12 @@ def _status(args: argparse.Namespace) -> int:
         revision = args.revision or record.source.revision or env.get("GITHUB_SHA")
     if not revision:
         raise ConfigError("no revision: pass --revision or set GITHUB_SHA")
-    target_url = args.target_url or _run_url(env)
+    target_url = args.target_url or ci.run_url(env)
     status = CommitStatus(status.state, status.context, status.description, target_url)
     client = GitHubClient.from_env(env)
     client.create_status(repository, check_revision(revision), status)
     print(f"{args.context}: {status.state.value} on {revision[:12]} ({status.description})")
     return 0
-
-
-def _run_url(env: os._Environ[str]) -> str | None:
-    """This workflow run's page, where the evidence artifact is attached."""
-    parts = [env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
-    if not all(parts):
-        return None
-    server, repository, run_id = parts
-    return f"{server}/{repository}/actions/runs/{run_id}"
 
 
 def _annotate(args: argparse.Namespace) -> int:

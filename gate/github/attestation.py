@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from gate.attest import testresult
-from gate.attest.manifest import ENVELOPE_FILE
 from gate.attest.predicate import PREDICATE_TYPE
 from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
 from gate.errors import BadInputError, GateError, SignatureError
+from gate.evidence import ENVELOPE_FILE, TEST_RESULT_ENVELOPE
 from gate.fsutil import write_atomic
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -54,9 +54,7 @@ def write_attest_inputs(
     manifest = _verified(evidence / ENVELOPE_FILE, key, PREDICATE_TYPE)
     predicate = manifest["predicate"]
     signed = read_predicate(predicate, str(evidence / ENVELOPE_FILE))
-    test_result = _verified(
-        evidence / testresult.TEST_RESULT_ENVELOPE, key, testresult.PREDICATE_TYPE
-    )
+    test_result = _verified(evidence / TEST_RESULT_ENVELOPE, key, testresult.PREDICATE_TYPE)
     # 2. The released revision, accepted.
     if revision is not None and signed.revision != revision:
         raise BadInputError(

@@ -7,30 +7,18 @@ manifest, the store and the GitHub reporting read; it is written last, atomicall
 from __future__ import annotations
 
 import os
-import platform
-import secrets
 from datetime import datetime
 
+from gate import ci
 from gate.evidence import EvidenceDir
 from gate.record import RESULT_FILE, RunInfo, RunRecord
 from gate.render import junit, text
 
 
-def run_id(started: datetime) -> str:
-    """GitHub's run id and attempt when set, else a timestamp with a random suffix."""
-    gh_run = os.environ.get("GITHUB_RUN_ID")
-    if gh_run:
-        return f"{gh_run}-{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}"
-    return f"{started.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
-
-
 def run_info(started: datetime) -> RunInfo:
-    """Which run this is: its id, this machine, the runner class from the workflow."""
-    return RunInfo(
-        run_id(started),
-        os.environ.get("RUNNER_NAME") or platform.node(),
-        os.environ.get("CUDA_GATE_RUNNER_CLASS") or None,
-    )
+    """Which run this is: its id, this machine, the runner class (gate.ci)."""
+    env = os.environ
+    return RunInfo(ci.run_id(env, started), ci.runner_name(env), ci.runner_class(env))
 
 
 def facts(record: RunRecord) -> list[tuple[str, str]]:

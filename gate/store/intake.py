@@ -17,24 +17,22 @@ Each file's digest is then checked as it is copied into the spool
 (:meth:`Intake.check_copy`): what is stored is what was checked, and a file that
 changed since the manifest was written is refused with its name.
 
-Hidden files other than the marker (temporary files of an atomic write) are not
-evidence: the manifest leaves them out (:func:`gate.attest.manifest.evidence_digests`),
-and so does the store.
+Which files are evidence is :func:`gate.evidence.evidence_files`' rule, the one the
+manifest digests by: hidden files other than the marker (temporary files of an atomic
+write) and the statements are not; the marker and the statements are stored beside it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from gate import jsonutil
-from gate.attest.manifest import ENVELOPE_FILE, MANIFEST_FILE, MANIFEST_FILES
 from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import parse_envelope
 from gate.errors import BadInputError, EvidenceChangedError, GateError
-from gate.evidence import MARKER, is_marked
+from gate.evidence import ENVELOPE_FILE, MANIFEST_FILE, MARKER, is_evidence, is_marked, walk
 from gate.record import RunRecord, load
 from gate.store.records import INDEX_NAME, FileEntry, check_file_name, open_regular
 
@@ -88,7 +86,7 @@ def open_evidence(evidence_dir: Path) -> Intake:
             hint="upload the folder `cuda-gate run` wrote (--evidence, default gate-evidence)",
         )
     # 2. plain files and folders only
-    found = _walk(evidence_dir)
+    found = walk(evidence_dir)
     if INDEX_NAME in found:
         raise BadInputError(f"{evidence_dir / INDEX_NAME}: this name is reserved for the run index")
     # 3. the run record
@@ -101,11 +99,7 @@ def open_evidence(evidence_dir: Path) -> Intake:
         )
     manifest_bytes = _read(evidence_dir / MANIFEST_FILE)
     recorded = _recorded(manifest_bytes, evidence_dir / MANIFEST_FILE)
-    evidence = {
-        name
-        for name in found
-        if name not in MANIFEST_FILES and not any(p.startswith(".") for p in name.split("/"))
-    }
+    evidence = {name for name in found if is_evidence(name)}
     _compare(evidence_dir, recorded, evidence)
     extra = [_entry(MANIFEST_FILE, manifest_bytes), _entry(MARKER, _read(evidence_dir / MARKER))]
     if ENVELOPE_FILE in found:
@@ -121,32 +115,6 @@ def open_evidence(evidence_dir: Path) -> Intake:
         expected=tuple(sorted(entries, key=lambda e: e.path)),
         recorded=frozenset(recorded),
     )
-
-
-def _walk(root: Path) -> frozenset[str]:
-    """Every regular file below ``root`` (relative POSIX names); BadInputError on anything else."""
-    names: set[str] = set()
-    folders = [root]
-    while folders:
-        folder = folders.pop()
-        try:
-            with os.scandir(folder) as entries:
-                listed = list(entries)
-        except OSError as e:
-            raise BadInputError(f"{folder}: cannot list the evidence: {e.strerror or e}") from e
-        for entry in listed:
-            path = Path(entry.path)
-            if entry.is_symlink():
-                raise BadInputError(
-                    f"{path}: a symbolic link in the evidence folder ({_LINK_HINT})"
-                )
-            if entry.is_dir(follow_symlinks=False):
-                folders.append(path)
-            elif entry.is_file(follow_symlinks=False):
-                names.add(path.relative_to(root).as_posix())
-            else:
-                raise BadInputError(f"{path}: not a regular file (evidence is plain files)")
-    return frozenset(names)
 
 
 def _read(path: Path) -> bytes:

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gate import git
-from gate.errors import ConfigError
+from gate import ci, git
+from gate.errors import BadInputError, ConfigError
+from gate.evidence import evidence_files
 from gate.fsutil import sha256_file
 from gate.record import RESULT_FILE, load
 from gate.store.records import RunMeta, check_segment, safe_segment, split_repository
-from gate.store.spool import evidence_files
 
 
 def find_repository(env: Mapping[str, str], cwd: Path) -> str:
@@ -79,21 +78,19 @@ def run_meta_from_evidence(
             f"{result_path}: no source revision recorded and no git checkout at {cwd}",
             hint="pass --revision SHA",
         )
-    runner_class = (
-        given.get("runner_class") or run.get("runner_class") or env.get("CUDA_GATE_RUNNER_CLASS")
-    )
+    runner_class = given.get("runner_class") or run.get("runner_class") or ci.runner_class(env)
     # A name the user typed is used as typed or refused: rewriting it (``../..`` became
     # ``unknown``) would store the run somewhere the user never named. Names the
     # machine supplies (host names, CI variables) are made key-safe instead.
     if "runner" in given:
         runner = check_segment(given["runner"], "--runner")
     else:
-        found = run.get("runner") or env.get("RUNNER_NAME") or socket.gethostname()
+        found = run.get("runner") or ci.runner_name(env)
         runner = safe_segment(str(found))
     if "run_id" in given:
         run_id = check_segment(given["run_id"], "--run-id")
     else:
-        found = run.get("run_id") or _ci_run_id(env) or _content_id(evidence_dir)
+        found = run.get("run_id") or ci.ci_run_id(env) or _content_id(evidence_dir)
         run_id = safe_segment(str(found))
     return RunMeta(
         owner=owner,
@@ -106,15 +103,14 @@ def run_meta_from_evidence(
     )
 
 
-def _ci_run_id(env: Mapping[str, str]) -> str | None:
-    if not env.get("GITHUB_RUN_ID"):
-        return None
-    return f"gh-{env['GITHUB_RUN_ID']}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
-
-
 def _content_id(evidence_dir: Path) -> str:
     """A run id from the evidence's digests: uploading one folder twice is idempotent."""
+    if not evidence_dir.is_dir():
+        raise BadInputError(f"{evidence_dir}: evidence folder not found")
+    names = evidence_files(evidence_dir)
+    if not names:
+        raise BadInputError(f"{evidence_dir}: the evidence folder is empty")
     digest = hashlib.sha256()
-    for name in evidence_files(evidence_dir):
+    for name in names:
         digest.update(f"{name}\0{sha256_file(evidence_dir / name)}\n".encode())
     return f"local-{digest.hexdigest()[:16]}"

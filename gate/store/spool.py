@@ -17,7 +17,6 @@ from pathlib import Path
 
 from gate import __version__
 from gate.errors import (
-    BadInputError,
     EvidenceChangedError,
     EvidenceError,
     StorageConflictError,
@@ -34,30 +33,11 @@ from gate.store.records import (
     RunIndex,
     RunMeta,
     Verdict,
-    check_file_name,
     copy_with_digest,
 )
 
 _PARTIAL = ".partial-"
 RESUME_HINT = "run `cuda-gate upload --resume` when the store is reachable again"
-
-
-def evidence_files(evidence_dir: Path) -> tuple[str, ...]:
-    """Every regular file below ``evidence_dir``, as sorted relative POSIX paths.
-
-    Only for naming a run by its content (:mod:`gate.store.meta`); what is stored
-    is decided by :func:`gate.store.intake.open_evidence`.
-    """
-    if not evidence_dir.is_dir():
-        raise BadInputError(f"{evidence_dir}: evidence folder not found")
-    names = sorted(
-        p.relative_to(evidence_dir).as_posix()
-        for p in evidence_dir.rglob("*")
-        if p.is_file() and not p.is_symlink()
-    )
-    if not names:
-        raise BadInputError(f"{evidence_dir}: the evidence folder is empty")
-    return tuple(check_file_name(n) for n in names)
 
 
 def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path, RunIndex]:
