@@ -112,6 +112,13 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def mutation(session: nox.Session) -> None:
+    """Mutation-test the decision core with the unit tier (>= 95% killed; benchmarks/MUTATION.md)."""
+    _install(session, "[test,mutation]")
+    session.run("python", "benchmarks/mutation.py", *session.posargs)
+
+
+@nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Time `cuda-gate inspect` against cuobjdump on large real libraries."""
     _install(session, "[test]")
