@@ -78,6 +78,16 @@ def _demangler_loaded() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_kernel_names() -> None:
+    """Every test parses the kernel names it uses: the cache of parsed names would hide a
+    parse from the tests after the first (and hide them from ``nox -s mutation``, which
+    runs for each mutant the tests that reached the mutated function)."""
+    from gate.rules import kernels
+
+    kernels.clear_cache()
+
+
+@pytest.fixture(autouse=True)
 def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("unit"):
         monkeypatch.setattr(subprocess, "Popen", _NoProcesses)

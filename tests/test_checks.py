@@ -405,3 +405,54 @@ def test_a_pass_where_only_a_vendor_library_lacked_code_is_no_contradiction() ->
     check = p.check([ok(ExecPath.NATIVE), ok(ExecPath.JIT)])
     assert check.ok, check.message
     assert "jit: predicted at risk (libvendor.so ships no PTX for 9.0), passed" in check.message
+
+
+def test_a_kernel_less_stub_is_no_code_for_a_target() -> None:
+    # nvcc adds a device-link stub per arch; an artifact whose kernels are all elsewhere
+    # has no sm_90 code even though an sm_90 entry exists.
+    lst = Listing(
+        (
+            DeviceEntry(Kind.SASS, Target.parse("sm_90"), ()),
+            DeviceEntry(Kind.SASS, Target.parse("sm_80"), (KERNEL,)),
+            DeviceEntry(Kind.PTX, Target.parse("compute_90"), (KERNEL,), ptx_isa=Version(9, 0)),
+        )
+    )
+    result = {c.name: c for c in listing_checks("lib", lst, SM90, ())}
+    assert result["lib: SASS for sm_90"].message == (
+        "no SASS for sm_90: only kernel-less entries (sm_90)"
+    )
+    assert result["lib: PTX for compute_90"].ok
+
+
+def test_own_ptx_too_new_for_the_driver_is_named_with_the_numbers_and_both_causes() -> None:
+    lst = Listing(
+        (
+            DeviceEntry(Kind.SASS, Target.parse("sm_80"), (KERNEL,)),
+            DeviceEntry(Kind.PTX, Target.parse("compute_90"), (KERNEL,), ptx_isa=Version(9, 2)),
+        )
+    )
+    p = prediction(lst)
+    assert p.native.can_run is False
+    assert p.native.basis == "smoke: 1 kernel without SASS for 9.0 (SASS: sm_80)"
+    assert p.jit.can_run is False
+    assert p.jit.basis == (
+        "smoke: the PTX of 1 kernel (ISA 9.2) needs driver CUDA >= 13.2; this driver is CUDA 13.0"
+    )
+    runs = [
+        run(ExecPath.NATIVE, 1, JIT_OFF),
+        run(ExecPath.JIT, 1, "the provided PTX was compiled with an unsupported toolchain\n"),
+    ]
+    (found,) = predict.diagnose(runs, [p])
+    assert found.startswith("smoke: both paths fail, each for its own reason: native: smoke: 1")
+    assert "forced JIT: smoke: the PTX of 1 kernel (ISA 9.2) needs driver CUDA >= 13.2" in found
+    assert "investigate the toolchain" not in found
+    assert p.check(runs).ok  # both failed as predicted: no contradiction
+
+
+def test_own_code_built_only_for_other_devices_cannot_run_on_this_one() -> None:
+    lst = Listing((DeviceEntry(Kind.SASS, Target.parse("sm_100a"), (KERNEL,)),))
+    p = prediction(lst)
+    assert p.native.basis == (
+        "smoke: every kernel is built only for other devices (a/f builds); none for 9.0"
+    )
+    assert p.jit.basis == "smoke: no kernel is built for 9.0"

@@ -145,7 +145,7 @@ def _broken(change: str) -> dict[str, Any]:
         ("isa", "needs an older driver"),
         ("isa text", "MAJOR.MINOR"),
         ("series", "disagrees with the row"),
-        ("family member", "outside it"),
+        ("family member", "sm_120f: lists capabilities outside the family: 13.0"),
         ("family target", "not an sm_XYf target"),
         ("rule", "unknown rule"),
         ("source", "cites source 'rumour'"),

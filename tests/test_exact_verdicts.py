@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import gpu_unavailable_reason
+from tests.decision_builds import isa_too_new
 
 pytestmark = [
     pytest.mark.integration,
@@ -259,3 +260,14 @@ def test_inspect_fails_on_what_has_nothing_to_check(tmp_path: Path) -> None:
         assert done.returncode == code, (path, done.stderr)
         assert words in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_ptx_of_an_isa_newer_than_the_driver_is_read_with_the_driver_it_needs(
+    tmp_path: Path,
+) -> None:
+    # The gpu tier runs this program (tests/test_gpu_decisions.py); here its reading.
+    app = isa_too_new(tmp_path / "isa")
+    done = gate("inspect", "--no-detect", "--names", "--device", "9.0", str(app), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "PTX JIT (compute_90, ISA 9.2, driver >= 13.2): 1 kernel" in done.stdout
+    assert "SASS   sm_80" in done.stdout

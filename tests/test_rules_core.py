@@ -13,9 +13,10 @@ from gate.rules import kernels
 from gate.rules.causes import Cause, ExecPath, RunFacts, RuntimeFailure, classify, path_of, rank
 from gate.rules.compat import DATA, load, rules
 from gate.rules.hosts import host_for
-from gate.rules.targets import Capability
+from gate.rules.targets import Capability, Version
 from gate.rules.verdict import (
     ACCEPTED_STATEMENT,
+    NOT_EXECUTED,
     Check,
     CheckState,
     Stage,
@@ -156,6 +157,21 @@ def test_a_run_passes_fails_and_says_why_by_one_rule(
     assert reason in run.reason()
 
 
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({}, "passed"),
+        ({"returncode": None, "timed_out": True}, "killed (timed out)"),
+        ({"returncode": 1}, "exit status 1"),
+        ({"returncode": 0, "expected_returncode": 2}, "exit status 0 (expected 2)"),
+        ({"output_ok": False}, "the expected output was not found"),
+        ({"cache_clean": False}, "the run left files in its JIT cache folder"),
+    ],
+)
+def test_a_run_reason_word_for_word(changes: dict[str, Any], reason: str) -> None:
+    assert facts(**changes).reason() == reason
+
+
 def test_a_run_reason_carries_the_details_the_caller_has() -> None:
     killed = facts(returncode=None, timed_out=True)
     assert killed.reason(timeout=30) == "killed after 30 s"
@@ -278,6 +294,7 @@ def test_execution_not_verified_stands_for_the_runs_left_unrun() -> None:
     no_device = (Stage("execute", StageStatus.SKIPPED, "no CUDA device", 0.0, 4),)
     unrun = [check("smoke [native]", CheckState.NOT_RUN), check("a", CheckState.PASSED)]
     v = decide(no_device, unrun, ())
+    assert v.accepted is False
     assert v.statement == "not accepted: execution not verified (no CUDA device)"
     assert v.reasons == ("execution not verified (no CUDA device)",)  # said once
     assert v.exit_code is ExitCode.NO_DEVICE
@@ -304,12 +321,23 @@ def test_a_failed_stage_leads_and_keeps_its_own_exit_status_and_cause() -> None:
         check("late", CheckState.FAILED, Cause.HOST_ARCH),
     ]
     v = decide(stages, checks, ())
+    assert v.accepted is False
     assert v.statement == "not accepted: make: no rule"
     assert (v.cause, v.exit_code) == (Cause.TOOLCHAIN, ExitCode.TOOL)
-    assert v.reasons[0] == "make: no rule"
-    unnamed = decide((Stage("probe", StageStatus.FAILED),), [], ())
+    assert v.reasons == (
+        "make: no rule",
+        "late: late says so",
+        "build make: build make says so",
+        NOT_EXECUTED,
+    )
+    unnamed = decide((Stage("probe", StageStatus.FAILED),), [], BOTH)
+    assert unnamed.accepted is False
     assert unnamed.statement == "not accepted: the probe stage failed"
     assert unnamed.exit_code is ExitCode.NOT_ACCEPTED
+    assert unnamed.cause is None
+    # A failed execute stage is not a skipped one: its detail is the headline, once.
+    broken = (Stage("execute", StageStatus.FAILED, "internal error: boom", 0.0, 1),)
+    assert decide(broken, [], ()).reasons == ("internal error: boom", NOT_EXECUTED)
 
 
 # --- Hosts (issue 20, item 7) -----------------------------------------------------------
@@ -384,3 +412,209 @@ def test_the_device_table_and_the_family_table_agree_as_shipped() -> None:
     doc["requirements"]["sass"]["plain"] = ["plain"]
     doc["families"]["listed"]["sm_120f"] = ["12.0"]
     assert load(json.dumps(doc)).families[120].members == frozenset({Capability(12, 0)})
+
+
+def _set(path: str, value: object) -> Any:
+    """An edit of the shipped document: ``a/b/c`` set to ``value`` (None: removed)."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        *parents, last = path.split("/")
+        node = doc
+        for key in parents:
+            node = node[key]
+        if value is None:
+            del node[last]
+        else:
+            node[last] = value
+
+    return edit
+
+
+# Each place a rules file can be wrong, and the one line that names it.
+BROKEN = [
+    (_set("sources", []), "sources: not an object"),
+    (_set("sources/sass", ""), "sources.sass: not a non-empty string"),
+    (_set("extra", 1), "document: unknown field(s) extra"),
+    (_set("ptx_isa_min_driver", 3), "ptx_isa_min_driver: not an object"),
+    (_set("ptx_isa_min_driver/odd", 1), "ptx_isa_min_driver: unknown field(s) odd"),
+    (_set("ptx_isa_min_driver/table", []), "ptx_isa_min_driver.table: not an object"),
+    (
+        _set("ptx_isa_min_driver/table/9.0", 13),
+        "ptx_isa_min_driver.table.9.0: not a non-empty string",
+    ),
+    (
+        _set("ptx_isa_min_driver/table/nine", "13.0"),
+        "ptx_isa_min_driver.table.nine key: not a MAJOR.MINOR version: 'nine'",
+    ),
+    (
+        _set("ptx_isa_min_driver/table/8.6", "12.4"),
+        "ptx_isa_min_driver.table: ISA 8.6 needs an older driver",
+    ),
+    (_set("ptx_isa_min_driver/series", {}), "ptx_isa_min_driver.series: not a list"),
+    (_set("ptx_isa_min_driver/series", [1]), "ptx_isa_min_driver.series[0]: not an object"),
+    (
+        _set("ptx_isa_min_driver/series", [{"isa_major": 9, "driver_major": 13, "x": 1}]),
+        "ptx_isa_min_driver.series[0]: unknown field(s) x",
+    ),
+    (
+        _set(
+            "ptx_isa_min_driver/series",
+            [{"isa_major": 9, "driver_major": "13", "source": "ptx_isa_series"}],
+        ),
+        "ptx_isa_min_driver.series[0]: majors must be whole numbers",
+    ),
+    (
+        _set(
+            "ptx_isa_min_driver/series",
+            [{"isa_major": True, "driver_major": 13, "source": "ptx_isa_series"}],
+        ),
+        "ptx_isa_min_driver.series[0]: majors must be whole numbers",
+    ),
+    (
+        _set(
+            "ptx_isa_min_driver/series",
+            [{"isa_major": 0, "driver_major": 13, "source": "ptx_isa_series"}],
+        ),
+        "ptx_isa_min_driver.series[0]: majors must be from 1 to 99",
+    ),
+    (
+        _set(
+            "ptx_isa_min_driver/series",
+            [{"isa_major": 9, "driver_major": 100, "source": "ptx_isa_series"}],
+        ),
+        "ptx_isa_min_driver.series[0]: majors must be from 1 to 99",
+    ),
+    (
+        _set(
+            "ptx_isa_min_driver/series",
+            [{"isa_major": 9, "driver_major": 14, "source": "ptx_isa_series"}],
+        ),
+        "ptx_isa_min_driver.series[0]: disagrees with the row for 9.0",
+    ),
+    (
+        _set(
+            "ptx_isa_min_driver/series",
+            [{"isa_major": 9, "driver_major": 13, "source": "rumour"}],
+        ),
+        "ptx_isa_min_driver.series[0].source: cites source 'rumour', which sources does not hold",
+    ),
+    (
+        _set("ptx_isa_min_driver/source", "rumour"),
+        "ptx_isa_min_driver.source: cites source 'rumour', which sources does not hold",
+    ),
+    (_set("families", 1), "families: not an object"),
+    (_set("families/odd", 1), "families: unknown field(s) odd"),
+    (_set("families/listed", []), "families.listed: not an object"),
+    (_set("families/listed/sm_120f", "12.0"), "families.listed.sm_120f: not a list"),
+    (_set("families/listed/sm_120f", []), "families.listed.sm_120f: lists no capability"),
+    (
+        _set("families/listed/sm_120f", ["12.0", "11.0", "13.0"]),
+        "families.listed.sm_120f: lists capabilities outside the family: 11.0, 13.0",
+    ),
+    (
+        _set("families/listed/sm_120f", ["12.0", 12]),
+        "families.listed.sm_120f[1]: not a non-empty string",
+    ),
+    (
+        _set("families/listed/compute_120f", ["12.0"]),
+        "families.listed.compute_120f: not an sm_XYf target",
+    ),
+    (
+        _set("families/listed/sm_9f", ["0.9"]),
+        (
+            "families.listed.sm_9f: not a CUDA target (like sm_121, sm_90a, sm_120f, compute_90): "
+            "'sm_9f'"
+        ),
+    ),
+    (_set("families/unlisted", "any"), "families.unlisted: unknown rule 'any'"),
+    (
+        _set("families/source", "rumour"),
+        "families.source: cites source 'rumour', which sources does not hold",
+    ),
+    (_set("devices", []), "devices: not an object"),
+    (_set("devices/odd", 1), "devices: unknown field(s) odd"),
+    (_set("devices/listed", []), "devices.listed: not an object"),
+    (
+        _set("devices/source", "rumour"),
+        "devices.source: cites source 'rumour', which sources does not hold",
+    ),
+    (_set("devices/listed/12.1", []), "devices.listed.12.1: not an object"),
+    (
+        _set("devices/listed/12.1", {"products": "GB10", "hosts": ["aarch64"], "x": 1}),
+        "devices.listed.12.1: unknown field(s) x",
+    ),
+    (
+        _set("devices/listed/12.1", {"products": "", "hosts": ["aarch64"]}),
+        "devices.listed.12.1.products: not a non-empty string",
+    ),
+    (
+        _set("devices/listed/12.1", {"products": "GB10", "hosts": "aarch64"}),
+        "devices.listed.12.1.hosts: not a list",
+    ),
+    (
+        _set("devices/listed/12.1", {"products": "GB10", "hosts": ["aarch64", "sparc"]}),
+        "devices.listed.12.1.hosts: a non-empty list of aarch64, ppc64le, x86_64",
+    ),
+    (
+        _set("devices/listed/12.x", {"products": "GB10", "hosts": ["aarch64"]}),
+        "devices.listed.12.x: not a compute capability (like 12.1 or 121): '12.x'",
+    ),
+    (_set("requirements", []), "requirements: not an object"),
+    (_set("requirements/odd", 1), "requirements: unknown field(s) odd"),
+    (
+        _set("requirements/source", "rumour"),
+        "requirements.source: cites source 'rumour', which sources does not hold",
+    ),
+    (_set("requirements/sass", []), "requirements.sass: not an object"),
+    (_set("requirements/ptx/odd", ["plain"]), "requirements.ptx: unknown field(s) odd"),
+    (_set("requirements/ptx/arch", "arch"), "requirements.ptx.arch: not a list"),
+    (
+        _set("requirements/ptx/arch", []),
+        "requirements.ptx.arch: a non-empty list of arch, family, plain",
+    ),
+    (
+        _set("requirements/sass/family", ["family", "any"]),
+        "requirements.sass.family: a non-empty list of arch, family, plain",
+    ),
+    (
+        _set("requirements/sass/arch", ["plain"]),
+        "requirements.sass.arch: must accept its own form, arch",
+    ),
+    (
+        _set("requirements/ptx/device", ["arch", "family"]),
+        "requirements.ptx.device: must accept its own form, plain",
+    ),
+    (_set("version", 2), "version 2, this reader reads 3"),
+    (_set("families", None), "missing or mistyped field (KeyError: 'families')"),
+    (_set("requirements/sass/plain", None), "missing or mistyped field (KeyError: 'plain')"),
+]
+
+
+@pytest.mark.parametrize(("edit", "message"), BROKEN)
+def test_every_place_a_rules_file_can_be_wrong_is_named_in_one_line(
+    edit: Any, message: str
+) -> None:
+    doc = _doc()
+    edit(doc)
+    with pytest.raises(ConfigError) as info:
+        load(json.dumps(doc), "rules.json")
+    assert info.value.one_line() == f"rules.json: {message}"
+
+
+def test_a_rules_file_that_is_not_json_is_one_line_and_the_default_name_is_compat_json() -> None:
+    with pytest.raises(ConfigError) as info:
+        load("{", "rules.json")
+    assert info.value.one_line().startswith("rules.json: not JSON: ")
+    with pytest.raises(ConfigError, match=r"^compat\.json: version 2"):
+        load(json.dumps({**_doc(), "version": 2}))
+
+
+def test_rows_may_share_a_driver_and_are_ordered_by_isa_not_by_text() -> None:
+    doc = _doc()
+    doc["ptx_isa_min_driver"]["table"]["8.7"] = "12.7"  # 8.6 and 8.7 on one driver
+    doc["ptx_isa_min_driver"]["table"]["10.0"] = "14.0"  # "10.0" sorts before "6.3" as text
+    compat = load(json.dumps(doc))
+    assert list(compat.isa_table)[-1] == Version(10, 0)
+    assert compat.min_driver(Version(8, 7)) == Version(12, 7)
+    series = load(json.dumps(_doc())).isa_series[0]
+    assert (series.isa_major, series.driver_major, series.source) == (9, 13, "ptx_isa_series")

@@ -68,7 +68,7 @@ class Cause(enum.Enum):
 
 _RANK = {cause: i for i, cause in enumerate(Cause)}
 # The path a cause stands against, where it stands against one path only.
-_PATH = {
+_PATH: dict[Cause | None, ExecPath] = {
     Cause.MISSING_SASS: ExecPath.NATIVE,
     Cause.JIT_DISABLED: ExecPath.NATIVE,
     Cause.MISSING_PTX: ExecPath.JIT,
@@ -86,7 +86,7 @@ def rank(cause: Cause | None) -> int:
 
 def path_of(cause: Cause | None) -> ExecPath | None:
     """The execution path ``cause`` stands against, or None (both, or neither)."""
-    return _PATH.get(cause) if cause is not None else None
+    return _PATH.get(cause)
 
 
 class RuntimeFailure(enum.Enum):

@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 from pathlib import Path as FilePath
 from types import MappingProxyType
 from typing import Any
@@ -162,44 +163,92 @@ def load(text: str, name: str = "compat.json") -> CompatRules:
         raise ConfigError(f"{name}: missing or mistyped field ({type(e).__name__}: {e})") from e
 
 
+_TOP = frozenset(
+    {"version", "sources", "ptx_isa_min_driver", "families", "devices", "requirements"}
+)
+_HOSTS = frozenset({"x86_64", "aarch64", "ppc64le"})
+
+
+@dataclass(frozen=True)
+class _Node:
+    """One value of the document and where it is in it (``families.listed.sm_120f``):
+    every problem is raised through it, so each message names its place."""
+
+    value: object
+    where: str = ""
+
+    def fail(self, problem: str) -> ConfigError:
+        return ConfigError(f"{self.where or 'document'}: {problem}")
+
+    def fields(self, allowed: frozenset[str] | None = None) -> dict[str, _Node]:
+        """The object's fields (only ``allowed`` ones, when given), each a node."""
+        if not isinstance(self.value, dict):
+            raise self.fail("not an object")
+        unknown = sorted(set(self.value) - allowed) if allowed is not None else []
+        if unknown:
+            raise self.fail(f"unknown field(s) {', '.join(unknown)}")
+        return {k: _Node(v, f"{self.where}.{k}".lstrip(".")) for k, v in self.value.items()}
+
+    def elements(self) -> list[_Node]:
+        """The list's elements, each a node."""
+        if not isinstance(self.value, list):
+            raise self.fail("not a list")
+        return [_Node(v, f"{self.where}[{i}]") for i, v in enumerate(self.value)]
+
+    def text(self) -> str:
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise self.fail("not a non-empty string")
+        return self.value
+
+    def cited(self, sources: Mapping[str, str]) -> str:
+        """A source's key, which ``sources`` must hold."""
+        key = self.text()
+        if key not in sources:
+            raise self.fail(f"cites source {key!r}, which sources does not hold")
+        return key
+
+    def parsed(self, kind: type[Version] | type[Capability] | type[Target]) -> Any:  # noqa: ANN401
+        """The text parsed as a version, capability or target (ConfigError naming the place)."""
+        text = self.text()
+        try:
+            return kind.parse(text)
+        except ConfigError as e:
+            raise self.fail(e.message) from e
+
+
 def _rules(raw: object) -> CompatRules:
-    doc = _object(
-        raw,
-        {"version", "sources", "ptx_isa_min_driver", "families", "devices", "requirements"},
-        "document",
+    doc = _Node(raw).fields(_TOP)
+    if doc["version"].value != SCHEMA_VERSION:
+        raise ConfigError(f"version {doc['version'].value!r}, this reader reads {SCHEMA_VERSION}")
+    sources = {k: node.text() for k, node in doc["sources"].fields().items()}
+    isa = doc["ptx_isa_min_driver"].fields(frozenset({"source", "table", "series"}))
+    rows = isa["table"].fields()
+    table = dict(
+        sorted(
+            (_Node(k, f"{n.where} key").parsed(Version), n.parsed(Version)) for k, n in rows.items()
+        )
     )
-    if doc["version"] != SCHEMA_VERSION:
-        raise ConfigError(f"version {doc['version']!r}, this reader reads {SCHEMA_VERSION}")
-    raw_sources = _object(doc["sources"], None, "sources")
-    sources = {k: _text(v, f"sources.{k}") for k, v in raw_sources.items()}
-    isa = _object(doc["ptx_isa_min_driver"], {"source", "table", "series"}, "ptx_isa_min_driver")
-    rows = _object(isa["table"], None, "ptx_isa_min_driver.table")
-    table = {
-        Version.parse(k): Version.parse(_text(v, k)) for k, v in sorted(rows.items(), key=_by_isa)
-    }
     _increasing(table)
-    if not isinstance(isa["series"], list):
-        raise ConfigError("ptx_isa_min_driver.series: not a list")
-    series = tuple(_series(s, sources, table) for s in isa["series"])
-    fams = _object(doc["families"], {"source", "listed", "unlisted", "note"}, "families")
+    series = tuple(_series(s, sources, table) for s in isa["series"].elements())
+    fams = doc["families"].fields(frozenset({"source", "listed", "unlisted", "note"}))
     families = {}
-    for text, members in _object(fams["listed"], None, "families.listed").items():
+    for text, members in fams["listed"].fields().items():
         family = _family(text, members)
         families[family.target.number] = family
     try:
-        unlisted = FamilyRule(fams["unlisted"])
+        unlisted = FamilyRule(fams["unlisted"].text())
     except ValueError as e:
-        raise ConfigError(f"families.unlisted: unknown rule {fams['unlisted']!r}") from e
-    devs = _object(doc["devices"], {"source", "listed", "note"}, "devices")
-    _cited(devs["source"], sources)
+        raise fams["unlisted"].fail(f"unknown rule {fams['unlisted'].value!r}") from e
+    devs = doc["devices"].fields(frozenset({"source", "listed", "note"}))
+    devs["source"].cited(sources)
     devices = {}
-    for text, info in _object(devs["listed"], None, "devices.listed").items():
+    for text, info in devs["listed"].fields().items():
         device = _device(text, info)
         devices[device.capability] = device
-    reqs = _object(doc["requirements"], {"source", "sass", "ptx", "note"}, "requirements")
-    _cited(reqs["source"], sources)
+    reqs = doc["requirements"].fields(frozenset({"source", "sass", "ptx", "note"}))
+    reqs["source"].cited(sources)
     satisfying = {
-        (ptx, form): _variants(reqs[kind], form, f"requirements.{kind}")
+        (ptx, form): _variants(reqs[kind], form)
         for ptx, kind in ((False, "sass"), (True, "ptx"))
         for form in Form
     }
@@ -210,100 +259,69 @@ def _rules(raw: object) -> CompatRules:
         isa_series=series,
         families=MappingProxyType(families),
         unlisted_family=unlisted,
-        isa_source=_cited(isa["source"], sources),
-        family_source=_cited(fams["source"], sources),
+        isa_source=isa["source"].cited(sources),
+        family_source=fams["source"].cited(sources),
         devices=MappingProxyType(devices),
         satisfying=MappingProxyType(satisfying),
     )
 
 
-def _object(obj: object, allowed: set[str] | None, where: str) -> dict[str, Any]:
-    """``obj`` as a JSON object; only the ``allowed`` fields (when given)."""
-    if not isinstance(obj, dict):
-        raise ConfigError(f"{where}: not an object")
-    unknown = set(obj) - allowed if allowed is not None else set()
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-    return obj
-
-
-def _text(value: object, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where}: not a non-empty string")
-    return value
-
-
-def _cited(key: object, sources: Mapping[str, str]) -> str:
-    if key not in sources:
-        raise ConfigError(f"cites source {key!r}, which sources does not hold")
-    return str(key)
-
-
-def _by_isa(item: tuple[str, object]) -> tuple[int, int]:
-    version = Version.parse(item[0])
-    return version.major, version.minor
-
-
 def _increasing(table: Mapping[Version, Version]) -> None:
     """A newer ISA never needs an older driver: rows out of order are a typo."""
-    drivers = list(table.values())
-    for (isa, older), newer in zip(table.items(), drivers[1:], strict=False):
+    for (_, older), (isa, newer) in pairwise(table.items()):
         if newer < older:
-            raise ConfigError(f"ptx_isa_min_driver: ISA after {isa} needs an older driver")
+            raise ConfigError(f"ptx_isa_min_driver.table: ISA {isa} needs an older driver")
 
 
-def _series(raw: object, sources: Mapping[str, str], table: Mapping[Version, Version]) -> IsaSeries:
-    where = "ptx_isa_min_driver.series"
-    obj = _object(raw, {"isa_major", "driver_major", "source", "note"}, where)
-    isa_major, driver_major = obj["isa_major"], obj["driver_major"]
-    if not all(isinstance(v, int) and 0 < v < 100 for v in (isa_major, driver_major)):
-        raise ConfigError("ptx_isa_min_driver.series: majors must be small whole numbers")
-    series = IsaSeries(isa_major, driver_major, _cited(obj["source"], sources))
+def _series(node: _Node, sources: Mapping[str, str], table: Mapping[Version, Version]) -> IsaSeries:
+    obj = node.fields(frozenset({"isa_major", "driver_major", "source", "note"}))
+    isa_major, driver_major = obj["isa_major"].value, obj["driver_major"].value
+    if not (type(isa_major) is int and type(driver_major) is int):
+        raise node.fail("majors must be whole numbers")
+    if not (0 < isa_major < 100 and 0 < driver_major < 100):
+        raise node.fail("majors must be from 1 to 99")
+    series = IsaSeries(isa_major, driver_major, obj["source"].cited(sources))
     # The series must agree with every table row it covers, or it states a second rule.
     for isa, driver in table.items():
-        if isa.major == isa_major and series.min_driver(isa) != driver:
-            raise ConfigError(f"series for ISA {isa_major}.x disagrees with the row for {isa}")
+        if series.min_driver(isa) not in (None, driver):
+            raise node.fail(f"disagrees with the row for {isa}")
     return series
 
 
-def _family(text: str, members: object) -> Family:
-    target = Target.parse(text)
+def _family(text: str, members: _Node) -> Family:
+    target = _Node(text, members.where).parsed(Target)
     if target.virtual or target.variant is not Variant.FAMILY:
-        raise ConfigError(f"families.listed: {text} is not an sm_XYf target")
-    if not isinstance(members, list):
-        raise ConfigError(f"families.listed: {text}: not a list of capabilities")
-    caps = frozenset(Capability.parse(_text(m, text)) for m in members)
+        raise members.fail("not an sm_XYf target")
+    caps = frozenset(m.parsed(Capability) for m in members.elements())
     # The documented rule bounds every listed family: same major, equal or higher minor.
-    stray = sorted(str(c) for c in caps if c.major != target.major or c.minor < target.minor)
-    if not caps or stray:
-        raise ConfigError(f"families.listed: {text} lists {stray or 'no'} capabilities outside it")
+    bounds = FamilyRule.SAME_MAJOR_AT_OR_ABOVE.members(target)
+    stray = sorted(str(c) for c in caps - bounds)
+    if stray:
+        raise members.fail(f"lists capabilities outside the family: {', '.join(stray)}")
+    if not caps:
+        raise members.fail("lists no capability")
     return Family(target, caps)
 
 
-def _device(text: str, info: object) -> DeviceClass:
-    cap = Capability.parse(text)
-    obj = _object(info, {"products", "hosts"}, f"devices.listed.{text}")
-    hosts = obj["hosts"]
-    if not isinstance(hosts, list) or not hosts or not all(h in _HOSTS for h in hosts):
-        raise ConfigError(f"devices.listed.{text}.hosts: a non-empty list of {sorted(_HOSTS)}")
-    return DeviceClass(cap, _text(obj["products"], f"devices.listed.{text}"), frozenset(hosts))
+def _device(text: str, info: _Node) -> DeviceClass:
+    cap = _Node(text, info.where).parsed(Capability)
+    obj = info.fields(frozenset({"products", "hosts"}))
+    hosts = [h.text() for h in obj["hosts"].elements()]
+    if not hosts or not set(hosts) <= _HOSTS:
+        raise obj["hosts"].fail(f"a non-empty list of {', '.join(sorted(_HOSTS))}")
+    return DeviceClass(cap, obj["products"].text(), frozenset(hosts))
 
 
-_HOSTS = frozenset({"x86_64", "aarch64", "ppc64le"})
-
-
-def _variants(table: object, form: Form, where: str) -> frozenset[Variant]:
-    obj = _object(table, {f.value for f in Form}, where)
-    given = obj.get(form.value)
-    if not isinstance(given, list) or not given or not all(v in _VARIANT_OF for v in given):
-        raise ConfigError(f"{where}.{form.value}: a non-empty list of {sorted(_VARIANT_OF)}")
-    variants = frozenset(_VARIANT_OF[v] for v in given)
+def _variants(node: _Node, form: Form) -> frozenset[Variant]:
+    given = node.fields(frozenset(f.value for f in Form))[form.value]
+    names = [v.text() for v in given.elements()]
+    if not names or not set(names) <= set(_VARIANT_OF):
+        raise given.fail(f"a non-empty list of {', '.join(sorted(_VARIANT_OF))}")
+    variants = frozenset(_VARIANT_OF[v] for v in names)
     # A requirement is always met by code of its own form; the device's by the plain build.
     own = Variant.NONE if form is Form.DEVICE else _VARIANT_OF[form.value]
     if own not in variants:
-        raise ConfigError(
-            f"{where}.{form.value}: must accept its own form ({own.value or 'plain'})"
-        )
+        raise given.fail(f"must accept its own form, {_FORM_OF[own].value}")
     return variants
 
 

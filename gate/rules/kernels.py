@@ -83,6 +83,11 @@ def _parse(symbol: str) -> KernelName:
 _parse_cached = functools.lru_cache(maxsize=1 << 16)(_parse)
 
 
+def clear_cache() -> None:
+    """Forget every parsed name."""
+    _parse_cached.cache_clear()
+
+
 def matches(wanted: str, symbol: str) -> bool:
     """Whether the requirement ``wanted`` names the kernel ``symbol`` (see the module doc)."""
     want = _normal(wanted)

@@ -137,7 +137,7 @@ def decide(stages: Sequence[Stage], checks: Sequence[Check], executions: Sequenc
     skipped = execute is not None and execute.status is StageStatus.SKIPPED
     unverified = None
     if skipped or not executed(executions):
-        why = execute.detail if skipped and execute is not None and execute.detail else ""
+        why = execute.detail if execute is not None and skipped else ""
         unverified = f"{NOT_EXECUTED} ({why})" if why else NOT_EXECUTED
         reasons.append(unverified)  # it stands for every run and check left unrun
     else:
@@ -161,7 +161,7 @@ def decide(stages: Sequence[Stage], checks: Sequence[Check], executions: Sequenc
         return Verdict(
             False, f"not accepted: {reasons[0]}", tuple(reasons), None, ExitCode.NOT_ACCEPTED
         )
-    return Verdict(True, ACCEPTED_STATEMENT, (), None, ExitCode.OK)
+    return Verdict(True, ACCEPTED_STATEMENT, ())
 
 
 def _reason(check: Check) -> str:

@@ -634,11 +634,17 @@ def listing_checks(
         (Kind.PTX, requirement.ptx_label(), Cause.MISSING_PTX),
     ):
         ptx = kind is Kind.PTX
-        entries = [e for e in listing.of_kind(kind) if requirement.satisfied_by(e.target)]
+        matching = [e for e in listing.of_kind(kind) if requirement.satisfied_by(e.target)]
+        # A kernel-less entry (nvcc's device-link stub) is no kernel's code: where the
+        # artifact has kernels, only an entry holding some stands for the target.
+        entries = [e for e in matching if e.kernels or not listing.kernels()]
         found = tuple(dict.fromkeys(e.target for e in entries))
         if entries:
             isa = f" (ISA {entries[0].ptx_isa})" if ptx and entries[0].ptx_isa else ""
             message = f"{kind.value} for {label} present: {_names(found)}{isa}"
+        elif matching:
+            stubs = _names(tuple(dict.fromkeys(e.target for e in matching)))
+            message = f"no {kind.value} for {label}: only kernel-less entries ({stubs})"
         else:
             message = _lto_only(listing) or why_not(requirement, listing.targets(kind), ptx=ptx)
         checks.append(

@@ -1,0 +1,179 @@
+"""Which device code stands behind an entry point, and what the summary says was proved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.config import EntryPoint
+from gate.proc import Result
+from gate.reader.hostelf import Dependency, HostFormat
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.rules.causes import ExecPath, classify
+from gate.rules.routes import Path as RoutePath
+from gate.rules.routes import Route
+from gate.rules.targets import Capability, Target, Version
+from gate.stages import predict
+from gate.stages.inspect import Inspected
+from gate.stages.libraries import Judged, Library
+from gate.stages.runs import Run
+
+pytestmark = pytest.mark.unit
+
+H200 = Capability(9, 0)
+KERNEL = "_Z1kPi"
+HOST = HostFormat("ELF 64-bit", 64, 62, "x86-64", "executable", None, (), (), ())
+
+
+def listing(*, sass: str = "sm_90", ptx: str | None = "compute_90") -> Listing:
+    entries = [DeviceEntry(Kind.SASS, Target.parse(sass), (KERNEL,))]
+    if ptx:
+        entries.append(DeviceEntry(Kind.PTX, Target.parse(ptx), (KERNEL,), ptx_isa=Version(9, 0)))
+    return Listing(tuple(entries))
+
+
+def artifact(
+    path: Path, lst: Listing, *, sha: str = "a" * 64, needs: tuple[str, ...] = ()
+) -> Inspected:
+    path.write_bytes(b"\x7fELF")
+    deps = tuple(Dependency(n, path.name, None) for n in needs)
+    return Inspected(path.name, path.resolve(), sha, 4, HOST, deps, lst, (), False, "")
+
+
+def library(path: Path, lst: Listing, sha: str, *, art: Inspected | None = None) -> Library:
+    route = Route(RoutePath.EXACT_SASS, Target.parse("sm_90"))
+    return Library(path, sha, lst, ("app",), art, False, route, True, "loaded/x/")
+
+
+def judged(*libraries: Library) -> Judged:
+    return Judged(tuple(libraries), {"app": tuple(libraries)}, {}, ())
+
+
+def test_the_program_itself_and_what_it_loaded_are_its_sources(tmp_path: Path) -> None:
+    app = artifact(tmp_path / "app", listing(), needs=("libvendor.so",))
+    vendor = library(tmp_path / "libvendor.so", listing(ptx=None), "b" * 64)
+    other = library(tmp_path / "libother.so", listing(ptx=None), "c" * 64)
+    found = predict.sources_of("app", "app", str(tmp_path), [app], judged(vendor, other))
+    assert [(s.name, s.own, s.linked) for s in found] == [
+        ("app", True, False),
+        ("libvendor.so", False, True),  # the project links against it
+        ("libother.so", False, False),  # loaded some other way (dlopen)
+    ]
+    # An absolute program path finds the same artifact; another program does not.
+    absolute = predict.sources_of("app", str(tmp_path / "app"), None, [app], judged())
+    assert [s.name for s in absolute] == ["app"]
+    assert predict.sources_of("app", "./missing", str(tmp_path), [app], judged()) == ()
+
+
+def test_a_loaded_library_that_is_an_artifact_counts_once_under_the_artifact_s_name(
+    tmp_path: Path,
+) -> None:
+    lib = artifact(tmp_path / "libk.so", listing())
+    loaded = library(tmp_path / "copy" / "libk.so", listing(), lib.sha256, art=lib)
+    found = predict.sources_of("app", "true", str(tmp_path), [lib], judged(loaded, loaded))
+    assert [(s.name, s.own) for s in found] == [("libk.so", True)]
+
+
+def test_a_program_without_kernels_is_not_a_source(tmp_path: Path) -> None:
+    host_only = artifact(tmp_path / "app", Listing())
+    assert predict.sources_of("app", "app", str(tmp_path), [host_only], judged()) == ()
+
+
+def run(path: ExecPath, rc: int, output: str = "PASS\n", cwd: Path | None = None) -> Run:
+    entry = EntryPoint("app", ("./app",), cwd=str(cwd) if cwd else None)
+    result = Result(("./app",), rc, output, "", 0.1)
+    failure = None if rc == 0 else classify(output)
+    return Run(entry, path, result, path.log_name, "PASS" in output, True, failure)
+
+
+def test_one_prediction_per_entry_point_with_its_runtime_compilers(tmp_path: Path) -> None:
+    app = artifact(tmp_path / "app", listing())
+    runs = [run(ExecPath.NATIVE, 0, cwd=tmp_path), run(ExecPath.JIT, 0, cwd=tmp_path)]
+    compiled = Judged((), {}, {"app": ("NVRTC",)}, ())
+    (found,) = predict.predict_all(runs, [app], compiled, H200, Version(13, 0))
+    assert (found.entry, found.capability, found.compilers) == ("app", H200, ("NVRTC",))
+    assert found.native.can_run is True
+    assert found.jit.can_run is True
+    assert found.expected(ExecPath.JIT) is found.jit
+
+
+def _proved(lst: Listing, *, vendor: Listing | None = None) -> predict.Prediction:
+    sources = [predict.Source("libext.so", lst, own=True)]
+    if vendor is not None:
+        sources.append(predict.Source("libtorch_cuda.so", vendor, own=False))
+    return predict.Prediction(
+        "app",
+        H200,
+        tuple(sources),
+        predict.expect_native(sources, H200),
+        predict.expect_jit(sources, H200, Version(13, 0)),
+        (),
+    )
+
+
+NO_IMAGE = "no kernel image is available for execution on the device\n"
+
+
+@pytest.mark.parametrize(
+    ("vendor", "jit", "proved", "says"),
+    [
+        (
+            None,
+            (0, "PASS\n"),
+            frozenset(),
+            "app: native proved; forced JIT proved for the whole program",
+        ),
+        (None, (1, NO_IMAGE), frozenset(), "app: native proved; forced JIT NOT proved"),
+        (
+            listing(ptx=None),
+            (1, NO_IMAGE),
+            frozenset({"libext.so"}),
+            (
+                "app: native proved; whole-program forced JIT cannot run (libtorch_cuda.so ships "
+                "no PTX for 9.0); the project's own PTX (libext.so) proved by driver module load"
+            ),
+        ),
+        (
+            listing(ptx=None),
+            (1, NO_IMAGE),
+            frozenset(),
+            (
+                "app: native proved; whole-program forced JIT cannot run (libtorch_cuda.so ships "
+                "no PTX for 9.0); the project's PTX NOT proved by module load"
+            ),
+        ),
+        (
+            listing(ptx=None),
+            (0, "PASS\n"),
+            frozenset({"libext.so"}),
+            (
+                "app: native proved; forced JIT proved for the whole program; it launched no "
+                "kernel of the libraries that block it (libtorch_cuda.so ships no PTX for 9.0); "
+                "the project's own PTX (libext.so) proved by driver module load"
+            ),
+        ),
+    ],
+)
+def test_the_paths_proved_say_which_path_was_proved_for_which_code(
+    vendor: Listing | None, jit: tuple[int, str], proved: frozenset[str], says: str
+) -> None:
+    runs = [run(ExecPath.NATIVE, 0), run(ExecPath.JIT, *jit)]
+    assert predict.paths_proved(runs, [_proved(listing(), vendor=vendor)], proved) == [says]
+
+
+def test_without_the_native_run_native_is_not_proved_and_no_own_code_says_so() -> None:
+    only_vendor = predict.Prediction(
+        "app",
+        H200,
+        (predict.Source("libtorch_cuda.so", listing(ptx=None), own=False),),
+        predict.expect_native([], H200),
+        predict.expect_jit([predict.Source("v", listing(ptx=None), own=False)], H200, None),
+        (),
+    )
+    assert predict.paths_proved([run(ExecPath.JIT, 1, NO_IMAGE)], [only_vendor], frozenset()) == [
+        (
+            "app: native NOT proved; whole-program forced JIT cannot run (v ships no PTX for 9.0); "
+            "no project device code to prove"
+        )
+    ]
