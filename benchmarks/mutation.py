@@ -29,6 +29,7 @@ import sys
 import time
 import tomllib
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,15 +51,40 @@ class Survivor:
     why: str | None
 
 
-def mutmut(*args: str, capture: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run mutmut in the project root."""
+def mutmut(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run mutmut in the project root, its output captured."""
     return subprocess.run(
         [sys.executable, "-m", "mutmut", *args],
         cwd=ROOT,
-        capture_output=capture,
+        capture_output=True,
         text=True,
         check=False,
     )
+
+
+def run_mutmut(args: list[str], log: Path) -> int:
+    """``mutmut run``, its spinner kept out of the console: the whole output goes to ``log``,
+    and one progress line (mutants done, killed, survived) is printed a minute."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mutmut", "run", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        stream = child.stdout
+        assert stream is not None
+        last, shown = "", time.monotonic()
+        for chunk in iter(lambda: stream.read(4096), ""):
+            out.write(chunk)
+            frames = [f for f in re.split(r"[\r\n]", chunk) if f.strip()]
+            last = frames[-1] if frames else last
+            if time.monotonic() - shown > 60:
+                print(f"mutation: {last.strip()[:100]}", flush=True)
+                shown = time.monotonic()
+        return child.wait()
 
 
 def module_of(name: str) -> str:
@@ -182,11 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     names = QUICK if args.quick else ()
     command = " ".join(["mutmut", "run", "--max-children", str(args.max_children), *names])
     began = time.monotonic()
-    done = mutmut("run", "--max-children", str(args.max_children), *names, capture=False)
+    log = ROOT / "mutants" / "mutmut-run.log"
+    status = run_mutmut(["--max-children", str(args.max_children), *names], log)
     seconds = time.monotonic() - began
-    if done.returncode != 0:
-        print(f"mutation: mutmut run exited {done.returncode}", file=sys.stderr)
-        return done.returncode
+    if status != 0:
+        print(f"mutation: mutmut run exited {status} (its output: {log})", file=sys.stderr)
+        return status
     found = results()
     if names:
         found = {n: s for n, s in found.items() if any(re.fullmatch(_glob(g), n) for g in names)}
@@ -194,12 +221,13 @@ def main(argv: list[str] | None = None) -> int:
         print("mutation: mutmut reported no mutants", file=sys.stderr)
         return 1
     notes = explanations()
-    survivors = []
-    for name, status in sorted(found.items()):
-        if status in KILLED or status in NOT_TESTED:
-            continue
-        diff = mutmut("show", name).stdout
-        survivors.append(Survivor(name, status, diff, explain(name, diff, notes)))
+    alive = [(n, s) for n, s in sorted(found.items()) if s not in KILLED and s not in NOT_TESTED]
+    with ThreadPoolExecutor(max(1, args.max_children) * 2) as pool:
+        diffs = list(pool.map(lambda item: mutmut("show", item[0]).stdout, alive))
+    survivors = [
+        Survivor(name, status, diff, explain(name, diff, notes))
+        for (name, status), diff in zip(alive, diffs, strict=True)
+    ]
     text = report(found, survivors, seconds, command)
     print(text)
     if not args.no_write and not args.quick:

@@ -22,6 +22,7 @@ from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
 from gate.attest.manifest import MANIFEST_FILE, evidence_digests, write_manifest
 from gate.attest.signing import generate_key_pair, parse_envelope, signer_from_pem, verify_envelope
 from gate.attest.testresult import PREDICATE_TYPE
+from gate.errors import EvidenceError
 from gate.evidence import TEST_RESULT_ENVELOPE, TEST_RESULT_FILE
 from gate.redact import Redactor
 from tests.manifest_evidence import make_evidence, sha256
@@ -172,3 +173,91 @@ def test_unsigned_removes_a_stale_envelope_and_the_files_are_not_evidence(
     names = {d.name for d in evidence_digests(ev.folder)}
     assert TEST_RESULT_FILE not in names
     assert "result.json" in names
+
+
+def test_the_configuration_descriptors_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gate.attest.testresult import build_test_result
+    from gate.record import load
+
+    ev = make_evidence(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "conf" / "cuda-gate.toml"
+    config.parent.mkdir()
+    config.write_text("smoke = true\n", encoding="utf-8")
+    other = tmp_path / "gate.cfg"
+    other.write_text("x\n", encoding="utf-8")
+    manifest = ev.folder / MANIFEST_FILE
+    manifest.write_text("{}\n", encoding="utf-8")
+    record = load(ev.folder)
+    subjects = [{"name": "check", "digest": {"sha256": "a" * 64}}]
+    statement = build_test_result(
+        record, subjects, ev.folder, manifest=manifest, config_file=config, environ={}
+    )
+    assert statement is not None
+    assert statement["predicate"]["configuration"] == [
+        {
+            "name": "result.json",
+            "digest": {"sha256": sha256(ev.folder / "result.json")},
+            "mediaType": "application/json",
+            "annotations": {
+                "runnerClass": "h200",
+                "runner": "h200-01",
+                "runId": "20261129T180000Z-1a2b3c",
+                "cudaGateVersion": "0.1.0",
+            },
+        },
+        {
+            "name": "manifest.json",
+            "digest": {"sha256": sha256(manifest)},
+            "mediaType": "application/vnd.in-toto+json",
+        },
+        {
+            "name": "conf/cuda-gate.toml",  # relative to the working folder when inside it
+            "digest": {"sha256": sha256(config)},
+            "mediaType": "application/toml",
+        },
+    ]
+    plain = build_test_result(record, subjects, ev.folder, config_file=other, environ={})
+    assert plain is not None
+    assert plain["predicate"]["configuration"][-1]["mediaType"] == "text/plain"
+    outside = Path("/") / "etc" / "hostname"
+    if outside.is_file():
+        far = build_test_result(record, subjects, ev.folder, config_file=outside, environ={})
+        assert far is not None
+        assert far["predicate"]["configuration"][-1]["name"] == "/etc/hostname"
+    missing = tmp_path / "gone.toml"
+    with pytest.raises(EvidenceError) as info:
+        build_test_result(record, subjects, ev.folder, config_file=missing, environ={})
+    assert info.value.one_line().startswith(
+        f"{missing}: cannot read for the test-result attestation: "
+    )
+
+
+def test_a_run_stopped_before_any_check_said_why_still_lists_a_failure(tmp_path: Path) -> None:
+    from gate.attest.testresult import build_test_result
+    from gate.record import load
+
+    ev = make_evidence(tmp_path)
+
+    def no_checks(d: dict[str, Any]) -> None:
+        d["checks"], d["executions"] = [], []
+        d["verdict"] = {"accepted": False, "statement": "not accepted", "reasons": []}
+        d["run"]["runner_class"] = None
+
+    _edit_result(ev.folder, no_checks)
+    record = load(ev.folder)
+    statement = build_test_result(record, [], ev.folder, environ={})
+    assert statement is not None
+    predicate = statement["predicate"]
+    assert (predicate["result"], predicate["failedTests"]) == ("FAILED", ["default.gate::verdict"])
+    assert statement["subject"] == [{"name": "acme/kernels", "digest": {"gitCommit": "a" * 40}}]
+
+    def anonymous(d: dict[str, Any]) -> None:
+        d["source"]["repository"] = None
+
+    _edit_result(ev.folder, anonymous)
+    again = build_test_result(load(ev.folder), [], ev.folder, environ={})
+    assert again is not None
+    assert again["subject"] == [{"name": "source", "digest": {"gitCommit": "a" * 40}}]

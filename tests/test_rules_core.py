@@ -12,7 +12,7 @@ from gate.errors import ConfigError, ExitCode
 from gate.rules import kernels
 from gate.rules.causes import Cause, ExecPath, RunFacts, RuntimeFailure, classify, path_of, rank
 from gate.rules.compat import DATA, load, rules
-from gate.rules.hosts import host_for
+from gate.rules.hosts import HostRule, host_for
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import (
     ACCEPTED_STATEMENT,
@@ -342,29 +342,48 @@ def test_a_failed_stage_leads_and_keeps_its_own_exit_status_and_cause() -> None:
 
 # --- Hosts (issue 20, item 7) -----------------------------------------------------------
 @pytest.mark.parametrize(
-    ("device", "configured", "host", "conflict"),
+    ("device", "configured", "host", "reason", "conflict"),
     [
-        (Capability(12, 1), None, "aarch64", False),  # GB10: DGX Spark
-        (Capability(11, 0), None, "aarch64", False),  # Jetson Thor
-        (Capability(8, 7), None, "aarch64", False),  # Jetson Orin
-        (Capability(9, 0), None, "x86_64", False),  # H100 or GH200: the machine in front
-        (Capability(9, 0), "aarch64", "aarch64", False),  # GH200, as the config says
-        (Capability(12, 1), "x86_64", "x86_64", True),  # no GB10 ships on x86-64
-        (None, None, "x86_64", False),
-        (Capability(13, 0), None, "x86_64", False),  # a device the table does not know
+        (
+            Capability(12, 1),
+            None,
+            "aarch64",
+            "12.1 devices ship on aarch64 hosts only (GB10 (DGX Spark and other GB10 systems))",
+            None,
+        ),
+        (
+            Capability(11, 0),
+            None,
+            "aarch64",
+            "11.0 devices ship on aarch64 hosts only (Jetson Thor)",
+            None,
+        ),
+        (
+            Capability(8, 7),
+            None,
+            "aarch64",
+            "8.7 devices ship on aarch64 hosts only (Jetson AGX Orin, Orin NX, Orin Nano)",
+            None,
+        ),
+        (Capability(9, 0), None, "x86_64", "this host", None),  # H100 or GH200
+        (Capability(9, 0), "aarch64", "aarch64", "the config's host", None),  # GH200
+        (Capability(12, 1), "aarch64", "aarch64", "the config's host", None),
+        (
+            Capability(12, 1),
+            "x86_64",
+            "x86_64",
+            "the config's host",
+            "the config says host x86_64, but 12.1 devices ship on aarch64 only",
+        ),
+        (Capability(13, 0), None, "x86_64", "this host", None),  # not in the table
     ],
 )
 def test_the_host_an_artifact_must_run_on(
-    device: Capability | None, configured: str | None, host: str, conflict: bool
+    device: Capability, configured: str | None, host: str, reason: str, conflict: str | None
 ) -> None:
-    rule = host_for(device, configured=configured, here="x86_64")
-    assert rule.host == host
-    assert (rule.conflict is not None) is conflict
-    if device == Capability(12, 1) and configured is None:
-        assert (
-            rule.reason
-            == "12.1 devices ship on aarch64 hosts only (GB10 (DGX Spark and other GB10 systems))"
-        )
+    assert host_for(device, configured=configured, here="x86_64") == HostRule(
+        host, reason, conflict
+    )
 
 
 # --- compat.json's new tables, checked at load ------------------------------------------
@@ -404,9 +423,16 @@ def test_the_new_tables_are_refused_with_one_line_when_broken(edit: Any, words: 
 
 def test_the_device_table_and_the_family_table_agree_as_shipped() -> None:
     compat = rules()
-    assert compat.hosts_of(Capability(12, 1)) == frozenset({"aarch64"})
-    assert compat.hosts_of(Capability(9, 0)) == frozenset({"x86_64", "aarch64"})
-    assert compat.hosts_of(Capability(13, 0)) == frozenset()
+    spark = compat.device_class(Capability(12, 1))
+    assert spark is not None
+    assert (spark.hosts, spark.products) == (
+        frozenset({"aarch64"}),
+        "GB10 (DGX Spark and other GB10 systems)",
+    )
+    h200 = compat.device_class(Capability(9, 0))
+    assert h200 is not None
+    assert h200.hosts == frozenset({"x86_64", "aarch64"})
+    assert compat.device_class(Capability(13, 0)) is None
     # Without plain accepting family code, a family may serve fewer devices.
     doc = _doc()
     doc["requirements"]["sass"]["plain"] = ["plain"]
@@ -618,3 +644,90 @@ def test_rows_may_share_a_driver_and_are_ordered_by_isa_not_by_text() -> None:
     assert compat.min_driver(Version(8, 7)) == Version(12, 7)
     series = load(json.dumps(_doc())).isa_series[0]
     assert (series.isa_major, series.driver_major, series.source) == (9, 13, "ptx_isa_series")
+
+
+# --- The kernel-name parser, on demangled texts as the C++ runtime prints them ----------
+# (demangled text, function, qualified, function with arguments, qualified with arguments)
+DEMANGLED = [
+    ("scale(float*)", "scale", "scale", "scale", "scale"),
+    ("scale", "scale", "scale", "scale", "scale"),  # no parameter list at all
+    ("ns::scale(float*)", "scale", "ns::scale", "scale", "ns::scale"),
+    ("void scale<float>(float*)", "scale", "scale", "scale<float>", "scale<float>"),
+    ("unsigned int ns::k<2u>(int)", "k", "ns::k", "k<2u>", "ns::k<2u>"),
+    (
+        "void at::native::k<4, at::F<float>, std::array<char*, 1ul> >(int, at::F<float>)",
+        "k",
+        "at::native::k",
+        "k<4, at::F<float>, std::array<char*, 1ul> >",
+        "at::native::k<4, at::F<float>, std::array<char*, 1ul> >",
+    ),
+    (
+        "ns::Outer<int, 4>::inner(float*)",
+        "inner",
+        "ns::Outer::inner",
+        "inner",
+        "ns::Outer<int, 4>::inner",
+    ),
+    (
+        "(anonymous namespace)::kernel()",
+        "kernel",
+        "(anonymous namespace)::kernel",
+        "kernel",
+        "(anonymous namespace)::kernel",
+    ),
+    (
+        "void (anonymous namespace)::k<(anonymous namespace)::T>((anonymous namespace)::T)",
+        "k",
+        "(anonymous namespace)::k",
+        "k<(anonymous namespace)::T>",
+        "(anonymous namespace)::k<(anonymous namespace)::T>",
+    ),
+    (
+        "void k<main::{lambda()#1}>(main::{lambda()#1})",
+        "k",
+        "k",
+        "k<main::{lambda()#1}>",
+        "k<main::{lambda()#1}>",
+    ),
+    (
+        "main::{lambda()#1}::operator()() const",
+        "operator()",
+        "main::{lambda()#1}::operator()",
+        "operator()",
+        "main::{lambda()#1}::operator()",
+    ),
+    ("void k<int (*)(int)>(int (*)(int))", "k", "k", "k<int (*)(int)>", "k<int (*)(int)>"),
+    ("void k<a[2]>(int)", "k", "k", "k<a[2]>", "k<a[2]>"),
+    ("cute::apply() [clone .constprop.0]", "apply", "cute::apply", "apply", "cute::apply"),
+    ("k() [clone .a] [clone .b]", "k", "k", "k", "k"),
+    ("void k<1>>(int)", "k>", "k>", "k<1>>", "k<1>>"),  # a stray '>' is part of the name
+    ("void k(int) )", "k", "k", "k", "k"),  # a stray ')' closes nothing
+]
+
+
+@pytest.mark.parametrize("row", DEMANGLED, ids=[row[0] for row in DEMANGLED])
+def test_the_parts_of_each_demangled_name(
+    monkeypatch: pytest.MonkeyPatch, row: tuple[str, str, str, str, str]
+) -> None:
+    shown = row[0]
+    monkeypatch.setattr(kernels, "demangle", lambda _symbol: shown)
+    assert kernels._parse("_Zsymbol") == kernels.KernelName("_Zsymbol", *row)
+
+
+def test_a_symbol_no_demangler_can_read_keeps_only_its_mangled_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kernels, "demangle", lambda name: name)
+    assert kernels._parse("_Z5scaleIfEvPT_") == kernels.KernelName(
+        "_Z5scaleIfEvPT_", "_Z5scaleIfEvPT_", None, None, None, None
+    )
+    assert not kernels.matches("scale", "_Z5scaleIfEvPT_")
+    assert kernels.matches("_Z5scaleIfEvPT_", "_Z5scaleIfEvPT_")
+    # A C name that is not mangled is its own name, demangler or not.
+    assert kernels._parse("scale_c").qualified == "scale_c"
+
+
+def test_describing_matches_names_up_to_three() -> None:
+    three = ("a", "b", "c")
+    assert kernels.describe(three) == "a, b, c"
+    assert kernels.describe((*three, "d")) == "a, b, c and 1 more"

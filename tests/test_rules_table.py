@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from gate.errors import ConfigError
 from gate.rules.compat import Form, rules
 from gate.rules.require import Requirement, why_not
 from gate.rules.routes import Path, Route, jit_support, judge, min_driver, route
-from gate.rules.targets import Capability, Target, Version, parse_required_target
+from gate.rules.targets import Capability, Target, Variant, Version, parse_required_target
 
 pytestmark = pytest.mark.unit
 
@@ -246,3 +247,198 @@ def test_a_library_whose_only_ptx_needs_a_newer_driver_does_not_run_as_a_whole()
     too_new = Route(Path.PTX_JIT, t("compute_90"), v("9.2"), v("13.2"))
     assert not judge([too_new], v("13.0"), per_kernel=False)
     assert judge([too_new], v("13.2"), per_kernel=False)
+
+
+# --- Route choice, order-independent -----------------------------------------------------
+@pytest.mark.parametrize(
+    ("sass", "ptx", "cap", "expected"),
+    [
+        (["sm_80", "sm_86"], [], "8.9", Route(Path.COMPATIBLE_SASS, t("sm_86"))),  # newest minor
+        (["sm_86", "sm_80"], [], "8.9", Route(Path.COMPATIBLE_SASS, t("sm_86"))),
+        (["sm_100f", "sm_100"], [], "10.3", Route(Path.COMPATIBLE_SASS, t("sm_100"))),  # plain wins
+        (["sm_100", "sm_100f"], [], "10.3", Route(Path.COMPATIBLE_SASS, t("sm_100"))),
+        (["sm_120f"], [], "12.1", Route(Path.FAMILY_SASS, t("sm_120f"))),
+        (["sm_90a", "sm_90"], [], "9.0", Route(Path.EXACT_SASS, t("sm_90"))),  # plain exact first
+        (["sm_90a"], [], "9.0", Route(Path.EXACT_SASS, t("sm_90a"))),
+        (
+            [],
+            [("compute_80", "8.0"), ("compute_90", "9.0")],
+            "9.0",
+            Route(Path.PTX_JIT, t("compute_90"), v("9.0"), v("13.0")),  # the newest target
+        ),
+        (
+            [],
+            [("compute_90", "9.2"), ("compute_90", "9.0")],
+            "9.0",
+            Route(Path.PTX_JIT, t("compute_90"), v("9.0"), v("13.0")),  # the oldest ISA
+        ),
+        (
+            [],
+            [("compute_90", "9.0"), ("compute_90", "8.8")],
+            "9.0",
+            Route(Path.PTX_JIT, t("compute_90"), v("8.8"), v("12.9")),
+        ),
+        (
+            [],
+            [("compute_90", None), ("compute_90", "9.1")],
+            "9.0",
+            Route(Path.PTX_JIT, t("compute_90"), v("9.1"), v("13.1")),  # a known ISA first
+        ),
+        ([], [("compute_90", None)], "9.0", Route(Path.PTX_JIT, t("compute_90"))),
+        (
+            [],
+            [("compute_90", "9.0"), ("compute_90a", "9.1")],
+            "9.0",
+            Route(Path.PTX_JIT, t("compute_90a"), v("9.1"), v("13.1")),  # a/f before plain
+        ),
+        (
+            [],
+            [("compute_100f", None), ("compute_100a", None)],
+            "10.0",
+            Route(Path.PTX_JIT, t("compute_100a")),  # ties by name: never by entry order
+        ),
+        (
+            [],
+            [("compute_100a", None), ("compute_100f", None)],
+            "10.0",
+            Route(Path.PTX_JIT, t("compute_100a")),
+        ),
+        (
+            [],
+            [("compute_100f", "9.0"), ("compute_100a", "9.0")],
+            "10.0",
+            Route(Path.PTX_JIT, t("compute_100a"), v("9.0"), v("13.0")),
+        ),
+        (
+            ["sm_80"],
+            [("compute_80", "8.0")],
+            "9.0",
+            Route(Path.PTX_JIT, t("compute_80"), v("8.0"), v("12.0")),
+        ),
+    ],
+)
+def test_which_route_a_kernel_takes(
+    sass: list[str], ptx: list[tuple[str, str | None]], cap: str, expected: Route
+) -> None:
+    found = route(
+        tuple(t(s) for s in sass),
+        tuple((t(p), v(i) if i else None) for p, i in ptx),
+        Capability.parse(cap),
+    )
+    assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("r", "text"),
+    [
+        (
+            Route(Path.PTX_JIT, t("compute_90"), v("9.0"), v("13.0")),
+            "PTX JIT (compute_90, ISA 9.0, driver >= 13.0)",
+        ),
+        (Route(Path.PTX_JIT, t("compute_90"), v("10.0")), "PTX JIT (compute_90, ISA 10.0)"),
+        (Route(Path.PTX_JIT, t("compute_90")), "PTX JIT (compute_90)"),
+        (Route(Path.FAMILY_SASS, t("sm_120f")), "family SASS (sm_120f)"),
+        (Route(Path.NONE), "nothing"),
+        (Route(Path.OTHER_DEVICES), "only for other devices"),
+    ],
+)
+def test_how_a_route_is_said(r: Route, text: str) -> None:
+    assert r.describe() == text
+
+
+def test_a_kernel_whose_ptx_this_driver_cannot_jit_fails_the_per_kernel_judgment() -> None:
+    too_new = Route(Path.PTX_JIT, t("compute_90"), v("9.2"), v("13.2"))
+    native = Route(Path.EXACT_SASS, t("sm_90"))
+    assert not judge([native, too_new], v("13.0"), per_kernel=True)
+    assert judge([native, too_new], v("13.2"), per_kernel=True)
+    assert judge([native, too_new], None, per_kernel=True)
+
+
+# --- Targets: parsing at the edges -------------------------------------------------------
+def test_an_sm_number_below_10_is_refused_and_10_is_a_target() -> None:
+    with pytest.raises(ConfigError) as info:
+        Target.parse("sm_09")
+    assert info.value.one_line() == "not a CUDA target (SM number too small): 'sm_09'"
+    assert (Target.parse("sm_10").major, Target.parse("sm_10").minor) == (1, 0)
+
+
+def test_long_text_is_cut_in_a_message_at_40_characters() -> None:
+    exact = "x" * 40
+    with pytest.raises(ConfigError) as info:
+        Capability.parse(exact)
+    assert info.value.one_line().endswith(f": {exact!r}")
+    longer = "y" * 41
+    with pytest.raises(ConfigError) as info:
+        Capability.parse(longer)
+    assert info.value.one_line().endswith(f": {'y' * 40!r}... (41 characters)")
+
+
+def test_targets_are_built_from_numbers_and_change_form() -> None:
+    assert Target.from_number(121, Variant.ARCH, virtual=True) == t("compute_121a")
+    assert Target.from_number(90, virtual=False) == t("sm_90")
+    assert t("compute_100f").plain() == t("compute_100")
+    assert t("sm_100f").plain() == t("sm_100")
+    assert t("compute_90a").as_sass() == t("sm_90a")
+    assert t("sm_120f").as_ptx() == t("compute_120f")
+    assert Capability(12, 1).sm() == t("sm_121")
+    assert parse_required_target("lto_90") == t("sm_90")
+
+
+def test_a_family_serves_only_its_listed_members_not_every_minor() -> None:
+    # sm_100f lists 10.0 and 10.3: a 10.1 (no such device) is not in the family.
+    assert not t("sm_100f").sass_runs_on(Capability(10, 1))
+    assert t("sm_100").sass_runs_on(Capability(10, 1))
+
+
+@pytest.mark.parametrize(
+    ("required", "present", "ptx", "message"),
+    [
+        (
+            "sm_90a",
+            ["sm_90", "sm_80"],
+            False,
+            (
+                "no SASS for sm_90a: sm_90 present, but sm_90a needs sm_90a: plain and family code "
+                "lack the arch-specific features (wgmma, setmaxnreg, tcgen05); SASS targets: "
+                "sm_90 sm_80"
+            ),
+        ),
+        (
+            "sm_120f",
+            ["sm_120"],
+            False,
+            (
+                "no SASS for sm_120f: sm_120 present, but sm_120f needs sm_120f: plain code lacks "
+                "the "
+                "family features, and arch-specific code runs on X.Y only; SASS targets: sm_120"
+            ),
+        ),
+        (
+            "sm_120",
+            ["sm_120a"],
+            False,
+            (
+                "no SASS for sm_120: sm_120a present, but sm_120 needs sm_120 or sm_120f: "
+                "arch-specific code runs on X.Y only (sm_120a does not run on 12.1); SASS "
+                "targets: sm_120a"
+            ),
+        ),
+        (
+            "sm_120",
+            ["compute_120f"],
+            True,
+            (
+                "no PTX for compute_120: compute_120f present, but compute_120 needs compute_120: "
+                "a/f "
+                "PTX JIT-compiles for its own devices only, never for a later major; PTX targets: "
+                "compute_120f"
+            ),
+        ),
+        ("sm_121", [], False, "no SASS for sm_121 (needs sm_121 or sm_121f); SASS targets: none"),
+    ],
+)
+def test_why_a_requirement_is_not_met_word_for_word(
+    required: str, present: list[str], ptx: bool, message: str
+) -> None:
+    found = tuple(t(x) for x in present)
+    assert why_not(Requirement.of_target(t(required)), found, ptx=ptx) == message

@@ -20,7 +20,7 @@ which kernel a required name    :mod:`gate.rules.kernels`
 means
 why a check or a run failed     :mod:`gate.rules.causes` (``Cause``,
                                 ``RuntimeFailure``, ``RunFacts``)
-the hosts a device ships on     :meth:`gate.rules.compat.CompatRules.hosts_of`
+the hosts a device ships on     :func:`gate.rules.hosts.host_for`
 a check's state, the verdict,   :mod:`gate.rules.verdict`
 the test-result lists
 ==============================  ==================================================

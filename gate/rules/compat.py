@@ -133,10 +133,9 @@ class CompatRules:
             newest = max(newest, Version(series.driver_major, 9))
         return newest
 
-    def hosts_of(self, cap: Capability) -> frozenset[str]:
-        """The hosts devices of ``cap`` ship on; empty when the table does not list it."""
-        found = self.devices.get(cap)
-        return found.hosts if found is not None else frozenset()
+    def device_class(self, cap: Capability) -> DeviceClass | None:
+        """The devices of ``cap`` as the table lists them (products, hosts), or None."""
+        return self.devices.get(cap)
 
     def satisfies(self, *, ptx: bool, form: Form, variant: Variant) -> bool:
         """Whether code of ``variant`` (same SM number) satisfies a requirement of ``form``."""

@@ -24,18 +24,17 @@ class HostRule:
     conflict: str | None = None  # the config names a host the device never ships with
 
 
-def host_for(device: Capability | None, *, configured: str | None, here: str) -> HostRule:
+def host_for(device: Capability, *, configured: str | None, here: str) -> HostRule:
     """The configured host, else the device's only host class, else ``here``."""
-    only = sorted(rules().hosts_of(device)) if device is not None else []
-    single = only[0] if len(only) == 1 else None
+    known = rules().device_class(device)
+    single = next(iter(known.hosts)) if known is not None and len(known.hosts) == 1 else None
     if configured is not None:
         conflict = None
-        if single is not None and single != configured:
+        if single not in (None, configured):
             conflict = (
                 f"the config says host {configured}, but {device} devices ship on {single} only"
             )
         return HostRule(configured, "the config's host", conflict)
-    if single is not None:
-        products = rules().devices[device].products if device is not None else ""
-        return HostRule(single, f"{device} devices ship on {single} hosts only ({products})")
+    if known is not None and single is not None:
+        return HostRule(single, f"{device} devices ship on {single} hosts only ({known.products})")
     return HostRule(here, "this host")

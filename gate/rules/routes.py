@@ -123,20 +123,23 @@ def sass_route(sass_targets: tuple[Target, ...], cap: Capability) -> Route | Non
 
 
 def ptx_route(ptx: Ptx, cap: Capability) -> Route | None:
-    """The newest PTX that JIT-compiles for ``cap``, with its minimum driver, or None."""
+    """The PTX a driver would JIT for ``cap``, with its minimum driver, or None when none can.
+
+    The newest target; for one SM number an ``a``/``f`` build before the plain one; then
+    the oldest known ISA (it needs the oldest driver): the answer never depends on the
+    order the entries came in.
+    """
     usable = [(t, isa) for t, isa in ptx if t.ptx_jits_for(cap)]
     if not usable:
         return None
-    target, isa = max(usable, key=_ptx_preference)
-    return Route(Path.PTX_JIT, target, isa, min_driver(isa) if isa else None)
-
-
-def _ptx_preference(item: tuple[Target, Version | None]) -> tuple[int, bool, bool, int]:
-    """Newest target, a/f before plain; for one target, a known and then the oldest ISA
-    (the one needing the oldest driver), so the answer never depends on entry order."""
-    target, isa = item
-    age = -(isa.major * 1000 + isa.minor) if isa else 0
-    return target.number, target.variant is not Variant.NONE, isa is not None, age
+    newest = max(t.number for t, _ in usable)
+    best = [(t, isa) for t, isa in usable if t.number == newest]
+    best = [(t, isa) for t, isa in best if t.variant is not Variant.NONE] or best
+    known = [(isa, t) for t, isa in best if isa is not None]
+    if not known:
+        return Route(Path.PTX_JIT, min((t for t, _ in best), key=str))
+    isa, target = min(known, key=lambda x: (x[0], str(x[1])))
+    return Route(Path.PTX_JIT, target, isa, min_driver(isa))
 
 
 def route(sass_targets: tuple[Target, ...], ptx: Ptx, cap: Capability) -> Route:

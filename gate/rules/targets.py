@@ -70,11 +70,7 @@ class Capability:
 
     def sm(self) -> Target:
         """The plain SASS target for this capability: ``sm_121`` for 12.1."""
-        return Target(self.major, self.minor, Variant.NONE, virtual=False)
-
-    def compute(self) -> Target:
-        """The plain PTX target for this capability: ``compute_121`` for 12.1."""
-        return Target(self.major, self.minor, Variant.NONE, virtual=True)
+        return Target(self.major, self.minor)
 
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}"
@@ -132,7 +128,7 @@ class Target:
 
     def as_sass(self) -> Target:
         """The same target as SASS (``sm_``)."""
-        return Target(self.major, self.minor, self.variant, virtual=False)
+        return Target(self.major, self.minor, self.variant)
 
     def as_ptx(self) -> Target:
         """The same target as PTX (``compute_``)."""
@@ -140,7 +136,7 @@ class Target:
 
     def plain(self) -> Target:
         """The same target without its ``a``/``f`` variant: ``sm_90a`` -> ``sm_90``."""
-        return Target(self.major, self.minor, Variant.NONE, virtual=self.virtual)
+        return Target(self.major, self.minor, virtual=self.virtual)
 
     def sass_runs_on(self, cap: Capability) -> bool:
         """Whether SASS for this target runs on a device of capability ``cap``."""

@@ -1,0 +1,454 @@
+"""What inspection predicts for each path, checked against the runs: every case, whole.
+
+Each expectation, check and diagnosis is compared as a whole (state, cause, every word):
+these are what the verdict and the summary say, and ``nox -s mutation`` judges the rules
+by them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.config import EntryPoint
+from gate.proc import Result
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.rules.causes import Cause, ExecPath, classify
+from gate.rules.targets import Capability, Target, Version
+from gate.rules.verdict import Check, CheckState
+from gate.stages import predict
+from gate.stages.predict import Expectation, Source
+from gate.stages.runs import Run
+
+pytestmark = pytest.mark.unit
+
+H200 = Capability(9, 0)
+CUDA13 = Version(13, 0)
+K = "_Z1kPi"
+NO_IMAGE = "no kernel image is available for execution on the device\n"
+JIT_OFF = "PTX JIT compilation was disabled\n"
+OLD_PTX = "the provided PTX was compiled with an unsupported toolchain\n"
+
+
+def entries(*specs: str, kernels: tuple[str, ...] = (K,)) -> Listing:
+    """``sm_90``, ``compute_90@9.2`` (PTX with its ISA; 9.0 when not given)."""
+    found = []
+    for spec in specs:
+        text, _, isa = spec.partition("@")
+        target = Target.parse(text)
+        kind = Kind.PTX if target.virtual else Kind.SASS
+        version = Version.parse(isa or "9.0") if target.virtual else None
+        found.append(DeviceEntry(kind, target, kernels, ptx_isa=version))
+    return Listing(tuple(found))
+
+
+def own(*specs: str, name: str = "app") -> Source:
+    return Source(name, entries(*specs), own=True)
+
+
+def vendor(name: str, *specs: str, linked: bool = False) -> Source:
+    return Source(name, entries(*specs), own=False, linked=linked)
+
+
+def run(path: ExecPath, rc: int = 0, output: str = "PASS\n", name: str = "app") -> Run:
+    entry = EntryPoint(name, ("./app",))
+    result = Result(("./app",), rc, output, "", 0.1)
+    failure = None if rc == 0 else classify(output)
+    return Run(entry, path, result, path.log_name, "PASS" in output, True, failure)
+
+
+def prediction(
+    *sources: Source, driver: Version | None = CUDA13, compilers: tuple[str, ...] = ()
+) -> predict.Prediction:
+    return predict.Prediction(
+        "app",
+        H200,
+        sources,
+        predict.expect_native(sources, H200),
+        predict.expect_jit(sources, H200, driver),
+        compilers,
+    )
+
+
+NAME = "app: runs match inspection on 9.0"
+
+
+# --- expectations --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("sources", "native"),
+    [
+        ((), Expectation(None, "no inspected device code")),
+        ((own("sm_90"),), Expectation(True, "SASS for 9.0 in app")),
+        (
+            (own("sm_80", "compute_90"),),
+            Expectation(False, "app: 1 kernel without SASS for 9.0 (SASS: sm_80)"),
+        ),
+        (
+            (own("sm_100a"),),
+            Expectation(
+                False,
+                "app: every kernel is built only for other devices (a/f builds); none for 9.0",
+            ),
+        ),
+        ((own("sm_90a", "sm_80"),), Expectation(True, "SASS for 9.0 in app")),  # sm_90a runs here
+        (
+            (vendor("libv.so", "sm_90"), own("sm_90")),
+            Expectation(True, "SASS for 9.0 in libv.so, app"),
+        ),
+        (
+            (vendor("libv.so", "sm_80", "compute_80"),),
+            Expectation(False, "libv.so has no SASS for 9.0"),
+        ),
+    ],
+)
+def test_what_the_native_path_can_run(sources: tuple[Source, ...], native: Expectation) -> None:
+    found = predict.expect_native(sources, H200)
+    if native.can_run is False and sources and sources[0].own:
+        native = Expectation(native.can_run, native.basis, sources[0])
+    elif native.can_run is False:
+        native = Expectation(native.can_run, native.basis, sources[0], sources)
+    assert found == native
+
+
+@pytest.mark.parametrize(
+    ("sources", "driver", "can_run", "basis"),
+    [
+        ((), CUDA13, None, "no inspected device code"),
+        ((own("sm_90", "compute_90"),), CUDA13, True, "PTX for 9.0 in app"),
+        ((own("sm_90", "compute_80"),), CUDA13, True, "PTX for 9.0 in app"),  # JITs forward
+        (
+            (own("sm_90", "compute_100"),),
+            CUDA13,
+            False,
+            "app: 1 kernel without PTX that JIT-compiles for 9.0",
+        ),
+        (
+            (own("sm_80", "compute_90@9.2"),),
+            CUDA13,
+            False,
+            (
+                "app: the PTX of 1 kernel (ISA 9.2) needs driver CUDA >= 13.2; this driver is CUDA "
+                "13.0"
+            ),
+        ),
+        (
+            (own("sm_80", "compute_90@9.2"),),
+            None,
+            True,
+            "PTX for 9.0 in app",
+        ),  # no driver: no claim
+        ((own("sm_80", "compute_90@9.2"),), Version(13, 2), True, "PTX for 9.0 in app"),
+        (
+            (own("sm_80", "compute_90@10.0"),),
+            CUDA13,
+            False,
+            (
+                "app: the PTX of 1 kernel (ISA 10.0) needs a driver newer than the rules know; "
+                "this "
+                "driver is CUDA 13.0"
+            ),
+        ),
+        ((own("sm_100a"),), CUDA13, False, "app: no kernel is built for 9.0"),
+        (
+            (own("sm_90"), vendor("libv.so", "sm_90", "compute_90")),
+            CUDA13,
+            False,
+            "app: 1 kernel without PTX that JIT-compiles for 9.0",
+        ),
+        (
+            (vendor("libv.so", "sm_90", "compute_90@9.2"),),
+            CUDA13,
+            False,
+            "libv.so needs driver CUDA >= 13.2 for its PTX (this driver is CUDA 13.0)",
+        ),
+        (
+            (
+                vendor("liba.so", "sm_90", "compute_90@9.1"),
+                vendor("libb.so", "sm_90", "compute_90@9.2"),
+            ),
+            CUDA13,
+            False,
+            "liba.so, libb.so need driver CUDA >= 13.2 for their PTX (this driver is CUDA 13.0)",
+        ),
+        (
+            (vendor("libv.so", "sm_90", "compute_90@10.0"),),
+            CUDA13,
+            False,
+            "libv.so needs a newer driver for its PTX (this driver is CUDA 13.0)",
+        ),
+        (
+            (vendor("liba.so", "sm_90"), vendor("libb.so", "sm_90", "compute_90@9.2")),
+            CUDA13,
+            False,
+            "liba.so ships no PTX for 9.0",  # no PTX ranks before a driver too old
+        ),
+        ((vendor("libv.so", "sm_90", "compute_80@8.0"),), CUDA13, True, "PTX for 9.0 in libv.so"),
+    ],
+)
+def test_what_forced_jit_can_run(
+    sources: tuple[Source, ...], driver: Version | None, can_run: bool | None, basis: str
+) -> None:
+    found = predict.expect_jit(sources, H200, driver)
+    assert (found.can_run, found.basis) == (can_run, basis)
+
+
+def test_the_project_s_own_code_is_judged_first_whatever_the_order() -> None:
+    found = predict.expect_jit((vendor("libv.so", "sm_90"), own("sm_90")), H200, CUDA13)
+    assert found.basis == "app: 1 kernel without PTX that JIT-compiles for 9.0"
+    assert found.blocker is not None
+    assert found.blocker.own
+    assert found.firm
+    blocked = predict.expect_jit((vendor("libv.so", "sm_90"),), H200, CUDA13)
+    assert [s.name for s in blocked.blockers] == ["libv.so"]
+    assert blocked.blocker is blocked.blockers[0]
+    assert not blocked.firm
+
+
+# --- the check ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("sources", "runs", "compilers", "check"),
+    [
+        (
+            (),
+            [run(ExecPath.NATIVE), run(ExecPath.JIT)],
+            (),
+            Check(
+                NAME,
+                "gate.predict",
+                CheckState.WARNED,
+                "no inspected device code stands behind this entry point: only its runs do",
+            ),
+        ),
+        (
+            (own("sm_90", "compute_90"),),
+            [run(ExecPath.NATIVE), run(ExecPath.JIT), run(ExecPath.JIT, name="other")],
+            (),
+            Check(
+                NAME,
+                "gate.predict",
+                CheckState.PASSED,
+                "native: predicted runs (SASS for 9.0 in app), passed; "
+                "jit: predicted runs (PTX for 9.0 in app), passed",
+            ),
+        ),
+        (
+            (own("compute_90"),),
+            [run(ExecPath.NATIVE), run(ExecPath.JIT)],
+            (),
+            Check(
+                NAME,
+                "gate.predict",
+                CheckState.FAILED,
+                "native: predicted cannot run (app: 1 kernel without SASS for 9.0 (SASS: none)), "
+                "passed; something let code other than the inspected SASS run: a JIT cache, a "
+                "library loaded some other way, or code generated at run time; "
+                "jit: predicted runs (PTX for 9.0 in app), passed",
+                cause=Cause.PREDICTION,
+            ),
+        ),
+        (
+            (own("sm_90"),),
+            [run(ExecPath.NATIVE), run(ExecPath.JIT)],
+            (),
+            Check(
+                NAME,
+                "gate.predict",
+                CheckState.FAILED,
+                "jit: predicted cannot run (app: 1 kernel without PTX that JIT-compiles for 9.0), "
+                "passed; the kernels it launched did not need the missing PTX; "
+                "native: predicted runs (SASS for 9.0 in app), passed",
+                cause=Cause.PREDICTION,
+            ),
+        ),
+        (
+            (vendor("libtorch_cuda.so", "sm_90"),),
+            [run(ExecPath.NATIVE), run(ExecPath.JIT)],
+            (),
+            Check(
+                NAME,
+                "gate.predict",
+                CheckState.PASSED,
+                "native: predicted runs (SASS for 9.0 in libtorch_cuda.so), passed; "
+                "jit: predicted at risk (libtorch_cuda.so ships no PTX for 9.0), passed: "
+                "the kernels it launched did not need the missing code",
+            ),
+        ),
+        (
+            (own("sm_90", "compute_90"),),
+            [run(ExecPath.NATIVE, 1, NO_IMAGE), run(ExecPath.JIT)],
+            (),
+            Check(
+                NAME,
+                "gate.predict",
+                CheckState.FAILED,
+                "native: predicted runs (SASS for 9.0 in app), failed (no kernel image is "
+                "available for execution on the device (error 209)); "
+                "jit: predicted runs (PTX for 9.0 in app), passed",
+                cause=Cause.PREDICTION,
+            ),
+        ),
+        (
+            # A runtime compiler makes code inspection never saw: its failure is no mismatch.
+            (own("sm_90", "compute_90"),),
+            [run(ExecPath.NATIVE, 1, NO_IMAGE), run(ExecPath.JIT)],
+            ("NVRTC",),
+            Check(
+                NAME,
+                "gate.predict",
+                CheckState.PASSED,
+                "native: predicted runs (SASS for 9.0 in app), failed (no kernel image is "
+                "available for execution on the device (error 209)); "
+                "jit: predicted runs (PTX for 9.0 in app), passed",
+            ),
+        ),
+        (
+            # A failure that is not for want of code is the run's own business.
+            (own("sm_90", "compute_90"),),
+            [run(ExecPath.NATIVE, 3, "boom\n"), run(ExecPath.JIT)],
+            (),
+            Check(
+                NAME,
+                "gate.predict",
+                CheckState.PASSED,
+                "native: predicted runs (SASS for 9.0 in app), failed (exit status 3: boom); "
+                "jit: predicted runs (PTX for 9.0 in app), passed",
+            ),
+        ),
+    ],
+)
+def test_the_runs_against_the_prediction(
+    sources: tuple[Source, ...], runs: list[Run], compilers: tuple[str, ...], check: Check
+) -> None:
+    assert prediction(*sources, compilers=compilers).check(runs) == check
+
+
+# --- the diagnosis -----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("sources", "native", "jit", "diagnosis"),
+    [
+        (
+            (own("compute_90"),),
+            (1, JIT_OFF),
+            (0, "PASS\n"),
+            (
+                "app: native fails (PTX JIT compilation was disabled (error 223)) but PTX JIT "
+                "passes: "
+                "revisit the native target and the final link step. app: SASS none; PTX compute_90 "
+                "ISA 9.0 (driver >= 13.0); device 9.0."
+            ),
+        ),
+        (
+            (own("sm_90"), vendor("libtorch_cuda.so", "sm_90")),
+            (0, "PASS\n"),
+            (1, NO_IMAGE),
+            (
+                "app: native passes but PTX JIT fails (no kernel image is available for execution "
+                "on "
+                "the device (error 209)): check that PTX is present and that the driver supports "
+                "its "
+                "ISA version. app: SASS sm_90; PTX none | libtorch_cuda.so: SASS sm_90; PTX none. "
+                "Inspection said so: app: 1 kernel without PTX that JIT-compiles for 9.0."
+            ),
+        ),
+        (
+            (own("sm_90", "compute_90"), vendor("libtorch_cuda.so", "sm_90")),
+            (0, "PASS\n"),
+            (1, NO_IMAGE),
+            (
+                "app: native passes; whole-program forced JIT cannot run because libtorch_cuda.so "
+                "ships no PTX for 9.0 (the run: no kernel image is available for execution on the "
+                "device (error 209)). app: SASS sm_90; PTX compute_90 ISA 9.0 (driver >= 13.0) | "
+                "libtorch_cuda.so: SASS sm_90; PTX none."
+            ),
+        ),
+        (
+            (own("sm_90", "compute_90@9.2"),),
+            (0, "PASS\n"),
+            (1, OLD_PTX),
+            (
+                "app: native passes but PTX JIT fails (the provided PTX was compiled with an "
+                "unsupported toolchain (error 222)): check that PTX is present and that the driver "
+                "supports its ISA version. app: SASS sm_90; PTX compute_90 ISA 9.2 (driver >= "
+                "13.2). "
+                "The driver is older than the PTX ISA needs. Inspection said so: app: the PTX of 1 "
+                "kernel (ISA 9.2) needs driver CUDA >= 13.2; this driver is CUDA 13.0."
+            ),
+        ),
+        (
+            (own("sm_80", "compute_90@9.2"),),
+            (1, JIT_OFF),
+            (1, OLD_PTX),
+            (
+                "app: both paths fail, each for its own reason: native: app: 1 kernel without SASS "
+                "for 9.0 (SASS: sm_80) (PTX JIT compilation was disabled (error 223)); forced JIT: "
+                "app: the PTX of 1 kernel (ISA 9.2) needs driver CUDA >= 13.2; this driver is CUDA "
+                "13.0 (the provided PTX was compiled with an unsupported toolchain (error 222)). "
+                "app: SASS sm_80; PTX compute_90 ISA 9.2 (driver >= 13.2); device 9.0."
+            ),
+        ),
+        (
+            # Inspection said both run: the failures are the toolchain's or the device's.
+            (own("sm_90", "compute_90"),),
+            (1, NO_IMAGE),
+            (1, NO_IMAGE),
+            (
+                "app: both paths fail (native: no kernel image is available for execution on the "
+                "device (error 209); JIT: no kernel image is available for execution on the device "
+                "(error 209)): investigate the toolchain, runtime libraries and device state using "
+                "these errors. app: SASS sm_90; PTX compute_90 ISA 9.0 (driver >= 13.0); device "
+                "9.0."
+            ),
+        ),
+        (
+            (),
+            (1, "segfault\n"),
+            (1, "segfault\n"),
+            (
+                "app: both paths fail (native: exit status 1: segfault; JIT: exit status 1: "
+                "segfault): investigate the toolchain, runtime libraries and device state using "
+                "these errors. No inspected device code; device 9.0."
+            ),
+        ),
+    ],
+)
+def test_the_diagnosis_of_each_failure_combination(
+    sources: tuple[Source, ...], native: tuple[int, str], jit: tuple[int, str], diagnosis: str
+) -> None:
+    runs = [run(ExecPath.NATIVE, *native), run(ExecPath.JIT, *jit)]
+    assert predict.diagnose(runs, [prediction(*sources)]) == [diagnosis]
+
+
+def test_no_diagnosis_when_both_pass_or_a_path_did_not_run() -> None:
+    p = prediction(own("sm_90", "compute_90"))
+    assert predict.diagnose([run(ExecPath.NATIVE), run(ExecPath.JIT)], [p]) == []
+    assert predict.diagnose([run(ExecPath.NATIVE, 1, NO_IMAGE)], [p]) == []
+
+
+def test_the_code_summary_names_at_most_four_sources() -> None:
+    sources = [vendor(f"lib{i}.so", "sm_90") for i in range(6)]
+    (found,) = predict.diagnose(
+        [run(ExecPath.NATIVE, 1, "x\n"), run(ExecPath.JIT, 1, "x\n")], [prediction(*sources)]
+    )
+    assert found.endswith(
+        "lib2.so: SASS sm_90; PTX none | lib3.so: SASS sm_90; PTX none; device 9.0."
+    )
+    assert "lib4.so" not in found
+
+
+def test_an_excused_jit_run_says_what_was_predicted_and_proved() -> None:
+    failed = run(ExecPath.JIT, 1, NO_IMAGE)
+    torch = vendor("libtorch_cuda.so", "sm_90")
+    with_own = prediction(own("sm_90", "compute_90", name="libext.so"), torch)
+    assert predict.excuse(failed, [with_own], frozenset({"libext.so"})) == (
+        "as predicted: libtorch_cuda.so ships no PTX for 9.0, so the whole program cannot run; "
+        "the project's own PTX (libext.so) loads under forced JIT"
+    )
+    alone = prediction(torch)
+    assert predict.excuse(failed, [alone], frozenset()) == (
+        "as predicted: libtorch_cuda.so ships no PTX for 9.0, so the whole program cannot run; "
+        "the project has no device code of its own here"
+    )
+    assert predict.excuse(run(ExecPath.JIT), [alone], frozenset()) is None  # it passed
+    assert predict.excuse(run(ExecPath.NATIVE, 1, NO_IMAGE), [alone], frozenset()) is None
+    assert predict.excuse(failed, [], frozenset()) is None  # no prediction for it
+    other = run(ExecPath.JIT, 1, NO_IMAGE, name="other")
+    assert predict.excuse(other, [alone], frozenset()) is None
