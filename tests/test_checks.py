@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gate.config import EntryPoint
@@ -456,3 +458,39 @@ def test_own_code_built_only_for_other_devices_cannot_run_on_this_one() -> None:
         "smoke: every kernel is built only for other devices (a/f builds); none for 9.0"
     )
     assert p.jit.basis == "smoke: no kernel is built for 9.0"
+
+
+def test_lto_ir_alone_is_named_as_such_in_the_target_checks() -> None:
+    lst = Listing((DeviceEntry(Kind.LTOIR, Target.parse("sm_90"), ()),))
+    result = {c.name: c for c in listing_checks("libk.a", lst, SM90, ())}
+    lto = "LTO IR only (lto_90): it runs nowhere until it is device-linked; device-link it first"
+    assert result["libk.a: SASS for sm_90"].message == lto
+    assert result["libk.a: PTX for compute_90"].message == lto
+    assert not result["libk.a: SASS for sm_90"].ok
+
+
+def test_an_artifact_without_device_code_that_must_carry_kernels_fails(tmp_path: Path) -> None:
+    from gate.evidence import EvidenceDir
+    from gate.reader.hostelf import HostFormat
+    from gate.rules.hosts import HostRule
+    from gate.stages.inspect import Inspected, artifact_checks
+
+    host = HostFormat("ELF 64-bit", 64, 62, "x86-64", "executable", None, (), (), ())
+    app = Inspected(
+        "app", tmp_path / "app", "a" * 64, 1, host, (), Listing(), ("scale",), False, ""
+    )
+    here = HostRule("x86_64", "this host")
+    ev = EvidenceDir.create(tmp_path / "ev")
+    checks = artifact_checks(app, ev, here, [SM90], CUDA13)
+    assert [(c.name, c.state, c.message) for c in checks] == [
+        ("app: host ELF machine", CheckState.PASSED, "x86-64 matches x86_64 (this host)"),
+        ("app: kernels scale", CheckState.FAILED, "required of it, but it holds no device code"),
+    ]
+    assert checks[1].cause is Cause.MISSING_KERNEL
+    # A library from a wheel with no device code is one of several: the wheel may hold them.
+    from dataclasses import replace
+
+    member = replace(app, in_wheel=True)
+    assert [c.name for c in artifact_checks(member, ev, here, [SM90], CUDA13)] == [
+        "app: host ELF machine"
+    ]

@@ -271,3 +271,46 @@ def test_ptx_of_an_isa_newer_than_the_driver_is_read_with_the_driver_it_needs(
     assert done.returncode == 0, done.stderr
     assert "PTX JIT (compute_90, ISA 9.2, driver >= 13.2): 1 kernel" in done.stdout
     assert "SASS   sm_80" in done.stdout
+
+
+def test_a_library_judged_as_a_whole_by_default_and_per_kernel_with_strict(
+    tmp_path: Path,
+) -> None:
+    # Like cuBLAS: kernels for several devices, each in the builds for its own. On 12.1:
+    # 'generic' runs from sm_120 SASS, 'hopper' exists only in sm_90a (not expected there),
+    # 'ampere' only in sm_80 SASS (expected, and has nothing there).
+    sources = {
+        "generic.cu": ("generic", "arch=compute_120,code=[sm_120,compute_120]"),
+        "hopper.cu": ("hopper", "arch=compute_90a,code=sm_90a"),
+        "ampere.cu": ("ampere", "arch=compute_80,code=sm_80"),
+    }
+    objects = []
+    for name, (kernel, gencode) in sources.items():
+        (tmp_path / name).write_text(
+            f'extern "C" __global__ void {kernel}(int *p) {{ *p = 1; }}\n', encoding="utf-8"
+        )
+        obj = name.replace(".cu", ".o")
+        subprocess.run(
+            [nvcc(), "-c", "-Xcompiler", "-fPIC", "-gencode", gencode, "-o", obj, name],
+            cwd=tmp_path, check=True, capture_output=True,
+        )  # fmt: skip
+        objects.append(obj)
+    subprocess.run(
+        [nvcc(), "-shared", "-o", "libv.so", *objects],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    lib = str(tmp_path / "libv.so")
+    base = ("inspect", "--no-detect", "--require-device", "12.1")
+    whole = gate(*base, "--names", lib, cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr  # something in it runs there, as in the run
+    assert "no code for 1 of 2 kernels; 1 kernel only for other devices" in whole.stdout
+    headers = gate(*base, lib, cwd=tmp_path)
+    assert headers.returncode == 0, headers.stderr  # the same answer without names
+    strict = gate(*base, "--strict", lib, cwd=tmp_path)
+    assert strict.returncode == 1
+    assert (
+        f"{lib}: on 12.1: no code for 1 of 2 kernels; 1 kernel only for other devices"
+        in strict.stderr
+    )

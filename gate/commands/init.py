@@ -17,11 +17,21 @@ HEADER = """\
 BODY = """\
 
 ## Targets the artifacts must carry, besides the detected GPU's own (always required).
+## The form counts: sm_90a needs sm_90a code; sm_120 is met by sm_120 or sm_120f, never
+## by sm_120a (it does not run on 12.1). The README has the table.
 # targets = ["sm_90", "sm_121"]
 ## Capabilities to predict kernel routes for in the report (H200 9.0, DGX Spark 12.1).
 # devices = ["9.0", "12.1"]
-## Kernels every artifact must carry, for each required target, as SASS and as PTX.
+## Kernels every artifact must carry, for each required target, as SASS and as PTX: a
+## plain name (scale), a qualified one (ns::scale), with template arguments, or mangled.
 # kernels = ["scale_f32"]
+## The host the artifacts ship for (default: the device's only host class where it has
+## one, 12.1 -> aarch64; else this machine).
+# host = "aarch64"
+## An artifact this run's build did not write (older than the build): "warn" or "fail".
+# stale_artifacts = "fail"
+## Loaded libraries judged per kernel, like the project's own artifacts.
+# strict_libraries = ["libmine*.so*"]
 ## Also build and run the built-in smoke program (it proves the toolchain and driver).
 smoke = true
 

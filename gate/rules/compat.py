@@ -117,7 +117,7 @@ class CompatRules:
     def has_family(self, number: int) -> bool:
         """Whether an ``f`` target exists for SM number ``number``: a listed family, or one
         newer than every listed family (CUDA 13.0 refuses ``sm_90f``: 9.0 has none)."""
-        return number in self.families or number > max(self.families, default=0)
+        return number in self.families or number > max(self.families)
 
     def max_known_isa(self) -> Version:
         """The newest PTX ISA whose minimum driver the rules state (the series included)."""
@@ -186,7 +186,9 @@ class _Node:
         unknown = sorted(set(self.value) - allowed) if allowed is not None else []
         if unknown:
             raise self.fail(f"unknown field(s) {', '.join(unknown)}")
-        return {k: _Node(v, f"{self.where}.{k}".lstrip(".")) for k, v in self.value.items()}
+        return {
+            k: _Node(v, f"{self.where}.{k}" if self.where else k) for k, v in self.value.items()
+        }
 
     def elements(self) -> list[_Node]:
         """The list's elements, each a node."""
@@ -234,6 +236,8 @@ def _rules(raw: object) -> CompatRules:
     for text, members in fams["listed"].fields().items():
         family = _family(text, members)
         families[family.target.number] = family
+    if not families:
+        raise fams["listed"].fail("lists no family")
     try:
         unlisted = FamilyRule(fams["unlisted"].text())
     except ValueError as e:

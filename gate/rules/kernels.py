@@ -29,8 +29,6 @@ from gate.demangle import demangle
 
 _OPEN = {"<": ">", "(": ")", "{": "}", "[": "]"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
-_ANONYMOUS = "(anonymous namespace)"
-_CLONE = re.compile(r"( \[clone [^\]]*\])+$")
 _SOURCE_NAME = re.compile(r"([1-9][0-9]{0,3})")
 
 
@@ -67,16 +65,18 @@ def _parse(symbol: str) -> KernelName:
         if simple is None:
             return KernelName(symbol, symbol, None, None, None, None)
         shown = simple
-    qualified_args = _name_of(_CLONE.sub("", shown))
+    # ``(anonymous namespace)`` and ``operator()`` are the two names holding parentheses:
+    # they are read as if in braces, like a lambda's ``{lambda()#1}``.
+    qualified_args = _name_of(_mask(shown))
     parts = _split(qualified_args, "::")
     bare = [_without_args(p) for p in parts]
     return KernelName(
         symbol=symbol,
         shown=shown,
-        function=bare[-1],
-        qualified="::".join(bare),
-        function_args=parts[-1],
-        qualified_args=qualified_args,
+        function=_unmask(bare[-1]),
+        qualified=_unmask("::".join(bare)),
+        function_args=_unmask(parts[-1]),
+        qualified_args=_unmask(qualified_args),
     )
 
 
@@ -118,53 +118,53 @@ def _normal(text: str) -> str:
 
 def _name_of(shown: str) -> str:
     """``void ns::k<float>(float*) const`` -> ``ns::k<float>``: no return type, no parameters."""
-    head = shown[: _parameters_start(shown)].strip()
-    tokens = _split(head, " ")
-    return tokens[-1] if tokens else head
+    return _split(shown[: _parameters_start(shown)].strip(), " ")[-1]
+
+
+_MASKS = (("(anonymous namespace)", "{anonymous namespace}"), ("operator()", "operator{}"))
+
+
+def _mask(text: str) -> str:
+    for name, mask in _MASKS:
+        text = text.replace(name, mask)
+    return text
+
+
+def _unmask(text: str) -> str:
+    for name, mask in _MASKS:
+        text = text.replace(mask, name)
+    return text
+
+
+def _levels(text: str) -> list[int]:
+    """The bracket depth in front of each character of ``text`` (a closing one closes only
+    the bracket it matches)."""
+    levels: list[int] = []
+    depth: list[str] = []
+    for c in text:
+        levels.append(len(depth))
+        if c in _OPEN:
+            depth.append(c)
+        elif depth and _CLOSE.get(c) == depth[-1]:
+            depth.pop()
+    return levels
 
 
 def _parameters_start(text: str) -> int:
-    """Where the parameter list opens (the first top-level ``(`` of no name), else the end."""
-    depth: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if not depth and text.startswith(_ANONYMOUS, i):
-            i += len(_ANONYMOUS)
-            continue
-        if not depth and text.startswith("operator()", i):
-            i += len("operator()")
-            continue
-        if c == "(" and not depth:
-            return i
-        if c in _OPEN:
-            depth.append(c)
-        elif c in _CLOSE and depth and depth[-1] == _CLOSE[c]:
-            depth.pop()
-        i += 1
-    return len(text)
+    """Where the parameter list opens (the first top-level ``(``), else the end."""
+    levels = _levels(text)
+    return next((i for i, c in enumerate(text) if c == "(" and not levels[i]), len(text))
 
 
 def _split(text: str, sep: str) -> list[str]:
-    """``text`` split at ``sep`` outside brackets (and outside ``(anonymous namespace)``)."""
+    """``text`` split at each ``sep`` outside brackets; empty parts dropped."""
+    levels = _levels(text)
     parts: list[str] = []
-    depth: list[str] = []
-    start = i = 0
-    while i < len(text):
-        if not depth and text.startswith(_ANONYMOUS, i):
-            i += len(_ANONYMOUS)
-            continue
-        c = text[i]
-        if c in _OPEN:
-            depth.append(c)
-        elif c in _CLOSE and depth and depth[-1] == _CLOSE[c]:
-            depth.pop()
-        elif not depth and text.startswith(sep, i):
+    start = 0
+    for i in range(len(text)):
+        if i >= start and not levels[i] and text.startswith(sep, i):
             parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
+            start = i + len(sep)
     parts.append(text[start:])
     return [p for p in parts if p] or [text]
 

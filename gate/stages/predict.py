@@ -89,11 +89,17 @@ class Prediction:
     def check(self, runs: Sequence[Run]) -> Check:
         """Prediction against the runs: a failing ``gate.predict`` check with both sides."""
         name = f"{self.entry}: runs match inspection on {self.capability}"
+        mine = [r for r in runs if r.entry_point.name == self.entry]
+        if not self.sources or not mine:
+            return Check(
+                name,
+                "gate.predict",
+                CheckState.WARNED,
+                "no inspected device code stands behind this entry point: only its runs do",
+            )
         parts, mismatches = [], []
-        for done in (r for r in runs if r.entry_point.name == self.entry):
+        for done in mine:
             want = self.expected(done.path)
-            if want.can_run is None:
-                continue
             said = "runs" if want.can_run else "cannot run" if want.firm else "at risk"
             got = "passed" if done.passed else f"failed ({done.reason()})"
             line = f"{done.path.value}: predicted {said} ({want.basis}), {got}"
@@ -112,13 +118,6 @@ class Prediction:
                 mismatches.append(line)
             else:
                 parts.append(line)
-        if not parts and not mismatches:
-            return Check(
-                name,
-                "gate.predict",
-                CheckState.WARNED,
-                "no inspected device code stands behind this entry point: only its runs do",
-            )
         if mismatches:
             return Check(
                 name,
@@ -134,8 +133,7 @@ def sources_of(
     entry: str, argv0: str, cwd: str | None, artifacts: Sequence[Inspected], judged: Judged
 ) -> tuple[Source, ...]:
     """The device code behind one entry point: the program itself if inspected, what it loaded."""
-    program = Path(argv0) if Path(argv0).is_absolute() else Path(cwd or ".") / argv0
-    resolved = program.resolve() if program.exists() else None
+    resolved = (Path(cwd or ".") / argv0).resolve()  # an absolute argv0 stands on its own
     found: list[Source] = []
     seen: set[str] = set()
     for artifact in artifacts:
@@ -150,7 +148,7 @@ def sources_of(
     return tuple(found)
 
 
-def _library_source(library: Library, *, linked: bool = False) -> Source:
+def _library_source(library: Library, *, linked: bool) -> Source:
     name = library.artifact.name if library.artifact else library.path.name
     return Source(name, library.listing, own=library.own, linked=linked)
 
@@ -195,10 +193,9 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
     if not sources:
         return Expectation(None, "no inspected device code")
     no_ptx: list[Source] = []
-    old_driver: list[Source] = []
-    need: Version | None = None
-    for source in sorted(sources, key=lambda s: not s.own):  # the project's own code first
-        if source.own:
+    old_driver: list[tuple[Source, Version | None]] = []  # and the driver its PTX needs
+    for source in sources:
+        if source.own:  # the project's own code decides first, wherever it is listed
             why = _own_jit(source, cap, driver)
             if why is not None:
                 return Expectation(False, f"{source.name}: {why}", source)
@@ -208,15 +205,14 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
         if route is None:
             no_ptx.append(source)
         elif not route.usable(driver):
-            old_driver.append(source)
-            if route.min_driver is not None:
-                need = max(need, route.min_driver) if need else route.min_driver
+            old_driver.append((source, route.min_driver))
     if no_ptx:
         return _blocked(no_ptx, f"ships no PTX for {cap}", f"ship no PTX for {cap}")
     if old_driver:
+        need = max((v for _, v in old_driver if v is not None), default=None)
         needs = f"driver CUDA >= {need}" if need else "a newer driver"
         return _blocked(
-            old_driver,
+            [s for s, _ in old_driver],
             f"needs {needs} for its PTX (this driver is CUDA {driver})",
             f"need {needs} for their PTX (this driver is CUDA {driver})",
         )
