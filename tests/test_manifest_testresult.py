@@ -254,6 +254,14 @@ def test_a_run_stopped_before_any_check_said_why_still_lists_a_failure(tmp_path:
     assert (predicate["result"], predicate["failedTests"]) == ("FAILED", ["default.gate::verdict"])
     assert statement["subject"] == [{"name": "acme/kernels", "digest": {"gitCommit": "a" * 40}}]
 
+    def on_a_runner_class(d: dict[str, Any]) -> None:
+        d["run"]["runner_class"] = "gb10"
+
+    _edit_result(ev.folder, on_a_runner_class)
+    classed = build_test_result(load(ev.folder), [], ev.folder, environ={})
+    assert classed is not None
+    assert classed["predicate"]["failedTests"] == ["gb10.gate::verdict"]
+
     def anonymous(d: dict[str, Any]) -> None:
         d["source"]["repository"] = None
 

@@ -452,3 +452,132 @@ def test_an_excused_jit_run_says_what_was_predicted_and_proved() -> None:
     assert predict.excuse(failed, [], frozenset()) is None  # no prediction for it
     other = run(ExecPath.JIT, 1, NO_IMAGE, name="other")
     assert predict.excuse(other, [alone], frozenset()) is None
+
+
+# --- the edges the wording depends on ----------------------------------------------------
+def two(*specs: tuple[str, tuple[str, ...]], name: str = "app") -> Source:
+    """One own source whose entries carry different kernels: ``("sm_90", ("k1",))``."""
+    found = []
+    for spec, kernels in specs:
+        found.extend(entries(spec, kernels=kernels).entries)
+    return Source(name, Listing(tuple(found)), own=True)
+
+
+def test_three_blockers_are_all_named_and_a_fourth_is_counted() -> None:
+    three = [vendor(f"lib{i}.so", "sm_80") for i in range(3)]
+    assert predict.expect_native(three, H200).basis == (
+        "lib0.so, lib1.so, lib2.so have no SASS for 9.0"
+    )
+    four = [*three, vendor("lib3.so", "sm_80")]
+    found = predict.expect_native(four, H200)
+    assert found.basis == "lib0.so, lib1.so, lib2.so and 1 more have no SASS for 9.0"
+    assert found.blockers == tuple(four)
+
+
+def test_own_code_is_judged_per_kernel_in_any_entry_order() -> None:
+    # PTX for another device listed first does not hide the PTX that JITs here.
+    assert predict.expect_jit((own("sm_90", "compute_100", "compute_90"),), H200, CUDA13) == (
+        Expectation(True, "PTX for 9.0 in app")
+    )
+    # Code without kernels (a stub) is nothing to run: no claim against it.
+    stub = Source("app", entries("sm_90", "compute_90", kernels=()), own=True)
+    assert predict.expect_jit((stub,), H200, CUDA13) == Expectation(True, "PTX for 9.0 in app")
+    # Some kernels need a newer driver, others have no PTX at all: both are said.
+    mixed = two(("sm_90", ("k1", "k2", "k3")), ("compute_90@9.2", ("k1",)))
+    assert predict.expect_jit((mixed,), H200, CUDA13).basis == (
+        "app: the PTX of 1 kernel (ISA 9.2) needs driver CUDA >= 13.2; this driver is CUDA 13.0; "
+        "2 more kernels without PTX for 9.0"
+    )
+    # Every SASS target is listed when a kernel lacks one for this device.
+    assert predict.expect_native((own("sm_80", "sm_86", "compute_90"),), H200).basis == (
+        "app: 1 kernel without SASS for 9.0 (SASS: sm_80 sm_86)"
+    )
+
+
+def test_the_driver_vendors_need_is_the_highest_in_any_order_or_one_no_rule_knows() -> None:
+    found = predict.expect_jit(
+        (
+            vendor("libb.so", "sm_90", "compute_90@9.2"),
+            vendor("liba.so", "sm_90", "compute_90@9.1"),
+            vendor("libc.so", "sm_90", "compute_90@10.0"),  # needs a driver no rule knows
+        ),
+        H200,
+        CUDA13,
+    )
+    assert found.basis == (
+        "liba.so, libb.so, libc.so need a newer driver for their PTX (this driver is CUDA 13.0)"
+    )
+    found = predict.expect_jit(
+        (
+            vendor("libb.so", "sm_90", "compute_90@9.2"),
+            vendor("liba.so", "sm_90", "compute_90@9.1"),
+        ),
+        H200,
+        CUDA13,
+    )
+    assert found.basis == (
+        "liba.so, libb.so need driver CUDA >= 13.2 for their PTX (this driver is CUDA 13.0)"
+    )
+
+
+def test_both_fail_for_want_of_code_only_where_inspection_said_so_for_each_path() -> None:
+    # Native was predicted to run: its failure is not for want of the code inspection saw.
+    runs = [run(ExecPath.NATIVE, 1, NO_IMAGE), run(ExecPath.JIT, 1, NO_IMAGE)]
+    assert predict.diagnose(runs, [prediction(own("sm_90"))]) == [
+        "app: both paths fail (native: no kernel image is available for execution on the device "
+        "(error 209); JIT: no kernel image is available for execution on the device (error 209)): "
+        "investigate the toolchain, runtime libraries and device state using these errors. "
+        "app: SASS sm_90; PTX none; device 9.0."
+    ]
+
+
+def test_the_code_summary_lists_every_target_and_what_its_ptx_needs() -> None:
+    listing = Listing(
+        (
+            DeviceEntry(Kind.SASS, Target.parse("sm_80"), (K,)),
+            DeviceEntry(Kind.SASS, Target.parse("sm_90"), (K,)),
+            DeviceEntry(Kind.PTX, Target.parse("compute_80"), (K,), ptx_isa=None),
+            DeviceEntry(Kind.PTX, Target.parse("compute_90"), (K,), ptx_isa=Version(10, 0)),
+            DeviceEntry(Kind.PTX, Target.parse("compute_90"), (K,), ptx_isa=Version(9, 0)),
+        )
+    )
+    runs = [run(ExecPath.NATIVE, 1, "x\n"), run(ExecPath.JIT, 1, "x\n")]
+    (found,) = predict.diagnose(runs, [prediction(Source("app", listing, own=True))])
+    assert found.endswith(
+        ". app: SASS sm_80 sm_90; PTX compute_80 ISA ?, compute_90 ISA 10.0, compute_90 ISA 9.0 "
+        "(driver >= 13.0); device 9.0."
+    )
+
+
+def test_each_entry_point_is_diagnosed_on_its_own() -> None:
+    passing = prediction(own("sm_90", "compute_90"))
+    failing = predict.Prediction("b", H200, (), passing.native, passing.jit, ())
+    runs = [
+        run(ExecPath.NATIVE),
+        run(ExecPath.JIT),
+        run(ExecPath.NATIVE, 1, "x\n", name="b"),
+        run(ExecPath.JIT, 1, "x\n", name="b"),
+    ]
+    assert predict.diagnose(runs, [passing, failing]) == [
+        "b: both paths fail (native: exit status 1: x; JIT: exit status 1: x): investigate the "
+        "toolchain, runtime libraries and device state using these errors. No inspected device "
+        "code; device 9.0."
+    ]
+
+
+def test_several_own_artifacts_are_named_in_the_excuse_and_the_proof() -> None:
+    sources = (
+        own("sm_90", "compute_90", name="libone.so"),
+        own("sm_90", "compute_90", name="libtwo.so"),
+        vendor("libtorch_cuda.so", "sm_90"),
+    )
+    p = prediction(*sources)
+    proved = frozenset({"libone.so", "libtwo.so"})
+    assert predict.excuse(run(ExecPath.JIT, 1, NO_IMAGE), [p], proved) == (
+        "as predicted: libtorch_cuda.so ships no PTX for 9.0, so the whole program cannot run; "
+        "the project's own PTX (libone.so, libtwo.so) loads under forced JIT"
+    )
+    assert predict.excuse(run(ExecPath.JIT, 1, NO_IMAGE), [p], frozenset({"libone.so"})) is None
+    assert predict.paths_proved([run(ExecPath.NATIVE), run(ExecPath.JIT, 1, NO_IMAGE)], [p], proved)[
+        0
+    ].endswith("the project's own PTX (libone.so, libtwo.so) proved by driver module load")

@@ -177,3 +177,52 @@ def test_without_the_native_run_native_is_not_proved_and_no_own_code_says_so() -
             "no project device code to prove"
         )
     ]
+
+
+def test_a_loaded_artifact_keeps_the_artifact_s_name_and_the_library_s_listing(
+    tmp_path: Path,
+) -> None:
+    lib = artifact(tmp_path / "libk.so", listing())
+    (tmp_path / "site").mkdir()
+    loaded_listing = listing(ptx=None)
+    loaded = library(tmp_path / "site" / "libk.so.1", loaded_listing, lib.sha256, art=lib)
+    (found,) = predict.sources_of("app", "true", str(tmp_path), [lib], judged(loaded))
+    assert found == predict.Source("libk.so", loaded_listing, own=True, linked=False)
+
+
+def test_a_relative_program_without_a_folder_is_found_from_the_current_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = artifact(tmp_path / "app", listing())
+    monkeypatch.chdir(tmp_path)
+    (found,) = predict.sources_of("app", "app", None, [app], judged())
+    assert (found.name, found.own) == ("app", True)
+
+
+def test_the_program_loaded_as_a_library_counts_once(tmp_path: Path) -> None:
+    app = artifact(tmp_path / "app", listing())
+    again = library(tmp_path / "app", listing(), app.sha256, art=app)
+    found = predict.sources_of("app", "app", str(tmp_path), [app], judged(again))
+    assert [(s.name, s.own) for s in found] == [("app", True)]
+
+
+def test_each_prediction_gets_its_entry_point_s_sources_driver_and_compilers(
+    tmp_path: Path,
+) -> None:
+    newer = Listing(
+        (
+            DeviceEntry(Kind.SASS, Target.parse("sm_90"), (KERNEL,)),
+            DeviceEntry(Kind.PTX, Target.parse("compute_90"), (KERNEL,), ptx_isa=Version(9, 2)),
+        )
+    )
+    vendor = library(tmp_path / "libvendor.so", newer, "b" * 64)
+    runs = [run(ExecPath.NATIVE, 0, cwd=tmp_path), run(ExecPath.JIT, 0, cwd=tmp_path)]
+    loaded = Judged((vendor,), {"app": (vendor,)}, {"other": ("NVRTC",)}, ())
+    (found,) = predict.predict_all(runs, [], loaded, H200, Version(13, 0))
+    assert found.sources == (predict.Source("libvendor.so", newer, own=False),)
+    assert found.compilers == ()
+    assert found.jit.basis == (
+        "libvendor.so needs driver CUDA >= 13.2 for its PTX (this driver is CUDA 13.0)"
+    )
+    (newer_driver,) = predict.predict_all(runs, [], loaded, H200, Version(13, 2))
+    assert newer_driver.jit.can_run is True

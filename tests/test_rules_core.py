@@ -11,9 +11,9 @@ import pytest
 from gate.errors import ConfigError, ExitCode
 from gate.rules import kernels
 from gate.rules.causes import Cause, ExecPath, RunFacts, RuntimeFailure, classify, path_of, rank
-from gate.rules.compat import DATA, load, rules
+from gate.rules.compat import DATA, FamilyRule, load, rules
 from gate.rules.hosts import HostRule, host_for
-from gate.rules.targets import Capability, Version
+from gate.rules.targets import Capability, Target, Version
 from gate.rules.verdict import (
     ACCEPTED_STATEMENT,
     NOT_EXECUTED,
@@ -610,6 +610,18 @@ BROKEN = [
         _set("requirements/ptx/device", ["arch", "family"]),
         "requirements.ptx.device: must accept its own form, plain",
     ),
+    (
+        _set("devices/listed/12.1", {"products": "GB10", "hosts": ["aarch64"], "x": 1, "y": 2}),
+        "devices.listed.12.1: unknown field(s) x, y",
+    ),
+    (
+        _set("ptx_isa_min_driver/series", [{"isa_major": 100, "driver_major": 13, "source": "s"}]),
+        "ptx_isa_min_driver.series[0]: majors must be from 1 to 99",
+    ),
+    (
+        _set("ptx_isa_min_driver/series", [{"isa_major": 9, "driver_major": 0, "source": "s"}]),
+        "ptx_isa_min_driver.series[0]: majors must be from 1 to 99",
+    ),
     (_set("version", 2), "version 2, this reader reads 3"),
     (_set("families", None), "missing or mistyped field (KeyError: 'families')"),
     (_set("requirements/sass/plain", None), "missing or mistyped field (KeyError: 'plain')"),
@@ -731,3 +743,35 @@ def test_describing_matches_names_up_to_three() -> None:
     three = ("a", "b", "c")
     assert kernels.describe(three) == "a, b, c"
     assert kernels.describe((*three, "d")) == "a, b, c and 1 more"
+
+
+def test_the_widest_bounds_of_the_rules_file_load() -> None:
+    doc = _doc()
+    doc["devices"]["listed"]["9.0"]["hosts"] = ["aarch64", "ppc64le", "x86_64"]
+    source = doc["ptx_isa_min_driver"]["series"][0]["source"]
+    doc["ptx_isa_min_driver"]["series"].append(
+        {"isa_major": 1, "driver_major": 1, "source": source}
+    )
+    compat = load(json.dumps(doc), "rules.json")
+    h200 = compat.device_class(Capability(9, 0))
+    assert h200 is not None
+    assert h200.hosts == frozenset({"aarch64", "ppc64le", "x86_64"})
+    assert compat.min_driver(Version(1, 4)) == Version(1, 4)
+
+
+def test_a_family_that_stops_serving_devices_names_every_one() -> None:
+    doc = _doc()
+    doc["devices"]["listed"]["12.3"] = {"products": "a later GB part", "hosts": ["aarch64"]}
+    doc["families"]["listed"]["sm_120f"] = ["12.0"]
+    with pytest.raises(ConfigError) as info:
+        load(json.dumps(doc), "rules.json")
+    assert info.value.one_line() == (
+        "rules.json: requirements.sass.plain accepts sm_120f for sm_120, but the family does not "
+        "serve 12.1, 12.3"
+    )
+
+
+def test_an_unlisted_family_serves_its_own_minor_and_the_later_ones_of_its_major() -> None:
+    assert FamilyRule.SAME_MAJOR_AT_OR_ABOVE.members(Target.parse("sm_135f")) == frozenset(
+        Capability(13, m) for m in (5, 6, 7, 8, 9)
+    )

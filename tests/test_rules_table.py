@@ -435,6 +435,16 @@ def test_a_family_serves_only_its_listed_members_not_every_minor() -> None:
             ),
         ),
         ("sm_121", [], False, "no SASS for sm_121 (needs sm_121 or sm_121f); SASS targets: none"),
+        (
+            "sm_120f",
+            ["sm_120", "sm_120a", "sm_90"],
+            False,
+            (
+                "no SASS for sm_120f: sm_120 sm_120a present, but sm_120f needs sm_120f: plain "
+                "code lacks the family features, and arch-specific code runs on X.Y only; SASS "
+                "targets: sm_120 sm_120a sm_90"
+            ),
+        ),
     ],
 )
 def test_why_a_requirement_is_not_met_word_for_word(

@@ -209,7 +209,8 @@ def expect_jit(sources: Sequence[Source], cap: Capability, driver: Version | Non
     if no_ptx:
         return _blocked(no_ptx, f"ships no PTX for {cap}", f"ship no PTX for {cap}")
     if old_driver:
-        need = max((v for _, v in old_driver if v is not None), default=None)
+        wanted = [v for _, v in old_driver]  # None: an ISA newer than the rules know
+        need = None if None in wanted else max(v for v in wanted if v is not None)
         needs = f"driver CUDA >= {need}" if need else "a newer driver"
         return _blocked(
             [s for s, _ in old_driver],
