@@ -524,10 +524,12 @@ def test_both_fail_for_want_of_code_only_where_inspection_said_so_for_each_path(
     # Native was predicted to run: its failure is not for want of the code inspection saw.
     runs = [run(ExecPath.NATIVE, 1, NO_IMAGE), run(ExecPath.JIT, 1, NO_IMAGE)]
     assert predict.diagnose(runs, [prediction(own("sm_90"))]) == [
-        "app: both paths fail (native: no kernel image is available for execution on the device "
-        "(error 209); JIT: no kernel image is available for execution on the device (error 209)): "
-        "investigate the toolchain, runtime libraries and device state using these errors. "
-        "app: SASS sm_90; PTX none; device 9.0."
+        (
+            "app: both paths fail (native: no kernel image is available for execution on the "
+            "device (error 209); JIT: no kernel image is available for execution on the device "
+            "(error 209)): investigate the toolchain, runtime libraries and device state using "
+            "these errors. app: SASS sm_90; PTX none; device 9.0."
+        )
     ]
 
 
@@ -559,9 +561,11 @@ def test_each_entry_point_is_diagnosed_on_its_own() -> None:
         run(ExecPath.JIT, 1, "x\n", name="b"),
     ]
     assert predict.diagnose(runs, [passing, failing]) == [
-        "b: both paths fail (native: exit status 1: x; JIT: exit status 1: x): investigate the "
-        "toolchain, runtime libraries and device state using these errors. No inspected device "
-        "code; device 9.0."
+        (
+            "b: both paths fail (native: exit status 1: x; JIT: exit status 1: x): investigate the "
+            "toolchain, runtime libraries and device state using these errors. No inspected device "
+            "code; device 9.0."
+        )
     ]
 
 
@@ -578,6 +582,6 @@ def test_several_own_artifacts_are_named_in_the_excuse_and_the_proof() -> None:
         "the project's own PTX (libone.so, libtwo.so) loads under forced JIT"
     )
     assert predict.excuse(run(ExecPath.JIT, 1, NO_IMAGE), [p], frozenset({"libone.so"})) is None
-    assert predict.paths_proved([run(ExecPath.NATIVE), run(ExecPath.JIT, 1, NO_IMAGE)], [p], proved)[
-        0
-    ].endswith("the project's own PTX (libone.so, libtwo.so) proved by driver module load")
+    assert predict.paths_proved(
+        [run(ExecPath.NATIVE), run(ExecPath.JIT, 1, NO_IMAGE)], [p], proved
+    )[0].endswith("the project's own PTX (libone.so, libtwo.so) proved by driver module load")

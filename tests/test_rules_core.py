@@ -775,3 +775,26 @@ def test_an_unlisted_family_serves_its_own_minor_and_the_later_ones_of_its_major
     assert FamilyRule.SAME_MAJOR_AT_OR_ABOVE.members(Target.parse("sm_135f")) == frozenset(
         Capability(13, m) for m in (5, 6, 7, 8, 9)
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "sep", "parts"),
+    [
+        ("a::::b", "::", ["a", "b"]),  # separators in a row: no empty name, no stray colon
+        ("a:::b", "::", ["a", ":b"]),  # read left to right, never overlapping
+        ("ns::k<a::b>", "::", ["ns", "k<a::b>"]),  # inside brackets: part of the name
+        ("void  k", " ", ["void", "k"]),
+        ("::k", "::", ["k"]),
+        ("", "::", [""]),
+    ],
+)
+def test_names_split_only_at_top_level_separators(text: str, sep: str, parts: list[str]) -> None:
+    assert kernels._split(text, sep) == parts
+
+
+def test_the_families_table_must_list_a_family() -> None:
+    doc = _doc()
+    doc["families"]["listed"] = {}
+    with pytest.raises(ConfigError) as info:
+        load(json.dumps(doc), "rules.json")
+    assert info.value.one_line() == "rules.json: families.listed: lists no family"

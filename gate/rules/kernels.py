@@ -118,7 +118,7 @@ def _normal(text: str) -> str:
 
 def _name_of(shown: str) -> str:
     """``void ns::k<float>(float*) const`` -> ``ns::k<float>``: no return type, no parameters."""
-    return _split(shown[: _parameters_start(shown)].strip(), " ")[-1]
+    return _split(_before_parameters(shown).strip(), " ")[-1]
 
 
 _MASKS = (("(anonymous namespace)", "{anonymous namespace}"), ("operator()", "operator{}"))
@@ -150,21 +150,23 @@ def _levels(text: str) -> list[int]:
     return levels
 
 
-def _parameters_start(text: str) -> int:
-    """Where the parameter list opens (the first top-level ``(``), else the end."""
+def _before_parameters(text: str) -> str:
+    """``text`` up to its parameter list (the first top-level ``(``), else all of it."""
     levels = _levels(text)
-    return next((i for i, c in enumerate(text) if c == "(" and not levels[i]), len(text))
+    return next((text[:i] for i, c in enumerate(text) if c == "(" and not levels[i]), text)
 
 
 def _split(text: str, sep: str) -> list[str]:
-    """``text`` split at each ``sep`` outside brackets; empty parts dropped."""
+    """``text`` split at each ``sep`` outside brackets, left to right; empty parts dropped."""
     levels = _levels(text)
     parts: list[str] = []
-    start = 0
-    for i in range(len(text)):
-        if i >= start and not levels[i] and text.startswith(sep, i):
+    start = i = 0
+    while i < len(text):
+        if not levels[i] and text.startswith(sep, i):
             parts.append(text[start:i])
-            start = i + len(sep)
+            i = start = i + len(sep)
+        else:
+            i += 1
     parts.append(text[start:])
     return [p for p in parts if p] or [text]
 
