@@ -17,6 +17,33 @@ RUN = RunInfo("20261129T180000Z-abc123", "h200-01", "h200")
 SOURCE = SourceInfo("a" * 40, False, "acme/kernels")
 
 
+# One check of each kind a report shows: passed, passed with output, failed with a cause,
+# not run.
+MIXED_CHECKS = (
+    Check(
+        "check: SASS for sm_90", "gate.inspect", CheckState.PASSED, "SASS for sm_90 present", 0.01
+    ),
+    Check(
+        "check [native]",
+        "gate.execute.native",
+        CheckState.PASSED,
+        "native: passed",
+        0.25,
+        output="PASS\n",
+    ),
+    Check(
+        "check [jit]",
+        "gate.execute.jit",
+        CheckState.FAILED,
+        "forced PTX JIT: no kernel image",
+        0.5,
+        output="no kernel image is available for execution on the device\n",
+        cause=Cause.NO_KERNEL_IMAGE,
+    ),
+    Check("other [native]", "gate.execute.native", CheckState.NOT_RUN, "not run: no device"),
+)
+
+
 def execution(name: str, path: ExecPath, *, passed: bool = True) -> Execution:
     """One run that passed (or exited 1)."""
     return Execution(

@@ -13,34 +13,14 @@ from gate.record import RunInfo
 from gate.render import junit
 from gate.rules.causes import Cause
 from gate.rules.verdict import Check, CheckState
-from tests.records import RUN, make_record
+from tests.records import MIXED_CHECKS, RUN, make_record
 
 pytestmark = pytest.mark.unit
 
 XSD = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
 LOG = "no kernel image is available for execution on the device\n"
 CHECKS = (
-    Check(
-        "check: SASS for sm_90", "gate.inspect", CheckState.PASSED, "SASS for sm_90 present", 0.01
-    ),
-    Check(
-        "check [native]",
-        "gate.execute.native",
-        CheckState.PASSED,
-        "native: passed",
-        0.25,
-        output="PASS\n",
-    ),
-    Check(
-        "check [jit]",
-        "gate.execute.jit",
-        CheckState.FAILED,
-        "forced PTX JIT: no kernel image",
-        0.5,
-        output=LOG,
-        cause=Cause.NO_KERNEL_IMAGE,
-    ),
-    Check("other [native]", "gate.execute.native", CheckState.NOT_RUN, "not run: no device"),
+    *MIXED_CHECKS,
     Check("other [jit]", "gate.execute.jit", CheckState.NOT_RUN, "not run: no device"),
     Check("report stage", "gate.report", CheckState.FAILED, "KeyError: 'x'", cause=Cause.INTERNAL),
 )

@@ -7,33 +7,13 @@ from pathlib import Path
 import pytest
 
 from gate.render import text as report
-from gate.rules.causes import Cause, ExecPath
+from gate.rules.causes import ExecPath
 from gate.rules.verdict import Check, CheckState
-from tests.records import both, execution, make_record
+from tests.records import MIXED_CHECKS, both, execution, make_record
 
 pytestmark = pytest.mark.unit
 
-CHECKS = [
-    Check("check: SASS for sm_90", "gate.inspect", CheckState.PASSED, "SASS for sm_90 present"),
-    Check(
-        "check [native]",
-        "gate.execute.native",
-        CheckState.PASSED,
-        "native: passed",
-        0.25,
-        output="PASS\n",
-    ),
-    Check(
-        "check [jit]",
-        "gate.execute.jit",
-        CheckState.FAILED,
-        "forced PTX JIT: no kernel image",
-        0.5,
-        output="no kernel image is available for execution on the device\n",
-        cause=Cause.NO_KERNEL_IMAGE,
-    ),
-    Check("other [native]", "gate.execute.native", CheckState.NOT_RUN, "not run: no device"),
-]
+CHECKS = MIXED_CHECKS
 
 
 def test_console_table_aligns_and_ends_with_the_verdict() -> None:
