@@ -113,7 +113,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def mutation(session: nox.Session) -> None:
-    """Mutation-test the decision core with the unit tier (>= 95% killed; benchmarks/MUTATION.md)."""
+    """Mutation-test the decision core with the unit tier (benchmarks/MUTATION.md, >= 95%)."""
     _install(session, "[test,mutation]")
     session.run("python", "benchmarks/mutation.py", *session.posargs)
 
