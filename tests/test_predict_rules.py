@@ -457,7 +457,7 @@ def test_an_excused_jit_run_says_what_was_predicted_and_proved() -> None:
 # --- the edges the wording depends on ----------------------------------------------------
 def two(*specs: tuple[str, tuple[str, ...]], name: str = "app") -> Source:
     """One own source whose entries carry different kernels: ``("sm_90", ("k1",))``."""
-    found = []
+    found: list[DeviceEntry] = []
     for spec, kernels in specs:
         found.extend(entries(spec, kernels=kernels).entries)
     return Source(name, Listing(tuple(found)), own=True)
