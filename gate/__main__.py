@@ -2,6 +2,6 @@
 
 import sys
 
-from gate.cli import main
+from gate.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

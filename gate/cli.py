@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from gate import __version__
-from gate.errors import ExitCode, GateError
+from gate.errors import ExitCode, GateError, Interrupted
 
 COMMANDS = (
     "run",
@@ -25,6 +25,7 @@ COMMANDS = (
     "matrix",
     "keygen",
     "verify",
+    "sign",
     "upload",
     "evidence",
     "init",
@@ -59,6 +60,18 @@ def _named_command(argv: Sequence[str] | None) -> str | None:
     return None
 
 
+def entry() -> int:
+    """The ``cuda-gate`` command: the secrets sealed away first (gate.vault), then main()."""
+    from gate import vault  # noqa: PLC0415 - the entry point only; main() stays importable
+
+    try:
+        vault.seal()
+    except GateError as e:
+        print(f"cuda-gate: error: {e.one_line()}", file=sys.stderr)
+        return int(e.exit_code)
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one command, and map its outcome to an exit status."""
     args = build_parser(_named_command(argv)).parse_args(argv)
@@ -68,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GateError as e:
         print(f"cuda-gate: error: {e.one_line()}", file=sys.stderr)
         return int(e.exit_code)
+    except Interrupted as e:
+        print(f"cuda-gate: interrupted by {e.name}", file=sys.stderr)
+        return e.exit_code
     except KeyboardInterrupt:
         print("cuda-gate: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
@@ -75,10 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.OK)
 
 
+# The signals that stop the gate: each first kills every running command.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextlib.contextmanager
 def interrupts_kill_commands() -> Iterator[None]:
-    """Within: SIGINT first kills every running command (gate.proc.kill_running), then
-    raises KeyboardInterrupt as usual. Outside the main thread, nothing changes.
+    """Within: SIGINT, SIGTERM or SIGHUP first kills every running command's process
+    group (gate.proc.kill_running), then raises :class:`gate.errors.Interrupted` (a
+    KeyboardInterrupt), so the run is recorded as interrupted and nothing it started
+    runs on. Outside the main thread, nothing changes.
 
     gate.proc is looked up when the signal comes, not imported here: no command runs
     before something imports it, and a command that runs none (``cuda-gate inspect
@@ -88,14 +110,15 @@ def interrupts_kill_commands() -> Iterator[None]:
         yield
         return
 
-    def interrupted(_signum: int, _frame: object) -> None:
+    def interrupted(signum: int, _frame: object) -> None:
         proc = sys.modules.get("gate.proc")
         if proc is not None:
             proc.kill_running()
-        raise KeyboardInterrupt
+        raise Interrupted(signum, signal.Signals(signum).name)
 
-    previous = signal.signal(signal.SIGINT, interrupted)
+    previous = {signum: signal.signal(signum, interrupted) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -31,6 +31,23 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP arrived: the running commands were killed first.
+
+    A KeyboardInterrupt, so it unwinds everything a Ctrl-C does; ``exit_code`` is the
+    shell's 128 + signal number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
+    """
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(name)
+        self.signum, self.name = signum, name
+
+    @property
+    def exit_code(self) -> int:
+        """The status a shell gives a process this signal ended."""
+        return 128 + self.signum
+
+
 class GateError(Exception):
     """Base for every error cuda-gate reports to a person."""
 

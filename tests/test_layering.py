@@ -30,6 +30,7 @@ LAYERS = (
     ("gate.redact", 3),
     ("gate.jsonutil", 3),
     ("gate.proc", 4),
+    ("gate.vault", 4),
     ("gate.config", 5),
     ("gate.git", 5),
     ("gate.ci", 5),

@@ -102,6 +102,8 @@ class Signer:
     keyid: str
     source: str
     pem: bytes = field(default=b"", repr=False)  # the key as it was given, for redaction
+    # The file the key was read from: it stays readable to every process of its user.
+    file: Path | None = None
 
     def secrets(self) -> tuple[tuple[str, str], ...]:
         """The key's texts that must never be written anywhere, named for messages.
@@ -147,8 +149,9 @@ def generate_key_pair() -> KeyPair:
     return KeyPair(private_pem=private_pem, public_pem=public.pem(), keyid=public.keyid)
 
 
-def signer_from_pem(pem: bytes, source: str) -> Signer:
-    """A Signer from PEM bytes; ``source`` names where they came from, for messages."""
+def signer_from_pem(pem: bytes, source: str, file: Path | None = None) -> Signer:
+    """A Signer from PEM bytes; ``source`` names where they came from, for messages;
+    ``file`` is the file they were read from, if any."""
     try:
         key = serialization.load_pem_private_key(pem, password=None)
     except TypeError as e:
@@ -161,7 +164,7 @@ def signer_from_pem(pem: bytes, source: str) -> Signer:
         raise SignatureError(f"{source}: not a PEM private key") from e
     if not isinstance(key, Ed25519PrivateKey):
         raise SignatureError(f"{source}: not an Ed25519 private key")
-    return Signer(key=key, keyid=keyid_for(key.public_key()), source=source, pem=pem)
+    return Signer(key=key, keyid=keyid_for(key.public_key()), source=source, pem=pem, file=file)
 
 
 def load_public_key(path: Path) -> PublicKey:
@@ -196,7 +199,7 @@ def load_signer_from_env_or_file(
             pem = path.read_bytes()
         except OSError as e:
             raise ConfigError(f"{path}: cannot read the signing key: {e.strerror or e}") from e
-        return signer_from_pem(pem, str(path))
+        return signer_from_pem(pem, str(path), file=path)
     text = env.get(KEY_PEM_ENV, "")
     if text.strip():
         return signer_from_pem(text.strip().encode("utf-8") + b"\n", f"${KEY_PEM_ENV}")

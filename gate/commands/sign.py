@@ -1,0 +1,87 @@
+"""`cuda-gate sign [EVIDENCE_DIR]`: sign a run's statements apart from the run.
+
+The run itself then needs no key: in CI the job that builds and runs the project's
+code gets no signing key and no store credentials, and a later job that runs no
+project code signs (and stores) the evidence it hands on.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from gate.errors import ExitCode
+
+DEFAULT_EVIDENCE = "gate-evidence"
+
+
+def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
+    """Add the `sign` subcommand."""
+    parser = subparsers.add_parser(
+        "sign",
+        help="sign an evidence folder's manifest and test result (apart from the run)",
+        description="Check that the evidence folder is the gate's and unchanged (every file "
+        "with the digest manifest.json records, test-result.json naming this manifest and "
+        "run record), then write manifest.dsse.json and test-result.dsse.json with the "
+        "signing key; with --upload, store the folder too. Exit 13: the evidence changed "
+        "since the run (nothing is signed); 5: another run holds the folder; 7: no key.",
+    )
+    parser.add_argument(
+        "evidence_dir",
+        nargs="?",
+        type=Path,
+        default=Path(DEFAULT_EVIDENCE),
+        help=f"the evidence folder (default: {DEFAULT_EVIDENCE})",
+    )
+    parser.add_argument(
+        "--signing-key",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="Ed25519 private key (default: CUDA_GATE_SIGNING_KEY_FILE, then the PEM in "
+        "CUDA_GATE_SIGNING_KEY)",
+    )
+    parser.add_argument(
+        "--upload", action="store_true", help="then store the folder, as `cuda-gate upload` does"
+    )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="with --upload: s3://bucket/prefix, file:///path or a folder (default: "
+        "CUDA_GATE_STORE or the config file)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Sign the folder's statements, then store it when asked."""
+    from gate.attest.manifest import sign_existing
+    from gate.attest.signing import load_signer_from_env_or_file
+    from gate.errors import ConfigError
+    from gate.evidence import MARKER
+    from gate.fsutil import Lock
+    from gate.store import load_settings, publish, run_meta_from_evidence
+    from gate.store.intake import open_evidence
+
+    signer = load_signer_from_env_or_file(args.signing_key)
+    if signer is None:
+        raise ConfigError(
+            "no signing key configured",
+            hint="--signing-key PATH, CUDA_GATE_SIGNING_KEY_FILE or CUDA_GATE_SIGNING_KEY",
+        )
+    settings = load_settings(url=args.store) if args.upload else None
+    folder: Path = args.evidence_dir
+    open_evidence(folder)  # the gate's marker, plain files, a record, the manifest's names
+    lock = Lock.acquire(folder / MARKER, f"{folder} (evidence folder)")
+    try:
+        written = sign_existing(folder, signer)
+        print(f"signed with key {written.keyid}: {written.envelope_path}", flush=True)
+        if written.test_result_envelope is not None:
+            print(f"signed with key {written.keyid}: {written.test_result_envelope}", flush=True)
+        if settings is not None:
+            published = publish(folder, run_meta_from_evidence(folder), settings)
+            print(f"stored {published.location}")
+    finally:
+        lock.release()
+    return int(ExitCode.OK)
