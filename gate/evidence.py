@@ -22,11 +22,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from gate import jsonutil
 from gate.errors import BadInputError, EvidenceError
-from gate.fsutil import write_atomic
+from gate.fsutil import Lock, write_atomic
 from gate.redact import Redactor
 
 MARKER = ".cuda-gate"
@@ -59,29 +60,56 @@ class EvidenceDir:
     def __init__(self, root: Path, redactor: Redactor | None = None) -> None:
         self.root = root
         self.redactor = redactor or Redactor.from_environment()
+        self.lock: Lock | None = None
 
     @classmethod
-    def create(cls, root: Path, redactor: Redactor | None = None) -> EvidenceDir:
-        """Create (or replace an earlier run's) evidence folder; EvidenceError if impossible."""
+    def create(
+        cls,
+        root: Path,
+        redactor: Redactor | None = None,
+        *,
+        wait: bool = False,
+        say: Callable[[str], None] | None = None,
+    ) -> EvidenceDir:
+        """Create (or replace an earlier run's) evidence folder, locked for this run.
+
+        The lock is an flock on the marker, held until :meth:`release` (or the process
+        ends): a second run into the same folder refuses with one line naming the
+        holder (EvidenceError, exit 5), or with ``wait`` waits for it. The folder is
+        emptied only once the lock is held, so two runs never mix their files.
+        EvidenceError when the folder cannot be made or is not the gate's.
+        """
         if root.is_symlink() or (root.exists() and not root.is_dir()):
             raise EvidenceError(f"{root}: evidence path exists and is not a folder")
-        if root.is_dir() and any(root.iterdir()):
-            if not is_marked(root):
-                raise EvidenceError(
-                    f"{root}: folder is not empty and is not a cuda-gate evidence folder; "
-                    "refusing to replace it",
-                    hint="choose another --evidence folder",
-                )
-            try:
-                shutil.rmtree(root)
-            except OSError as e:
-                raise EvidenceError(f"{root}: cannot replace earlier evidence: {e.strerror}") from e
+        if root.is_dir() and any(root.iterdir()) and not is_marked(root):
+            raise EvidenceError(
+                f"{root}: folder is not empty and is not a cuda-gate evidence folder; "
+                "refusing to replace it",
+                hint="choose another --evidence folder",
+            )
         try:
             root.mkdir(parents=True, exist_ok=True)
-            mark(root)
         except OSError as e:
             raise EvidenceError(f"{root}: evidence folder is not writable: {e.strerror}") from e
-        return cls(root, redactor)
+        lock = Lock.acquire(root / MARKER, f"{root} (evidence folder)", wait=wait, say=say)
+        try:
+            _empty(root)
+            os.ftruncate(lock.fd, 0)
+            os.pwrite(lock.fd, _MARKER_TEXT.encode("utf-8"), 0)
+        except OSError as e:
+            lock.release()
+            raise EvidenceError(f"{root}: cannot replace earlier evidence: {e.strerror}") from e
+        except BaseException:
+            lock.release()
+            raise
+        made = cls(root, redactor)
+        made.lock = lock
+        return made
+
+    def release(self) -> None:
+        """Give up the folder's lock (the next run may replace it)."""
+        if self.lock is not None:
+            self.lock.release()
 
     def path(self, name: str) -> Path:
         """Absolute path of an evidence file (which may not exist yet)."""
@@ -98,6 +126,18 @@ class EvidenceDir:
     def write_bytes(self, name: str, data: bytes) -> Path:
         """Write raw bytes atomically. Callers pass text through write_text."""
         return write_atomic(self.path(name), data)
+
+
+def _empty(root: Path) -> None:
+    """Remove everything in ``root`` but the marker (whose lock this run holds)."""
+    for entry in os.scandir(root):
+        path = Path(entry.path)
+        if entry.name == MARKER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def walk(root: Path) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""The one atomic file writer and the one SHA-256 of a file.
+"""The one atomic file writer, the one SHA-256 of a file, and the one folder lock.
 
 Every machine-readable file cuda-gate writes (evidence, result.json, manifests,
 indexes, keys, reports) goes through :func:`write_atomic`: a temp file in the same
@@ -8,14 +8,18 @@ one, never half of either, and the temp file never outlives a failure.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from gate.errors import EvidenceError
 
 _BLOCK = 1 << 20
+# How much of a lock holder's command line an error shows.
+_COMMAND_SHOWN = 120
 
 
 def write_atomic(target: Path, data: bytes, *, mode: int = 0o644) -> Path:
@@ -58,3 +62,96 @@ def digest_file(path: Path) -> tuple[str, int]:
 def sha256_file(path: Path) -> str:
     """Hex SHA-256 of a file."""
     return digest_file(path)[0]
+
+
+class Lock:
+    """An exclusive ``flock`` on one file, held until :meth:`release` (or the process ends).
+
+    The kernel drops it when the holder dies, so a crashed run never leaves a stale lock;
+    the descriptor is not inherited by children (PEP 446), so a process a run leaves
+    behind cannot keep holding it.
+    """
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd, self.path = fd, path
+
+    @classmethod
+    def acquire(
+        cls,
+        path: Path,
+        what: str,
+        *,
+        wait: bool = False,
+        say: Callable[[str], None] | None = None,
+    ) -> Lock:
+        """Lock ``path`` (created if absent, never truncated, never through a link).
+
+        Busy: EvidenceError naming ``what`` and the holder's pid and command, or with
+        ``wait`` a line through ``say`` and a wait until the holder is done. A file
+        replaced while waiting (its folder emptied and made again) is locked afresh.
+        """
+        while True:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            except OSError as e:
+                raise EvidenceError(f"{path}: cannot open the lock: {e.strerror or e}") from e
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    holder = lock_holder(os.fstat(fd).st_ino)
+                    if not wait:
+                        raise EvidenceError(
+                            f"{what}: in use by another cuda-gate run ({holder})",
+                            hint="wait for it with --wait, or choose another folder",
+                        ) from None
+                    if say is not None:
+                        say(f"waiting for {holder} to finish with {what} ...")
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                if _same_file(fd, path):
+                    return cls(fd, path)
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # the file was replaced while we waited: lock the new one
+
+    def release(self) -> None:
+        """Give the lock up (closing the descriptor); a second call does nothing."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        """A lock nobody holds any more is given up with its last reference."""
+        self.release()
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        now = path.lstat()
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+
+def lock_holder(inode: int, locks: Path = Path("/proc/locks")) -> str:
+    """``pid N: command`` of the process holding a flock on ``inode`` (from /proc/locks)."""
+    try:
+        lines = locks.read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        fields = line.split()
+        # A holder's line: number, FLOCK, ADVISORY, WRITE, pid, major:minor:inode, ...
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(f":{inode}"):
+            pid = fields[4]
+            try:
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                return f"pid {pid}"
+            command = " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part)
+            if len(command) > _COMMAND_SHOWN:
+                command = command[: _COMMAND_SHOWN - 3] + "..."
+            return f"pid {pid}: {command}" if command else f"pid {pid}"
+    return "holder unknown"

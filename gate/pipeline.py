@@ -9,7 +9,9 @@ lost. The verdict is accepted only with execution evidence.
 
 from __future__ import annotations
 
+import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -20,8 +22,9 @@ from gate import __version__, git, machine, proc
 from gate.attest import manifest
 from gate.attest.signing import Signer
 from gate.config import Config
-from gate.errors import ConfigError, ExitCode, GateError, NoDeviceError
+from gate.errors import ConfigError, EvidenceError, ExitCode, GateError, Interrupted, NoDeviceError
 from gate.evidence import EvidenceDir
+from gate.fsutil import Lock
 from gate.record import (
     STAGES,
     Artifact,
@@ -43,6 +46,10 @@ from gate.stages.build import SMOKE_KERNEL
 from gate.store import StoreSettings, publish, run_meta_from_evidence
 
 Progress = Callable[[str], None]
+# In the build folder: held for the whole run, so two runs never build into one folder.
+BUILD_LOCK = ".cuda-gate.lock"
+# In the evidence folder when a stage raised instead of failing: the traceback.
+INTERNAL_ERROR_FILE = "internal-error.txt"
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ class RunOptions:
     use_cache: bool = True
     store_settings: StoreSettings | None = None
     project_config: Config | None = None
+    wait: bool = False  # for the evidence and build folders another run holds
+    debug: bool = False  # print an internal error's traceback (always in the evidence)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,7 @@ class Outcome:
     manifest: str
     stored: str
     store_error: GateError | None = None
+    interrupted: Interrupted | None = None  # a signal ended the stages early
 
 
 @dataclass
@@ -153,18 +163,41 @@ class _Found:
 
 
 def run(options: RunOptions, say: Progress) -> Outcome:
-    """Run every stage up to ``options.stop_after``, then report, sign and store."""
+    """Run every stage up to ``options.stop_after``, then report, sign and store.
+
+    The evidence folder and the build folder are locked for the whole run (a second
+    run refuses, or waits with ``options.wait``): nothing another run writes can
+    mix with this one's files, and what the manifest digests is what is stored.
+    """
     redactor = Redactor.from_environment(
         extra=options.signer.secrets() if options.signer is not None else ()
     )
-    evidence = EvidenceDir.create(options.evidence, redactor)
+    evidence = EvidenceDir.create(options.evidence, redactor, wait=options.wait, say=say)
+    try:
+        # Beside the evidence by default: `cuda-gate verify` re-hashes these artifacts later.
+        workdir = (options.build_dir or options.evidence.parent / "gate-build").resolve()
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise EvidenceError(f"{workdir}: build folder is not writable: {e.strerror}") from e
+        build_lock = Lock.acquire(
+            workdir / BUILD_LOCK, f"{workdir} (build folder)", wait=options.wait, say=say
+        )
+        try:
+            return _locked_run(options, evidence, workdir, redactor, say)
+        finally:
+            build_lock.release()
+    finally:
+        evidence.release()
+
+
+def _locked_run(
+    options: RunOptions, evidence: EvidenceDir, workdir: Path, redactor: Redactor, say: Progress
+) -> Outcome:
     started = datetime.now(UTC)
-    # Beside the evidence by default: `cuda-gate verify` re-hashes these artifacts later.
-    workdir = (options.build_dir or options.evidence.parent / "gate-build").resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
     config = options.project_config or Config(project_dir=options.project_dir.resolve())
     p = _Progress(say)
-    found = _run_stages(options, config, evidence, workdir, p)
+    found, interrupted = _run_stages(options, config, evidence, workdir, p)
     record = RunRecord(
         tool_version=__version__,
         started=started,
@@ -188,12 +221,16 @@ def run(options: RunOptions, say: Progress) -> Outcome:
     report.write(evidence, record)
     p.done("report", began)
     began = p.start("manifest")
+    # Signed only now: the last process the project started has ended.
     written = manifest.write_manifest(
         evidence.root, options.signer, redactor=redactor, config_file=config.source, record=record
     )
     p.done("manifest", began, detail=written.message)
     stored, store_error = "evidence not stored (--no-store)", None
-    if options.store_settings is not None:
+    if interrupted is not None:
+        stored = f"evidence not stored: interrupted by {interrupted.name}"
+        p.skip("store", stored)
+    elif options.store_settings is not None:
         began = p.start("store")
         try:
             stored = _store(evidence.root, options.store_settings, options.project_dir)
@@ -201,7 +238,7 @@ def run(options: RunOptions, say: Progress) -> Outcome:
         except GateError as e:
             stored, store_error = f"evidence not stored: {e.one_line()}", e
             p.done("store", began, e)
-    return Outcome(record, evidence.root, written.message, stored, store_error)
+    return Outcome(record, evidence.root, written.message, stored, store_error, interrupted)
 
 
 class _Stages:
@@ -403,26 +440,45 @@ class _StageResult(Protocol):
 
 def _run_stages(
     options: RunOptions, config: Config, evidence: EvidenceDir, workdir: Path, p: _Progress
-) -> _Found:
+) -> tuple[_Found, Interrupted | None]:
     """Stages 1-5; an exception from a stage (a bug) still leaves every stage accounted for.
+
+    A signal (SIGINT, SIGTERM, SIGHUP: gate.cli kills the running commands first) ends
+    the stage it came in as failed ("interrupted by SIGTERM") and skips the rest: the
+    run is recorded, as interrupted, and the caller exits with the signal's status.
+    A bug's traceback goes to ``internal-error.txt`` in the evidence (and to stderr
+    with ``options.debug``).
 
     The SASS dumps the inspect stage left running are waited for here, on every path,
     so the evidence (and the check on each dump) is whole before the report and the
     manifest are written.
     """
     stages = _Stages(options, config, evidence, workdir, p)
+    interrupted = None
     try:
-        return stages.run()
+        return stages.run(), None
     except GateError as e:
         _internal(p, stages.remaining, e)
+    except Interrupted as e:
+        interrupted = e
+        _internal(p, stages.remaining, GateError(f"interrupted by {e.name}"))
     except Exception as e:  # noqa: BLE001  (a bug must still leave the evidence and a report)
-        _internal(p, stages.remaining, GateError(f"internal error: {type(e).__name__}: {e}"))
+        trace = traceback.format_exc()
+        evidence.write_text(INTERNAL_ERROR_FILE, trace)
+        if options.debug:
+            print(trace, file=sys.stderr, end="")
+        where = f"; traceback in {evidence.path(INTERNAL_ERROR_FILE)}"
+        _internal(
+            p,
+            stages.remaining,
+            GateError(f"internal error: {type(e).__name__}: {e}{where}"),
+        )
     finally:
         if stages.deferred is not None:
             # Among the inspect stage's checks, where a reader of the table looks for them.
             at = stages.inspect_checks_end
             p.checks[at:at] = stages.deferred.finish()  # never raises: failures are checks
-    return stages.found
+    return stages.found, interrupted
 
 
 def _internal(p: _Progress, remaining: list[str], error: GateError) -> None:
@@ -434,8 +490,9 @@ def _internal(p: _Progress, remaining: list[str], error: GateError) -> None:
         )
         p.failed_check(name, error, Cause.INTERNAL)
         p.say(f"{name} stopped: {error.one_line()}")
+    failed = p.stages[-1].name if p.stages else "first"
     for name in list(remaining):
-        p.skip(name, f"the {p.stages[-1].name} stage failed")
+        p.skip(name, f"the {failed} stage failed")
     remaining.clear()
 
 

@@ -184,10 +184,13 @@ def run(
         try:
             timed_out = not _wait(child, timeout)
         except BaseException:
+            # Interrupted (a signal): the group goes, and what escaped it too.
             _kill_group(child.pid)
             child.wait(timeout=_REAP_TIMEOUT)
             with _live_lock:
                 _live.discard(child.pid)
+                if claim_strays:
+                    _kill_strays(before | _live, child.pid, _live)
             raise
         finally:
             # Whatever is left in the child's group goes too, finished or not.

@@ -45,6 +45,7 @@ def test_a_folder_that_merely_holds_a_result_json_is_never_deleted(tmp_path: Pat
     ours = EvidenceDir.create(tmp_path / "ev")
     ours.write_text("old.txt", "old\n")
     assert is_marked(ours.root)
+    ours.release()
     EvidenceDir.create(ours.root)
     assert not (ours.root / "old.txt").exists()
 

@@ -16,7 +16,7 @@ import pytest
 from gate.attest.manifest import ENVELOPE_FILE, MANIFEST_FILE, write_manifest
 from gate.attest.signing import generate_key_pair, signer_from_pem
 from gate.errors import BadInputError, EvidenceChangedError, ExitCode, GateError
-from gate.evidence import MARKER, mark
+from gate.evidence import MARKER, TEST_RESULT_ENVELOPE, TEST_RESULT_FILE, mark
 from gate.redact import Redactor
 from gate.store import LocalStore, StoreSettings, local_settings, pending, publish
 from gate.store.intake import open_evidence
@@ -225,6 +225,8 @@ def test_gate_evidence_is_stored_with_its_marker_and_manifests(
         MANIFEST_FILE,
         "result.json",
         "sass.txt",
+        TEST_RESULT_ENVELOPE,
+        TEST_RESULT_FILE,
     )
     result = publish(evidence, meta(), settings)
     assert set(result.uploaded) == {*intake.files, "index.json"}

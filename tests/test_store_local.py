@@ -384,7 +384,7 @@ def test_evidence_list_shows_an_unreadable_run_as_one_row_and_lists_the_others(
         "gpu-box-1",
         "h200",
         "accepted",
-        "6",
+        "7",
         "complete",
     ]
     expected = (
@@ -443,6 +443,7 @@ def test_publish_lands_in_the_local_store_and_drops_the_spool(
         "logs/native.log",
         "result.json",
         "manifest.json",
+        "test-result.json",
         "index.json",
     }
     assert result.uploaded[-1] == "index.json"
@@ -456,7 +457,7 @@ def test_rerun_of_the_same_run_is_idempotent(tmp_path: Path, settings: StoreSett
     publish(evidence, meta(), settings)
     again = publish(evidence, meta(), settings)
     assert again.uploaded == ()
-    assert len(again.already_present) == 7
+    assert len(again.already_present) == 8
 
 
 def test_changed_evidence_under_the_same_run_id_is_a_conflict_kept_aside(
@@ -506,7 +507,7 @@ def test_changed_evidence_under_the_same_run_id_is_a_conflict_kept_aside(
         "20261129T180000Z-1a2b3c-2",
     )
     assert code == 0
-    assert "/gpu-box-1/20261129T180000Z-1a2b3c-2 (7 stored, 0 already present)" in out
+    assert "/gpu-box-1/20261129T180000Z-1a2b3c-2 (8 stored, 0 already present)" in out
 
 
 def test_a_conflict_does_not_block_resume(
@@ -670,11 +671,11 @@ def test_cli_upload_list_and_get_on_the_local_store(
     make_evidence(tmp_path / "gate-evidence")
     code, out, _ = run_cli(monkeypatch, capsys, "upload", "--quiet")
     assert code == 0
-    assert f"stored {tmp_path}/data/cuda-gate/evidence/{RUN_KEY} (7 stored" in out
+    assert f"stored {tmp_path}/data/cuda-gate/evidence/{RUN_KEY} (8 stored" in out
 
     code, out, _ = run_cli(monkeypatch, capsys, "evidence", "list", "--revision", REVISION)
     assert code == 0
-    assert "20261129T180000Z-1a2b3c  gpu-box-1  h200   accepted  6      complete" in out
+    assert "20261129T180000Z-1a2b3c  gpu-box-1  h200   accepted  7      complete" in out
 
     code, out, _ = run_cli(
         monkeypatch, capsys, "evidence", "get", "--revision", REVISION, "--runner", "gpu-box-1"

@@ -123,6 +123,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--no-store", action="store_true", help="leave the evidence only in the evidence folder"
     )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another run holds the evidence or build folder, wait for it instead of "
+        "refusing (exit 5)",
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="print an internal error's traceback (it is always kept in the evidence folder)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=handle)
 
@@ -161,6 +172,14 @@ def handle(args: argparse.Namespace) -> int:
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
     store = None if args.no_store else load_settings(url=args.store, config=project)
+    signer = load_signer_from_env_or_file(args.signing_key or project.signing_key)
+    if signer is not None and signer.file is not None:
+        print(
+            f"cuda-gate: warning: the signing key file {signer.file} stays readable to the "
+            "builds and entry points (they run as your user); sign apart instead: run "
+            "without a key, then `cuda-gate sign EVIDENCE` where no project code runs",
+            file=sys.stderr,
+        )
     options = RunOptions(
         evidence=args.evidence,
         build_dir=args.build_dir,
@@ -176,14 +195,19 @@ def handle(args: argparse.Namespace) -> int:
         use_cuobjdump=not args.no_cuobjdump,
         use_cache=not args.no_cache,
         store_settings=store,
-        signer=load_signer_from_env_or_file(args.signing_key or project.signing_key),
+        signer=signer,
         project_config=project,
+        wait=args.wait,
+        debug=args.debug,
     )
     outcome = run(options, progress)
     record = outcome.record
     verdict = record.verdict
     print(text.console(record))
     print(f"Evidence: {outcome.evidence}/ ({outcome.manifest}; {outcome.stored})")
+    if outcome.interrupted is not None:
+        print(f"cuda-gate: interrupted by {outcome.interrupted.name}", file=sys.stderr)
+        return outcome.interrupted.exit_code
     if not verdict.accepted:
         print(f"cuda-gate: {verdict.headline}", file=sys.stderr)
     if outcome.store_error is not None:

@@ -11,7 +11,8 @@ A folder is taken only when
 4. its ``manifest.json`` is there, and the files are exactly those the manifest
    records: one recorded but missing, or present but not recorded (written after
    the manifest), is refused with its name; a signed envelope beside it carries
-   ``manifest.json``'s bytes as its payload.
+   ``manifest.json``'s bytes as its payload, and so does ``test-result.dsse.json``
+   with ``test-result.json``'s.
 
 Each file's digest is then checked as it is copied into the spool
 (:meth:`Intake.check_copy`): what is stored is what was checked, and a file that
@@ -19,7 +20,8 @@ changed since the manifest was written is refused with its name.
 
 Which files are evidence is :func:`gate.evidence.evidence_files`' rule, the one the
 manifest digests by: hidden files other than the marker (temporary files of an atomic
-write) and the statements are not; the marker and the statements are stored beside it.
+write) and the statements are not; the marker, the statements and their envelopes are
+stored beside it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ from gate import jsonutil
 from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import parse_envelope
 from gate.errors import BadInputError, EvidenceChangedError, GateError
-from gate.evidence import ENVELOPE_FILE, MANIFEST_FILE, MARKER, is_evidence, is_marked, walk
+from gate.evidence import (
+    ENVELOPE_FILE,
+    MANIFEST_FILE,
+    MARKER,
+    TEST_RESULT_ENVELOPE,
+    TEST_RESULT_FILE,
+    is_evidence,
+    is_marked,
+    walk,
+)
 from gate.record import RunRecord, load
 from gate.store.records import INDEX_NAME, FileEntry, check_file_name, open_regular
 
@@ -102,10 +113,16 @@ def open_evidence(evidence_dir: Path) -> Intake:
     evidence = {name for name in found if is_evidence(name)}
     _compare(evidence_dir, recorded, evidence)
     extra = [_entry(MANIFEST_FILE, manifest_bytes), _entry(MARKER, _read(evidence_dir / MARKER))]
-    if ENVELOPE_FILE in found:
-        envelope = _read(evidence_dir / ENVELOPE_FILE)
-        _check_envelope(evidence_dir / ENVELOPE_FILE, envelope, manifest_bytes)
-        extra.append(_entry(ENVELOPE_FILE, envelope))
+    # Each statement and the envelope over it: every signed file is stored.
+    extra += _signed(evidence_dir, found, MANIFEST_FILE, manifest_bytes, ENVELOPE_FILE)
+    if TEST_RESULT_FILE in found:
+        test_result = _read(evidence_dir / TEST_RESULT_FILE)
+        extra.append(_entry(TEST_RESULT_FILE, test_result))
+        extra += _signed(evidence_dir, found, TEST_RESULT_FILE, test_result, TEST_RESULT_ENVELOPE)
+    elif TEST_RESULT_ENVELOPE in found:
+        raise BadInputError(
+            f"{evidence_dir / TEST_RESULT_ENVELOPE}: an envelope without {TEST_RESULT_FILE}"
+        )
     entries = [recorded[name] for name in evidence] + extra
     for entry in entries:
         check_file_name(entry.path)
@@ -115,6 +132,17 @@ def open_evidence(evidence_dir: Path) -> Intake:
         expected=tuple(sorted(entries, key=lambda e: e.path)),
         recorded=frozenset(recorded),
     )
+
+
+def _signed(
+    root: Path, found: tuple[str, ...], statement: str, data: bytes, envelope: str
+) -> list[FileEntry]:
+    """The envelope over ``statement`` (bytes ``data``), when there is one, checked."""
+    if envelope not in found:
+        return []
+    signed = _read(root / envelope)
+    _check_envelope(root / envelope, signed, data, statement)
+    return [_entry(envelope, signed)]
 
 
 def _read(path: Path) -> bytes:
@@ -154,14 +182,14 @@ def _compare(root: Path, recorded: dict[str, FileEntry], present: set[str]) -> N
         raise EvidenceChangedError(problems[0] + more, hint=_FRESH)
 
 
-def _check_envelope(path: Path, data: bytes, manifest: bytes) -> None:
-    """The signed envelope must sign manifest.json as it is (no key needed to see that)."""
+def _check_envelope(path: Path, data: bytes, statement: bytes, name: str) -> None:
+    """The signed envelope must sign its statement as it is (no key needed to see that)."""
     try:
         jsonutil.loads(data, str(path))
         payload = parse_envelope(data, str(path)).payload
     except GateError as e:
         raise BadInputError(e.message) from e
-    if payload != manifest:
+    if payload != statement:
         raise EvidenceChangedError(
-            f"{path}: its signed payload is not {MANIFEST_FILE} (one of them changed after signing)"
+            f"{path}: its signed payload is not {name} (one of them changed after signing)"
         )

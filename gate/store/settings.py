@@ -10,6 +10,7 @@ here: the S3 client uses the standard AWS chain (environment, profile, role).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,8 +97,6 @@ def load_settings(
     CUDA_GATE_STORE and the file.
     """
     env = os.environ if env is None else env
-    if url:
-        env = {**env, "CUDA_GATE_STORE": url}
     if config is None:
         config = load_config(Path.cwd() if project_dir is None else project_dir)
     table = dict(config.store)
@@ -110,6 +109,8 @@ def load_settings(
     for name, key in _ENV_KEYS.items():
         if env.get(name, "").strip():
             values[key] = (env[name].strip(), f"environment variable {name}")
+    if url is not None:
+        values["url"] = (url.strip(), "--store")
     sources = sorted({where.split(":")[0] for _, where in values.values()})
     return _build(values, env, ", ".join(sources) or "defaults")
 
@@ -123,10 +124,11 @@ def _build(
     home = data_home(env)
     spool = _path(get("spool-dir")) or home / "spool"
     url_item = get("url")
-    url = str(url_item[0]).strip() if url_item else ""
     common: dict[str, Any] = {"spool_dir": spool, "source": source}
-    if not url.startswith("s3://"):
-        local = Path(url).expanduser() if url else home / "evidence"
+    where = url_item[1] if url_item else "url"
+    scheme, rest = store_url(url_item[0], where) if url_item else ("file", "")
+    if scheme == "file":
+        local = Path(rest).expanduser() if rest else home / "evidence"
         for key in ("endpoint", "object-lock-mode"):
             item = get(key)
             if item and str(item[0]).strip():
@@ -135,11 +137,9 @@ def _build(
                     "set CUDA_GATE_STORE=s3://bucket/prefix"
                 )
         return StoreSettings(kind="local", local_dir=local, **common)
-    bucket, _, prefix = url[len("s3://") :].partition("/")
-    if not 3 <= len(bucket) <= 63 or "/" in bucket:
-        raise ConfigError(
-            f"{url_item[1] if url_item else 'url'}: bucket name {bucket!r} is not 3-63 characters"
-        )
+    bucket, _, prefix = rest.partition("/")
+    if not 3 <= len(bucket) <= 63:
+        raise ConfigError(f"{where}: bucket name {_shown(bucket)} is not 3-63 characters")
     mode, days = _lock(get("object-lock-mode"), get("object-lock-days"))
     threshold = _int(
         get("multipart-threshold"), DEFAULT_THRESHOLD, minimum=MIN_PART_SIZE, maximum=MAX_PART_SIZE
@@ -161,6 +161,57 @@ def _build(
         attempts=_int(get("attempts"), 3, minimum=1, maximum=20),
         **common,
     )
+
+
+# A URL's scheme (RFC 3986: a letter, then letters, digits, "+", "-", "."), before "://".
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
+_SHOWN = 80
+_URL_FORMS = "s3://bucket/prefix, file:///path, or a folder path"
+
+
+def store_url(value: object, where: str) -> tuple[Literal["s3", "file"], str]:
+    """``("s3", "bucket/prefix")`` or ``("file", folder)`` (empty: the default folder).
+
+    Schemes are case-insensitive (``S3://`` is ``s3://``); ``file://`` takes an absolute
+    path on this host; any other scheme, or a value that is not text, is a ConfigError
+    naming where the value came from: a typo never becomes a folder in the working
+    directory.
+    """
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {_shown(value)} is not a store URL ({_URL_FORMS})")
+    text = value.strip()
+    if "\0" in text:
+        raise ConfigError(f"{where}: the store URL holds a NUL byte")
+    match = _SCHEME.fullmatch(text)
+    if match is None:
+        return "file", text
+    scheme, rest = match.group(1).lower(), match.group(2)
+    if scheme == "s3":
+        return "s3", rest
+    if scheme == "file":
+        host, slash, path = rest.partition("/")
+        if host not in ("", "localhost") or not slash:
+            raise ConfigError(
+                f"{where}: {_shown(text)}: a file:// URL names a folder on this machine "
+                "(file:///path)"
+            )
+        return "file", "/" + path
+    hint = (
+        "an S3-compatible server's address is the endpoint setting "
+        "(CUDA_GATE_S3_ENDPOINT); the store is s3://bucket/prefix"
+        if scheme in ("http", "https")
+        else None
+    )
+    raise ConfigError(
+        f"{where}: unknown store scheme {scheme!r} in {_shown(text)} ({_URL_FORMS})",
+        hint=hint,
+    )
+
+
+def _shown(value: object) -> str:
+    """A value as an error line quotes it: repr, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 3]}... ({len(text)} characters)"
 
 
 def _lock(
