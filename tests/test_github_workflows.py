@@ -107,7 +107,7 @@ def test_every_job_uses_this_workflows_own_cuda_gate() -> None:
             assert sources, name
             assert {k: sources[-1][k] for k in OWN_SOURCE} == OWN_SOURCE
             assert set(step.get("with", {})) <= action_inputs, name
-    assert users == 4  # classes, gate, store, report
+    assert users == 5  # classes, gate, sign, store, report
     for job in _jobs(WORKFLOWS / "release.yml").values():
         for step in job.get("steps", []):
             if step.get("uses") == "./":
@@ -211,3 +211,69 @@ def test_only_the_listed_actionlint_gaps_are_excused() -> None:
         "x.yml:6:1: shellcheck reported issue in this script: SC2086 [shellcheck]",
     ]
     assert not [line for line in real if lint.known_gap(line)]
+
+
+# A step runs the project's code when it runs the gate (the composite action unless
+# install-only, `cuda-gate run`, `nox -s gate`): its builds and entry points run there.
+_RUNS_THE_GATE = re.compile(
+    r"nox\b[^\n]*-s\s*gate\b|cuda-gate\"?\s+run\b|\$\{?CUDA_GATE\}?\"?\s+run\b"
+)
+_SECRET_REFERENCE = re.compile(r"secrets\.|github\.token")
+
+
+def _runs_project_code(step: dict[str, Any]) -> bool:
+    uses = str(step.get("uses", ""))
+    if uses in ("./cuda-gate", "./") and step.get("with", {}).get("install-only") != "true":
+        return True
+    return _RUNS_THE_GATE.search(str(step.get("run", ""))) is not None
+
+
+def test_no_step_that_runs_project_code_sees_a_signing_key_or_store_credential() -> None:
+    """Nothing that runs project code holds a secret: not its step, not its job, not the
+    workflow (a build can read its step's shell's environment through /proc), and its
+    job neither mints OIDC tokens (the runner gives every step the request token) nor
+    exports cloud credentials for later steps."""
+    from gate.redact import GATE_SECRETS
+
+    def clean(scope: object, where: str) -> None:
+        text = yaml.safe_dump(scope)
+        assert _SECRET_REFERENCE.search(text) is None, f"{where} references a secret"
+        if isinstance(scope, dict):
+            assert not set(scope) & GATE_SECRETS, f"{where} sets a gate secret"
+
+    gated = 0
+    for path in FILES:
+        workflow = _load(path)
+        for name, job in workflow["jobs"].items():
+            steps = job.get("steps", [])
+            if not any(_runs_project_code(s) for s in steps):
+                continue
+            gated += 1
+            where = f"{path.name}: job {name}"
+            clean(workflow.get("env", {}), f"{path.name}: the workflow's env")
+            clean(job, where)  # every step, its env and inputs, the job's env
+            assert job.get("permissions", {}).get("id-token") != "write", where
+            assert not any("configure-aws-credentials" in str(s.get("uses")) for s in steps), where
+    assert gated == 1  # gate.yml's GPU job
+    for step in _load(ACTION)["runs"]["steps"]:
+        if _RUNS_THE_GATE.search(str(step.get("run", ""))):
+            clean(step, f"action.yml: step {step['name']}")
+    # The key goes only to the sign job, on a control runner, which runs no project code.
+    jobs = _jobs(WORKFLOWS / "gate.yml")
+    holders = [n for n, j in jobs.items() if "secrets.CUDA_GATE_SIGNING_KEY" in yaml.safe_dump(j)]
+    assert holders == ["sign"]
+    sign = jobs["sign"]
+    assert sign["runs-on"] == "${{ fromJSON(inputs.control-runs-on) }}"
+    runs = "\n".join(str(s.get("run", "")) for s in sign["steps"])
+    assert '"$CUDA_GATE" sign "$RUNNER_TEMP/evidence"' in runs
+    checkouts = [s for s in sign["steps"] if str(s.get("uses", "")).startswith("actions/checkout")]
+    assert [s["with"]["path"] for s in checkouts] == ["cuda-gate"]  # never the project
+    assert jobs["store"]["needs"] == ["classes", "sign"]
+
+
+def test_the_evidence_artifact_keeps_the_gates_marker() -> None:
+    """upload-artifact leaves hidden files out by default; the marker is one."""
+    for name, job in _jobs(WORKFLOWS / "gate.yml").items():
+        for step in job.get("steps", []):
+            if str(step.get("uses", "")).startswith("actions/upload-artifact@"):
+                assert step["with"].get("include-hidden-files") is True, name
