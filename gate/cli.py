@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -88,7 +89,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("cuda-gate: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
-        return int(ExitCode.OK)
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """The status when stdout's reader went away (``| head -1``) before the command finished.
+
+    Never 0: whether the command succeeded is not known (a command that finishes its
+    checks anyway raises their error if one failed: gate.commands.stdout). 128 + SIGPIPE,
+    as a shell reports a command SIGPIPE ended; stdout goes to /dev/null, so the flush at
+    exit cannot print "Exception ignored ... BrokenPipeError".
+    """
+    with contextlib.suppress(OSError, ValueError):  # no descriptor (io.UnsupportedOperation)
+        fd = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 # The signals that stop the gate: each first kills every running command.

@@ -10,11 +10,27 @@ deeper is refused before it is used.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from gate.errors import BadInputError
 
 MAX_DEPTH = 64
+MIB = 1024 * 1024
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of ``path``; BadInputError naming it and ``limit`` when it holds more.
+
+    Reads at most ``limit + 1`` bytes, so an oversized (or endless) file costs no more
+    memory than the limit. OSError as ``open`` and ``read`` raise it.
+    """
+    with path.open("rb") as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        shown = f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
+        raise BadInputError(f"{path}: larger than {shown}, the most cuda-gate reads of it")
+    return data
 
 
 def depth(value: object) -> int:

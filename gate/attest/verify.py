@@ -71,6 +71,9 @@ __all__ = [
 ]
 
 _SMI_TIMEOUT = 60.0
+# The most of an envelope verify reads: ours hold a manifest listing file digests, a few
+# hundred kB at most; an envelope of any size would be read, parsed and decoded whole.
+MAX_ENVELOPE_BYTES = 64 * jsonutil.MIB
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ def verify(
     """
     report = emit or (lambda _step: None)
     try:
-        data = envelope_path.read_bytes()
+        data = jsonutil.read_bounded(envelope_path, MAX_ENVELOPE_BYTES)
     except FileNotFoundError as e:
         unsigned = envelope_path.parent / MANIFEST_FILE
         if envelope_path.name == ENVELOPE_FILE and unsigned.is_file():

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gate.commands.stdout import Stdout
     from gate.reader.limits import Limits
 
 
@@ -128,6 +129,7 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
+    from gate.commands.stdout import Stdout
     from gate.demangle import demangle
     from gate.reader import summary as inspect_view
     from gate.reader.read import read_paths
@@ -137,6 +139,7 @@ def handle(args: argparse.Namespace) -> int:
     # terminal or pipe that is not UTF-8) stop the table half-way.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
+    out = Stdout()  # a closed pipe (| head) stops the table, not the checks
     caps = [parse_target_or_capability(d) for d in args.device or ()]
     if args.device is None and not args.no_detect:
         caps = detect_devices()
@@ -155,20 +158,21 @@ def handle(args: argparse.Namespace) -> int:
             print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)
         elif not args.json:
             art = inspect_view.artifact_json(report, caps, with_entries=False)
-            sys.stdout.write(inspect_view.console(art, demangle=demangle))
+            out.write(inspect_view.console(art, demangle=demangle))
         for cap in required:
             reason = inspect_view.unmet(report, cap, per_kernel=args.strict)
             if reason:
                 unmet.append(reason)
                 print(f"cuda-gate: error: {reason}", file=sys.stderr, flush=True)
     if args.json or args.output:
-        _write_document(args, inspect_view.document(reports, caps, names=names, scan=scan))
-    sys.stdout.flush()
+        _write_document(args, inspect_view.document(reports, caps, names=names, scan=scan), out)
+    out.flush()
     _exit_status(args, reports, unmet, required)
+    out.done()
     return 0
 
 
-def _write_document(args: argparse.Namespace, doc: dict[str, Any]) -> None:
+def _write_document(args: argparse.Namespace, doc: dict[str, Any], out: Stdout) -> None:
     """The JSON document to stdout (``--json``) and to ``--output``."""
     import json  # only for --json / --output: keeps start-up short
 
@@ -176,7 +180,7 @@ def _write_document(args: argparse.Namespace, doc: dict[str, Any]) -> None:
 
     text = json.dumps(doc, indent=1) + "\n"
     if args.json:
-        sys.stdout.write(text)
+        out.write(text)
     if args.output:
         write_atomic(args.output, text.encode("utf-8"))
 

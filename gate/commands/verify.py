@@ -116,16 +116,18 @@ def _freshness(args: argparse.Namespace) -> Freshness:
 def _verify(args: argparse.Namespace) -> int:
     from gate.attest.signing import load_public_key
     from gate.attest.verify import StepResult, verify
+    from gate.commands.stdout import Stdout
     from gate.errors import ConfigError
 
     if args.artifacts is not None and not args.artifacts.is_dir():
         raise ConfigError(f"{args.artifacts}: --artifacts is not a folder")
     freshness = _freshness(args)
     key = load_public_key(_public_key_path(args.key))
-    print(f"cuda-gate verify {args.envelope} (key {key.keyid})")
+    out = Stdout()  # a closed pipe (| head) stops the lines, not the steps
+    out.write(f"cuda-gate verify {args.envelope} (key {key.keyid})\n")
 
     def emit(step: StepResult) -> None:
-        print(step.line(), flush=True)
+        out.write(step.line() + "\n", flush=True)
 
     result = verify(
         args.envelope,
@@ -140,5 +142,6 @@ def _verify(args: argparse.Namespace) -> int:
     if error is not None:
         raise error
     skipped = result.not_checked
-    print("verified" + (f" (not checked: {', '.join(skipped)})" if skipped else ""))
+    out.write("verified" + (f" (not checked: {', '.join(skipped)})" if skipped else "") + "\n")
+    out.done()
     return 0

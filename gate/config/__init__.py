@@ -64,6 +64,7 @@ from gate.config import placeholders
 from gate.config import values as tv
 from gate.config.placeholders import PLACEHOLDERS, TOOLS, substitute, substitute_argv
 from gate.errors import ConfigError
+from gate.jsonutil import depth
 from gate.rules.compat import Form
 from gate.rules.require import Requirement
 from gate.rules.targets import (
@@ -152,7 +153,7 @@ class BuildStep:
         """The command and environment for ``targets`` (the detected first) and ``tools``."""
         argv = substitute_argv(self.command, targets, where=f"{self.key}.command", tools=tools)
         env = tuple(
-            (name, substitute(value, targets, where=f"{self.key}.env.{name}", tools=tools))
+            (name, substitute(value, targets, where=f"{self.key}.env.{tv.clip(name)}", tools=tools))
             for name, value in self.env
         )
         return BuildCommand(self.name, argv, self.cwd, env, self.timeout)
@@ -199,7 +200,7 @@ class EntryPointSpec:
         """The entry point to run, with ``{python}`` and ``{nvcc}`` filled in from ``tools``."""
         where = f"{self.key}"
         env = {
-            name: substitute(value, (), where=f"{where}.env.{name}", tools=tools)
+            name: substitute(value, (), where=f"{where}.env.{tv.clip(name)}", tools=tools)
             for name, value in self.env
         }
         return EntryPoint(
@@ -317,19 +318,43 @@ def _read(path: Path) -> str:
         raise ConfigError(f"{path}: not UTF-8 text: {e}") from e
 
 
+# No configuration nests anywhere near this; pyproject.toml's other tools' tables neither.
+MAX_DEPTH = 64
+# A dotted key of MAX_DEPTH parts at a line's start (``a.b.c = 1``, ``[a.b.c]``): tomllib
+# keeps every prefix of such a key, so 20,000 parts cost it seconds and gigabytes.
+_DEEP_KEY = re.compile(
+    r"""^[ \t]*\[{0,2}[ \t]*(?:(?:[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
+    rf"[ \t]*\.[ \t]*){{{MAX_DEPTH},}}",
+    re.MULTILINE,
+)
+
+
 def _toml(text: str, path: Path) -> dict[str, Any]:
+    """The document; ConfigError for invalid TOML and for nesting past :data:`MAX_DEPTH`.
+
+    tomllib recurses once per nested array or inline table (a thousand levels raise
+    RecursionError) and is quadratic in a dotted key's length, so both are bounded.
+    """
+    deep = f"{path}: nested deeper than {MAX_DEPTH} levels (tables, arrays or dotted keys)"
+    if _DEEP_KEY.search(text):
+        raise ConfigError(deep)
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from e
+    except (RecursionError, MemoryError) as e:
+        raise ConfigError(deep) from e
+    if depth(doc) > MAX_DEPTH:
+        raise ConfigError(deep)
+    return doc
 
 
 def _name(table: Mapping[str, Any], at: tv.At, default: str, seen: set[str]) -> str:
     name = tv.text(table["name"], at.child("name")) if "name" in table else default
     if not _NAME_RE.match(name):
-        raise at.child("name").fail(f"{name!r}: use letters, digits, '.', '_' and '-' only")
+        raise at.child("name").fail(f"{tv.quote(name)}: use letters, digits, '.', '_' and '-' only")
     if name in seen:
-        raise at.child("name").fail(f"{name!r} is used twice")
+        raise at.child("name").fail(f"{tv.quote(name)} is used twice")
     if name == SMOKE_NAME:
         raise at.child("name").fail(f"{name!r} is the built-in smoke program's name")
     seen.add(name)
@@ -484,7 +509,7 @@ def _choice(value: object, at: tv.At, allowed: Sequence[str]) -> str | None:
         return None
     text = tv.text(value, at)
     if text not in allowed:
-        raise at.fail(f"{text!r}: expected one of {', '.join(allowed)}")
+        raise at.fail(f"{tv.quote(text)}: expected one of {', '.join(allowed)}")
     return text
 
 
@@ -508,7 +533,8 @@ def resolve_artifact_specs(config: Config) -> tuple[ResolvedArtifact, ...]:
         files = [p for p in (config.project_dir / m for m in matches) if p.is_file()]
         if not files:
             what = "matches only folders" if matches else "matches no file"
-            raise ConfigError(f"{spec.key}.path: {spec.pattern!r} {what} in {config.project_dir}")
+            shown = tv.quote(spec.pattern)
+            raise ConfigError(f"{spec.key}.path: {shown} {what} in {config.project_dir}")
         kernels = tuple(dict.fromkeys(config.kernels + spec.kernels))
         for path in files:
             resolved = path.resolve()

@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
+from gate.config.values import clip
 from gate.errors import ConfigError
 from gate.rules.targets import Target, Variant
 
@@ -116,7 +117,7 @@ def check(text: str, where: str, allowed: Sequence[str] = PLACEHOLDERS) -> None:
             known = ", ".join(f"{{{p}}}" for p in allowed)
             if name in PLACEHOLDERS:
                 raise ConfigError(f"{where}: placeholder {{{name}}} is not allowed here ({known})")
-            raise ConfigError(f"{where}: unknown placeholder {{{name}}} (known: {known})")
+            raise ConfigError(f"{where}: unknown placeholder {{{clip(name)}}} (known: {known})")
 
 
 def substitute(

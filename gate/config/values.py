@@ -7,11 +7,14 @@ raises ConfigError with that position and what it expected, on one line.
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gate.config.shellsplit import split
 from gate.errors import ConfigError
+
+# How much of a user's value an error line quotes: a 1 MB value is not echoed whole.
+SHOWN_CHARS = 60
 
 
 class At:
@@ -28,6 +31,7 @@ class At:
         """The position of a member: ``key[1]`` for an index, ``key.name`` for a name."""
         if isinstance(name, int):
             return At(self.label, f"{self.key}[{name}]")
+        name = clip(name)  # a table's key is the user's text too
         return At(self.label, f"{self.key}.{name}" if self.key else name)
 
     def fail(self, message: str) -> ConfigError:
@@ -35,12 +39,30 @@ class At:
         return ConfigError(f"{self}: {message}")
 
 
+def clip(text: str) -> str:
+    """A user's text as an error line holds it: whole when short, else its first
+    :data:`SHOWN_CHARS` characters and its size."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]}... ({_size(text)} bytes)"
+
+
+def quote(text: str) -> str:
+    """A user's text quoted for an error line (``'sm_9O'``), cut short like :func:`clip`."""
+    if len(text) <= SHOWN_CHARS:
+        return repr(text)
+    return f"{text[:SHOWN_CHARS]!r}... ({_size(text)} bytes)"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def show(value: object) -> str:
     """A value as the message quotes it, short."""
     if isinstance(value, dict):
         return "a table"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return quote(value) if isinstance(value, str) else clip(repr(value))
 
 
 def check_keys(table: Mapping[str, Any], known: frozenset[str], at: At) -> None:
@@ -51,18 +73,25 @@ def check_keys(table: Mapping[str, Any], known: frozenset[str], at: At) -> None:
 
 
 def text(value: object, at: At) -> str:
-    """A non-empty string."""
-    if not isinstance(value, str):
-        raise at.fail(f"expected a string, got {show(value)}")
+    """A non-empty string without a NUL."""
+    value = any_text(value, at)
     if not value.strip():
         raise at.fail("expected a non-empty string")
     return value
 
 
 def any_text(value: object, at: At) -> str:
-    """A string, possibly empty."""
+    """A string, possibly empty, without a NUL."""
     if not isinstance(value, str):
         raise at.fail(f"expected a string, got {show(value)}")
+    return no_nul(value, at)
+
+
+def no_nul(value: str, at: At) -> str:
+    """``value`` when it holds no NUL: no argument, path or environment variable can (execve
+    and open take C strings), so one is refused here, not where the command starts."""
+    if "\0" in value:
+        raise at.fail(f"{quote(value)}: holds a NUL character (\\0)")
     return value
 
 
@@ -135,7 +164,7 @@ def command(owner: Mapping[str, Any], at: At) -> tuple[str, ...]:
     value = owner["command"]
     if isinstance(value, str):
         try:
-            argv = tuple(shlex.split(value))
+            argv = tuple(split(no_nul(value, where)))
         except ValueError as e:
             raise where.fail(f"cannot split the string like a shell: {e}") from e
     elif isinstance(value, list):
@@ -148,5 +177,10 @@ def command(owner: Mapping[str, Any], at: At) -> tuple[str, ...]:
 
 
 def environment(value: object, at: At) -> tuple[tuple[str, str], ...]:
-    """A table of variable names to string values."""
-    return tuple((name, any_text(v, at.child(name))) for name, v in table(value, at).items())
+    """A table of variable names (no NUL, no ``=``) to string values."""
+    pairs = []
+    for name, item in table(value, at).items():
+        if "=" in no_nul(name, at.child(name)) or not name:
+            raise at.child(name).fail("not a variable name (empty, or holds '=')")
+        pairs.append((name, any_text(item, at.child(name))))
+    return tuple(pairs)
