@@ -11,6 +11,7 @@ status (:func:`_cuda_gate`); a session queued after a failed one does not run.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import nox
@@ -39,7 +40,16 @@ def _passthrough(session: nox.Session, *argv: str) -> None:
 
 
 def _cuda_gate(session: nox.Session, *args: str) -> None:
-    """Run the ``cuda-gate`` CLI with its exit status kept (see the module docstring)."""
+    """Run the ``cuda-gate`` CLI with its exit status kept (see the module docstring).
+
+    nox itself is the gate's parent and holds the environment it was given, secrets
+    included: it makes itself non-dumpable first, as the gate does (gate.vault), so the
+    project's builds cannot read them from /proc/<nox's pid>/environ either.
+    """
+    import ctypes  # noqa: PLC0415 - only the sessions that run the gate
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
     _passthrough(session, "cuda-gate", *args)
 
 
