@@ -157,7 +157,7 @@ def test_conditional_write_refuses_to_overwrite(
     evidence = make_evidence(tmp_path / "ev")
     publish(evidence, meta(), settings)
     again = publish(evidence, meta(), settings)
-    assert (again.uploaded, len(again.already_present)) == ((), 7)
+    assert (again.uploaded, len(again.already_present)) == ((), 8)
 
     (evidence / "sass.txt").write_text("different SASS\n")
     reseal(evidence)  # a second gate run that reused the run id
@@ -384,7 +384,7 @@ def test_server_killed_mid_upload_then_resume_completes(
         code, out, err = run_cli(monkeypatch, capsys, "upload", "--resume", "--quiet")
         assert (code, err) == (0, "")
         # The marker and driver.txt went up before the crash; the rest (index last) after it.
-        assert "6 stored, 2 already present" in out
+        assert "7 stored, 2 already present" in out
         assert pending(settings.spool_dir) == ()
 
         code, out, _ = run_cli(
@@ -517,7 +517,7 @@ def test_evidence_list_prints_the_runs(
         "gpu-box-1",
         "h200",
         "accepted",
-        "6",
+        "7",
         "complete",
     ]
     assert lines[3].split() == ["20261129T190000Z-abcdef", "gpu-box-1", "-", "-", "-", "incomplete"]
