@@ -1,0 +1,157 @@
+"""Small faults of issue 21: nested remotes, a full destination disk, FIFOs, empty targets."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate import git, proc
+from gate.attest.signing import load_public_key
+from gate.errors import ConfigError
+from gate.evidence import mark
+from gate.git import SourceInfo
+from gate.github.matrix import Status, evaluate
+from gate.store import (
+    LocalStore,
+    RunIndex,
+    RunMeta,
+    fetch_run,
+    find_repository,
+    list_runs,
+    local_settings,
+    publish,
+    run_meta_from_evidence,
+)
+from gate.store.records import split_repository
+from tests.matrix_helpers import keys
+from tests.records import verdict_record, write_record
+from tests.store_helpers import REVISION, make_evidence, reseal, validate_index
+
+NESTED = "group/sub/project"
+OTHER_REVISION = "e" * 40
+
+
+def _gate(cwd: Path, *args: str) -> proc.Result:
+    """``cuda-gate ARGS`` as a real process (the environment is the test's isolated one)."""
+    return proc.run([sys.executable, "-m", "gate", *args], cwd=cwd, timeout=120)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+# -- a. the repository of a git remote: the whole path, nested groups kept -----------------
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("git@github.com:acme/kernels.git", "acme/kernels"),
+        ("git@github.com:acme/kernels", "acme/kernels"),
+        ("github.com:acme/kernels.git/", "acme/kernels"),
+        ("https://github.com/acme/kernels.git", "acme/kernels"),
+        ("https://github.com/acme/kernels", "acme/kernels"),
+        ("https://github.com/acme/kernels/", "acme/kernels"),
+        ("https://github.com/acme/kernels.git/", "acme/kernels"),
+        ("https://user:token@ghe.example.com:8443/acme/kernels.git", "acme/kernels"),
+        ("ssh://git@host:22/acme/kernels.git/", "acme/kernels"),
+        ("ssh://git@host/acme/kernels", "acme/kernels"),
+        ("git://host/acme/kernels.git", "acme/kernels"),
+        ("git@gitlab.example.com:group/sub/project.git", NESTED),
+        ("gitlab.example.com:group/sub/project", NESTED),
+        ("https://gitlab.example.com/group/sub/project.git", NESTED),
+        ("https://gitlab.example.com/group/sub/project/", NESTED),
+        ("https://oauth2@gitlab.example.com:8443/group/sub/project", NESTED),
+        ("ssh://git@gitlab.example.com:2222/group/sub/project.git", NESTED),
+        ("ssh://gitlab.example.com/group/sub/deeper/project.git/", "group/sub/deeper/project"),
+        ("  git@gitlab.example.com:group/sub/project.git\n", NESTED),
+        ("https://github.com/kernels", None),
+        ("git@github.com:kernels.git", None),
+        ("file:///srv/git/acme/kernels.git", None),
+        ("/srv/git/acme/kernels.git", None),
+        ("../kernels", None),
+        ("https://[::1/acme/kernels", None),
+        ("not a url", None),
+        ("", None),
+    ],
+)
+def test_a_remote_names_its_whole_repository_path(url: str, expected: str | None) -> None:
+    assert git.parse_remote(url) == expected
+
+
+@pytest.mark.unit
+def test_a_nested_repository_keeps_one_key_segment_per_group(tmp_path: Path) -> None:
+    assert split_repository(NESTED) == ("group/sub", "project")
+    assert split_repository("acme/kernels") == ("acme", "kernels")
+    nested = RunMeta("group/sub", "project", REVISION, "box", "1")
+    assert nested.repository == NESTED
+    assert nested.run_key() == f"{NESTED}/{REVISION}/box/1"
+    index = RunIndex(nested, (), None, "0")
+    assert validate_index(index.to_json())["repository"] == NESTED
+    assert RunIndex.from_json(index.to_json(), "index.json").meta == nested
+    for bad in ("group/.conflicts/project", "group//project", "group/../project", "project"):
+        with pytest.raises(ConfigError):
+            split_repository(bad)
+
+
+@pytest.mark.integration
+def test_a_nested_origin_remote_is_stored_under_its_whole_path(tmp_path: Path) -> None:
+    checkout = tmp_path / "project"
+    checkout.mkdir()
+    _git(checkout, "init", "-q")
+    (checkout / "k.cu").write_text("__global__ void k() {}\n")
+    _git(checkout, "add", "k.cu")
+    _git(checkout, "commit", "-q", "-m", "first")
+    _git(checkout, "remote", "add", "origin", "git@gitlab.example.com:group/sub/project.git")
+    assert find_repository({}, checkout) == NESTED
+    # The same project over https is the same repository, hence the same key.
+    _git(checkout, "remote", "set-url", "origin", "https://gitlab.example.com/group/sub/project")
+    assert find_repository({}, checkout) == NESTED
+    evidence = checkout / "gate-evidence"
+    evidence.mkdir()
+    mark(evidence)
+    (evidence / "driver.txt").write_text("580\n")
+    # A run outside CI records no repository and no revision: both come from git.
+    write_record(evidence, verdict_record(True, source=SourceInfo(None, None, None)))
+    reseal(evidence)
+    found = run_meta_from_evidence(evidence, env={"RUNNER_NAME": "box"}, cwd=checkout)
+    assert (found.owner, found.repo) == ("group/sub", "project")
+    settings = local_settings(tmp_path / "store", tmp_path / "spool")
+    publish(evidence, found, settings)
+    store = LocalStore(tmp_path / "store")
+    revision = _git(checkout, "rev-parse", "HEAD")
+    assert (tmp_path / "store" / "group" / "sub" / "project" / revision).is_dir()
+    [run] = list_runs(store, NESTED, revision)
+    assert run.complete
+    fetch_run(store, NESTED, revision, runner=run.runner, run_id=run.run_id, dest=tmp_path / "out")
+    assert (tmp_path / "out" / "driver.txt").read_text() == "580\n"
+
+
+@pytest.mark.unit
+def test_the_matrix_sees_older_evidence_of_a_nested_repository_as_stale(tmp_path: Path) -> None:
+    settings = local_settings(tmp_path / "store", tmp_path / "spool")
+    older = RunMeta("group/sub", "project", OTHER_REVISION, "gpu-box-1", "1", runner_class="h200")
+    publish(make_evidence(tmp_path / "ev"), older, settings)
+    _, pub = keys(tmp_path / "keys")
+    report = evaluate(
+        LocalStore(tmp_path / "store"),
+        NESTED,
+        REVISION,
+        ["h200"],
+        key=load_public_key(pub),
+        workdir=tmp_path / "work",
+    )
+    [result] = report.results
+    assert result.status is Status.STALE, result.detail
+    assert OTHER_REVISION[:12] in result.detail
