@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gate import git, proc
 from gate.attest.signing import load_public_key
-from gate.errors import ConfigError
+from gate.errors import ConfigError, ExitCode
 from gate.evidence import mark
 from gate.git import SourceInfo
 from gate.github.matrix import Status, evaluate
@@ -28,7 +30,7 @@ from gate.store import (
 from gate.store.records import split_repository
 from tests.matrix_helpers import keys
 from tests.records import verdict_record, write_record
-from tests.store_helpers import REVISION, make_evidence, reseal, validate_index
+from tests.store_helpers import REVISION, make_evidence, meta, reseal, validate_index
 
 NESTED = "group/sub/project"
 OTHER_REVISION = "e" * 40
@@ -155,3 +157,70 @@ def test_the_matrix_sees_older_evidence_of_a_nested_repository_as_stale(tmp_path
     [result] = report.results
     assert result.status is Status.STALE, result.detail
     assert OTHER_REVISION[:12] in result.detail
+
+
+# -- b. `evidence get` into a full disk: the destination's fault, exit 5 -------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs mounted for the test (root only), unmounted after."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"needs root to mount a tmpfs (mount said: {done.stderr.strip()})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def _stored_big_run(tmp_path: Path) -> Path:
+    """A local store holding one run with a 256 KiB file; the store's folder."""
+    settings = local_settings(tmp_path / "store", tmp_path / "spool")
+    publish(make_evidence(tmp_path / "ev", big=256 << 10), meta(), settings)
+    return tmp_path / "store"
+
+
+def _get(tmp_path: Path, store: Path, dest: Path) -> proc.Result:
+    return _gate(
+        tmp_path, "evidence", "get", "--store", str(store), "--repository", "acme/kernels",
+        "--revision", REVISION, "--runner", "gpu-box-1", "--run", "20261129T180000Z-1a2b3c",
+        "--dest", str(dest),
+    )  # fmt: skip
+
+
+@pytest.mark.integration
+def test_evidence_get_into_a_full_disk_is_exit_5_naming_the_destination(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    store = _stored_big_run(tmp_path)
+    dest = small_disk / "out"
+    result = _get(tmp_path, store, dest)
+    assert result.returncode == ExitCode.EVIDENCE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line == (
+        f"cuda-gate: error: cannot write the evidence into {dest}: No space left on device"
+    )
+    # Nothing half-written is left behind to look like a fetched run.
+    assert list(small_disk.iterdir()) == []
+
+
+@pytest.mark.integration
+def test_evidence_get_from_a_store_that_cannot_be_read_stays_exit_20(tmp_path: Path) -> None:
+    store = _stored_big_run(tmp_path)
+    stored = store / "acme" / "kernels" / REVISION / "gpu-box-1" / "20261129T180000Z-1a2b3c"
+    (stored / "libkernels.so").unlink()
+    (stored / "libkernels.so").mkdir()  # the store's file cannot be read: not the disk's fault
+    result = _get(tmp_path, store, tmp_path / "out")
+    assert result.returncode == ExitCode.STORAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"cuda-gate: error: cannot read {stored / 'libkernels.so'}: ")
