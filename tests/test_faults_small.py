@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gate import git, proc
+from gate import config, git, proc
 from gate.attest.signing import load_public_key
 from gate.errors import ConfigError, ExitCode
 from gate.evidence import mark
@@ -224,3 +224,38 @@ def test_evidence_get_from_a_store_that_cannot_be_read_stays_exit_20(tmp_path: P
     assert result.returncode == ExitCode.STORAGE, result.stderr
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"cuda-gate: error: cannot read {stored / 'libkernels.so'}: ")
+
+
+# -- c. a FIFO as an artifact: not a regular file, never opened ----------------------------
+
+
+@pytest.mark.integration
+def test_inspect_of_a_fifo_says_not_a_regular_file(tmp_path: Path) -> None:
+    pipe = tmp_path / "lib.so"
+    os.mkfifo(pipe)
+    result = _gate(tmp_path, "inspect", "--device", "9.0", str(pipe))  # would block if opened
+    assert result.returncode == ExitCode.BAD_INPUT, result.stderr
+    assert result.stderr.splitlines() == [
+        f"cuda-gate: error: {pipe}: not a regular file (a FIFO)",
+        "cuda-gate: error: 1 of 1 artifacts could not be read",
+    ]
+
+
+@pytest.mark.unit
+def test_a_fifo_matched_by_an_artifact_glob_is_not_a_regular_file(tmp_path: Path) -> None:
+    (tmp_path / "build").mkdir()
+    pipe = tmp_path / "build" / "lib.so"
+    os.mkfifo(pipe)
+    (tmp_path / "cuda-gate.toml").write_text('[[artifact]]\npath = "build/*.so"\n')
+    loaded = config.load(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        config.resolve_artifacts(loaded)
+    where = loaded.project_dir
+    assert info.value.one_line() == (
+        f"{where / 'cuda-gate.toml'}: artifact[0].path: {where / 'build' / 'lib.so'}: "
+        "not a regular file (a FIFO)"
+    )
+    # Beside a regular file it is refused too: the glob named it as an artifact.
+    (tmp_path / "build" / "real.so").write_bytes(b"x")
+    with pytest.raises(ConfigError, match=r"lib\.so: not a regular file \(a FIFO\)"):
+        config.resolve_artifacts(loaded)
