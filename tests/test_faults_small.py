@@ -259,3 +259,29 @@ def test_a_fifo_matched_by_an_artifact_glob_is_not_a_regular_file(tmp_path: Path
     (tmp_path / "build" / "real.so").write_bytes(b"x")
     with pytest.raises(ConfigError, match=r"lib\.so: not a regular file \(a FIFO\)"):
         config.resolve_artifacts(loaded)
+
+
+# -- d. `run --target ''` and empty --sass/--ptx: usage errors naming the option ----------
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["--target", ""], "--target"),
+        (["--target="], "--target"),
+        (["--target", "  "], "--target"),
+        (["--sass", ""], "--sass"),
+        (["--sass", "sm_90", ""], "--sass"),
+        (["--ptx", " "], "--ptx"),
+    ],
+)
+def test_an_empty_target_is_a_usage_error_naming_the_option(
+    tmp_path: Path, argv: list[str], option: str
+) -> None:
+    result = _gate(tmp_path, "run", "--no-store", "--evidence", str(tmp_path / "ev"), *argv)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    last = result.stderr.splitlines()[-1]
+    why = "empty target (like sm_121, sm_90a or 12.1)"
+    assert last == f"cuda-gate run: error: argument {option}: {why}"
+    assert not (tmp_path / "ev").exists()
