@@ -12,12 +12,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from gate import proc
 from gate.errors import ConfigError, GateError
 
 _REVISION = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_REMOTE = re.compile(r"[:/]([^/:]+)/([^/]+?)(?:\.git)?/?$")
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# git's scp-like form: ``[user@]host:path`` with a colon before any slash.
+_SCP_LIKE = re.compile(r"(?:[^@/]+@)?[^/:]+:(?P<path>.+)")
 _TIMEOUT = 60.0
 
 
@@ -42,9 +45,30 @@ def check_revision(revision: str) -> str:
 
 
 def parse_remote(url: str) -> str | None:
-    """``owner/repo`` from a git remote URL (https or scp-like), or None."""
-    match = _REMOTE.search(url.strip())
-    return f"{match.group(1)}/{match.group(2)}" if match else None
+    """The repository path of a git remote URL (``owner/repo``, ``group/sub/repo``), or None.
+
+    The whole path is kept, so a GitLab subgroup project is the same repository whether
+    the remote is ``git@host:group/sub/repo.git`` or ``https://host/group/sub/repo``;
+    keeping only the last two parts would give two projects of different groups one key.
+    A local path or ``file://`` remote names no hosted repository: None.
+    """
+    text = url.strip()
+    if _URL_SCHEME.match(text):
+        try:
+            parts = urlsplit(text)
+        except ValueError:  # a malformed host such as an unclosed ``[`` IPv6 bracket
+            return None
+        if parts.scheme == "file" or not parts.hostname:
+            return None
+        path = parts.path
+    else:
+        scp = _SCP_LIKE.fullmatch(text)
+        if scp is None:
+            return None
+        path = scp["path"]
+    path = path.strip("/").removesuffix(".git")
+    names = [name for name in path.split("/") if name]
+    return "/".join(names) if len(names) >= 2 else None
 
 
 def git_output(args: list[str], cwd: Path) -> str | None:
@@ -74,7 +98,7 @@ def toplevel(cwd: Path) -> Path | None:
 
 
 def origin_repository(cwd: Path) -> str | None:
-    """``owner/repo`` of the ``origin`` remote, or None."""
+    """The repository path of the ``origin`` remote (nested groups kept), or None."""
     url = git_output(["remote", "get-url", "origin"], cwd)
     return parse_remote(url) if url else None
 

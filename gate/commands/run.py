@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--target",
+        type=_target_text,
         default=None,
         help="build and inspect for this target (sm_121, sm_90a, sm_120f or 12.1) instead of "
         "the detected one; without a GPU the verdict stays 'not accepted' (exit 4 when "
@@ -52,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--sass",
         nargs="*",
+        type=_target_text,
         default=None,
         metavar="TARGET",
         help="SASS targets to embed in the smoke program (default: the target)",
@@ -59,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--ptx",
         nargs="*",
+        type=_target_text,
         default=None,
         metavar="TARGET",
         help="PTX targets to embed in the smoke program (default: the target)",
@@ -136,6 +139,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=handle)
+
+
+def _target_text(text: str) -> str:
+    """A target as typed, refused when empty (argparse type): ``--target ''`` is no target."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty target (like sm_121, sm_90a or 12.1)")
+    return text
 
 
 def _seconds(text: str) -> float:

@@ -54,8 +54,9 @@ from __future__ import annotations
 import fnmatch
 import glob
 import re
+import stat
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ from gate.config import values as tv
 from gate.config.placeholders import PLACEHOLDERS, TOOLS, substitute, substitute_argv
 from gate.errors import ConfigError
 from gate.jsonutil import depth
+from gate.reader.artifacts import file_kind, shown
 from gate.rules.compat import Form
 from gate.rules.require import Requirement
 from gate.rules.targets import (
@@ -530,11 +532,11 @@ def resolve_artifact_specs(config: Config) -> tuple[ResolvedArtifact, ...]:
     for spec in config.artifacts:
         # glob.glob, not Path.glob: it also takes absolute patterns, relative to nothing.
         matches = sorted(glob.glob(spec.pattern, root_dir=config.project_dir, recursive=True))  # noqa: PTH207
-        files = [p for p in (config.project_dir / m for m in matches) if p.is_file()]
+        files = _regular_files(spec.key, [config.project_dir / m for m in matches])
         if not files:
             what = "matches only folders" if matches else "matches no file"
-            shown = tv.quote(spec.pattern)
-            raise ConfigError(f"{spec.key}.path: {shown} {what} in {config.project_dir}")
+            pattern = tv.quote(spec.pattern)
+            raise ConfigError(f"{spec.key}.path: {pattern} {what} in {config.project_dir}")
         kernels = tuple(dict.fromkeys(config.kernels + spec.kernels))
         for path in files:
             resolved = path.resolve()
@@ -545,6 +547,25 @@ def resolve_artifact_specs(config: Config) -> tuple[ResolvedArtifact, ...]:
             else:
                 found[resolved] = ResolvedArtifact(resolved, spec.key, spec.pattern, kernels)
     return tuple(found.values())
+
+
+def _regular_files(key: str, paths: Iterable[Path]) -> list[Path]:
+    """The regular files among ``paths``; folders and broken links are passed over.
+
+    A FIFO, socket or device is refused, never opened (opening a FIFO blocks until
+    a writer comes): the glob named it as an artifact, and it cannot be one.
+    """
+    files = []
+    for path in paths:
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode):
+            files.append(path)
+        elif not stat.S_ISDIR(mode):
+            raise ConfigError(f"{key}.path: {shown(path)}: not a regular file ({file_kind(mode)})")
+    return files
 
 
 def resolve_artifacts(config: Config, project_dir: Path | None = None) -> tuple[Path, ...]:

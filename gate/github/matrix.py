@@ -146,9 +146,10 @@ def _absent(
     """Step 1: missing, or stale when the class left evidence for other revisions only."""
     others: list[RunIndex] = []
     for key in store.list_keys(repository):
-        parts = key.split("/")
-        if len(parts) == 6 and parts[5] == INDEX_NAME and parts[2] != revision:
-            index = read_index(store, "/".join(parts[:5]))
+        # Relative to the repository: an owner of nested groups has more than one segment.
+        parts = key.removeprefix(f"{repository}/").split("/")
+        if len(parts) == 4 and parts[3] == INDEX_NAME and parts[0] != revision:
+            index = read_index(store, "/".join((repository, *parts[:3])))
             if index is not None and (index.meta.runner_class or index.meta.runner) == name:
                 others.append(index)
     if not others:

@@ -126,11 +126,11 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Found | Unread
         elif stat.S_ISREG(mode):
             yield _probe(path, seen) or Found(path, "duplicate")
         else:
-            yield Unreadable(shown(path), f"{shown(path)}: not a regular file ({_what(mode)})")
+            yield Unreadable(shown(path), f"{shown(path)}: not a regular file ({file_kind(mode)})")
 
 
-def _what(mode: int) -> str:
-    """What a non-regular file is, in words."""
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (``a FIFO``), from its ``st_mode``."""
     kinds = (
         (stat.S_ISCHR, "a character device"),
         (stat.S_ISBLK, "a block device"),
@@ -156,7 +156,7 @@ def open_regular(path: str | os.PathLike[str], name: str) -> BinaryIO:
         raise
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise BadInputError(f"{name}: not a regular file ({_what(mode)})")
+        raise BadInputError(f"{name}: not a regular file ({file_kind(mode)})")
     return os.fdopen(fd, "rb")
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
 import uuid
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from gate.store.base import EvidenceStore, ObjectExistsError, PutOutcome
 from gate.store.records import copy_with_digest
 
 _TMP_MARK = ".tmp-"
+_BLOCK = 1 << 20
 
 
 class LocalStore(EvidenceStore):
@@ -123,15 +123,29 @@ class LocalStore(EvidenceStore):
             raise StorageError(f"cannot read {self._path(key)}: {e.strerror or e}") from e
 
     def get_file(self, key: str, dest: Path) -> tuple[str, int]:
-        """Copy the file out, hashing what was written."""
+        """Copy the file out, hashing what was written.
+
+        Only reading the store is a StorageError. Writing ``dest`` (a full disk, a
+        read-only folder) fails with the OSError itself, as the S3 store's download
+        does: the caller knows which folder that is, and it is not the store's fault.
+        """
         source = self._path(key)
         try:
-            shutil.copyfile(source, dest)
-            return digest_file(dest)
+            src = source.open("rb")
         except FileNotFoundError as e:
             raise StorageError(f"{source} is missing from the evidence store") from e
         except OSError as e:
-            raise StorageError(f"cannot copy {source}: {e.strerror or e}") from e
+            raise StorageError(f"cannot read {source}: {e.strerror or e}") from e
+        with src, dest.open("wb") as out:
+            while True:
+                try:
+                    block = src.read(_BLOCK)
+                except OSError as e:
+                    raise StorageError(f"cannot read {source}: {e.strerror or e}") from e
+                if not block:
+                    break
+                out.write(block)
+        return digest_file(dest)
 
     def list_keys(self, prefix: str) -> Iterator[str]:
         """Every stored file below ``prefix``, skipping unfinished temporary files."""

@@ -110,7 +110,9 @@ def fetch_run(
         (work / INDEX_NAME).write_bytes(index.to_json())
         work.replace(dest)
     except OSError as e:
-        raise EvidenceError(f"cannot write the evidence into {dest}: {e}") from e
+        # The stores raise StorageError for their own faults; an OSError here is the
+        # local side (a full disk, a read-only folder): exit 5, not "store unreachable".
+        raise EvidenceError(f"cannot write the evidence into {dest}: {e.strerror or e}") from e
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return index

@@ -1,8 +1,9 @@
 """Records of the evidence store: who ran what (RunMeta), the per-run index, and the key layout.
 
 A run lives under ``<owner>/<repo>/<revision>/<runner>/<run-id>/`` below the
-store's prefix; its ``index.json`` lists every file with sha256 and size and is
-written last, so a run is complete exactly when its index exists.
+store's prefix (an owner of nested groups, ``group/sub``, takes one segment per
+group); its ``index.json`` lists every file with sha256 and size and is written
+last, so a run is complete exactly when its index exists.
 """
 
 from __future__ import annotations
@@ -67,11 +68,7 @@ class RunMeta:
     dirty: bool = False
 
     def __post_init__(self) -> None:
-        check_segment(self.owner, "repository owner")
-        if self.owner.startswith("."):
-            # GitHub owner names never start with a dot; the spool keeps its own
-            # folders (the conflicts area) under such names.
-            raise ConfigError(f"repository owner {self.owner!r} cannot start with a dot")
+        check_owner(self.owner)
         check_segment(self.repo, "repository name")
         object.__setattr__(self, "revision", check_revision(self.revision))
         check_segment(self.runner, "runner")
@@ -94,12 +91,23 @@ def natural_key(text: str) -> tuple[tuple[int, str], ...]:
     )
 
 
+def check_owner(owner: str) -> str:
+    """An owner: one key segment, or several for nested groups (GitLab ``group/sub``)."""
+    for part in owner.split("/"):
+        check_segment(part, "repository owner")
+        if part.startswith("."):
+            # GitHub and GitLab names never start with a dot; the spool keeps its own
+            # folders (the conflicts area) under such names.
+            raise ConfigError(f"repository owner {owner!r} cannot start with a dot")
+    return owner
+
+
 def split_repository(repository: str) -> tuple[str, str]:
-    """``owner/repo`` into its two checked segments."""
-    owner, sep, repo = repository.strip().partition("/")
-    if not sep or "/" in repo:
+    """``owner/repo`` (``group/sub/repo``: the owner is ``group/sub``) into checked parts."""
+    owner, sep, repo = repository.strip().rpartition("/")
+    if not sep:
         raise ConfigError(f"repository {repository!r} is not of the form owner/repo")
-    return check_segment(owner, "repository owner"), check_segment(repo, "repository name")
+    return check_owner(owner), check_segment(repo, "repository name")
 
 
 def revision_key(repository: str, revision: str) -> str:
