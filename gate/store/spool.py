@@ -226,6 +226,10 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
             _check_size(source, item.size)
             outcome = store.put_file(f"{run_key}/{item.path}", source, item.sha256, item.size)
             (uploaded if outcome is PutOutcome.STORED else present).append(item.path)
+        # Before the index: a stored run leaves no unfinished upload of its keys behind
+        # (a failed abort of this attempt, or of an earlier one that was interrupted).
+        names = [*(item.path for item in index.files), INDEX_NAME]
+        store.abort_unfinished(run_key, frozenset(f"{run_key}/{name}" for name in names))
         # Last: the index makes the run complete.
         outcome = store.put_bytes(f"{run_key}/{INDEX_NAME}", index.to_json())
         (uploaded if outcome is PutOutcome.STORED else present).append(INDEX_NAME)
