@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from gate.errors import ExitCode
-from gate.store import pending
+from gate.store import local_settings, pending, resume
 from gate.store.settings import MIN_PART_SIZE, STORE_VARIABLES
 from tests.s3proxy import Fault, FaultProxy
 from tests.s3server import WeedServer
@@ -144,6 +144,23 @@ def test_an_unlocked_partial_copy_of_a_live_process_is_left_alone(tmp_path: Path
     code, _, err = _finish(_upload(tmp_path, str(evidence)))
     assert (code, err) == (0, "")
     assert list(spool.iterdir()) == []
+
+
+def test_partial_copies_naming_no_live_process_are_removed(tmp_path: Path) -> None:
+    """Those of older versions (no process id in the name) and ones with a number for one."""
+    runner = tmp_path / "spool" / RUNNER_DIR
+    names = (
+        ".partial-20261129T180000Z-1a2b3c-0badf00d",
+        ".partial-123456789012345678901234567890-1-0badf00d",
+        f".partial-{os.getpid()}-20261129T180000Z-1a2b3c-0badf00d",
+        ".partial-0-20261129T180000Z-1a2b3c-0badf00d",
+    )
+    for name in names:
+        (runner / name).mkdir(parents=True)
+        (runner / name / "driver.txt").write_text("half\n")
+    report = resume(local_settings(tmp_path / "store", tmp_path / "spool"))
+    assert report.error() is None
+    assert list((tmp_path / "spool").iterdir()) == []
 
 
 # -- S3: a fault-injecting proxy in front of SeaweedFS --------------------------------

@@ -147,14 +147,15 @@ def _remove_if_stale(partial: Path) -> bool:
 
 def _owner_alive(name: str) -> bool:
     """Whether the process whose id the partial folder's name carries still runs."""
-    pid = name[len(_PARTIAL) :].split("-", 1)[0]
-    if not pid.isdecimal() or int(pid) == os.getpid():
-        # Folders of older versions name no process; our own id is a dead one's reused,
-        # since this process removes partials before it makes any.
+    field = name[len(_PARTIAL) :].split("-", 1)[0]
+    pid = int(field) if field.isdecimal() else 0
+    if pid <= 0 or pid == os.getpid():
+        # Folders of older versions name no process. Our own id on a folder whose lock
+        # was free is a dead process's id reused: our copies in progress are locked.
         return False
     try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
         return False
     except OSError:
         return True  # it exists, under another user
