@@ -23,7 +23,7 @@ from gate.store.meta import find_repository, run_meta_from_evidence
 from gate.store.readback import fetch_run, latest_run, list_runs, read_index
 from gate.store.records import PublishResult, RunIndex, RunMeta, RunSummary, Verdict
 from gate.store.settings import StoreSettings, load_settings, local_settings
-from gate.store.spool import pending, spool_run, upload_entry
+from gate.store.spool import pending, remove_stale_partials, spool_run, upload_entry
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -133,8 +133,12 @@ def resume(
     store: EvidenceStore | None = None,
     progress: ProgressCallback | None = None,
 ) -> ResumeReport:
-    """Upload every run left in the spool; a failure or a conflict does not stop the others."""
+    """Upload every run left in the spool; a failure or a conflict does not stop the others.
+
+    Partial copies that an interrupted upload left behind are removed first.
+    """
     settings = load_settings() if settings is None else settings
+    remove_stale_partials(settings.spool_dir)
     entries = pending(settings.spool_dir)
     if not entries:
         return ResumeReport((), (), (), kept_aside(settings.spool_dir))

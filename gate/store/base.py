@@ -71,6 +71,11 @@ class EvidenceStore(ABC):
     def list_keys(self, prefix: str) -> Iterator[str]:
         """Every key below the folder ``prefix`` (no trailing slash), in any order."""
 
+    def abort_unfinished(self, prefix: str, keys: frozenset[str]) -> None:
+        """Abort the unfinished uploads of ``keys`` (all below ``prefix``) that earlier
+        attempts left behind; a store without multipart uploads has none to abort."""
+        del prefix, keys
+
     def location(self, key: str) -> str:
         """Where ``key`` lives, for messages."""
         return f"{self.describe().split(' at ')[0].rstrip('/')}/{key}"

@@ -104,6 +104,8 @@ class S3Store(EvidenceStore):
         self.bucket = settings.bucket
         self.progress = progress
         self._sleep = sleep
+        # Multipart uploads this client is sending now: never aborted as unfinished.
+        self._active: set[str] = set()
 
     def describe(self) -> str:
         """``s3://bucket/prefix at endpoint``."""
@@ -255,7 +257,6 @@ class S3Store(EvidenceStore):
             return self._retry(action, lambda: self._compare(key, head, sha256, size))
         multipart = size >= self.settings.multipart_threshold
         if multipart:
-            self._retry(action, lambda: self._abort_stale(key))
             outcome = self._retry(action, lambda: self._put_multipart(key, path, sha256, size))
             self._retry(action, lambda: self._verify_readback(key, sha256, size))
         else:
@@ -306,15 +307,32 @@ class S3Store(EvidenceStore):
             raise e
         return self._compare(key, head, sha256, size)
 
-    def _abort_stale(self, key: str) -> None:
-        """Abort multipart uploads of this key left by an earlier, interrupted attempt."""
-        full = self._key(key)
-        listing = self.client.list_multipart_uploads(Bucket=self.bucket, Prefix=full)
-        for upload in listing.get("Uploads", []):
-            if upload.get("Key") == full and "UploadId" in upload:
-                self.client.abort_multipart_upload(
-                    Bucket=self.bucket, Key=full, UploadId=upload["UploadId"]
-                )
+    def abort_unfinished(self, prefix: str, keys: frozenset[str]) -> None:
+        """Abort the multipart uploads of ``keys`` left unfinished, except this client's own.
+
+        An attempt whose parts failed and whose abort failed too (a burst of 503s)
+        leaves an upload the bucket keeps, and bills, until someone aborts it; so
+        does an upload killed part-way. Only the keys this run writes are touched.
+        """
+        action = f"aborting unfinished uploads below {self.location(prefix)}"
+        self._retry(action, lambda: self._abort_listed(self._key(prefix) + "/", keys))
+
+    def _abort_listed(self, prefix: str, keys: frozenset[str]) -> None:
+        wanted = {self._key(key) for key in keys}
+        paginator = self.client.get_paginator("list_multipart_uploads")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+            for upload in page.get("Uploads", []):
+                key, upload_id = upload.get("Key"), upload.get("UploadId")
+                if key not in wanted or upload_id is None or upload_id in self._active:
+                    continue
+                try:
+                    self.client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=key, UploadId=upload_id
+                    )
+                except botocore.exceptions.ClientError as e:
+                    # Aborted meanwhile (a retry whose first answer was lost): done.
+                    if e.response.get("Error", {}).get("Code") != "NoSuchUpload":
+                        raise
 
     def _put_multipart(self, key: str, path: Path, sha256: str, size: int) -> PutOutcome:
         full = self._key(key)
@@ -326,6 +344,7 @@ class S3Store(EvidenceStore):
             **self._lock_args(),
         )
         upload_id = upload["UploadId"]
+        self._active.add(upload_id)
         try:
             parts = self._send_parts(key, path, upload_id, size)
             self.client.complete_multipart_upload(
@@ -341,6 +360,8 @@ class S3Store(EvidenceStore):
         except BaseException:
             self._abort_quietly(full, upload_id)
             raise
+        finally:
+            self._active.discard(upload_id)
         return PutOutcome.STORED
 
     def _send_parts(self, key: str, path: Path, upload_id: str, size: int) -> list[dict[str, Any]]:
@@ -369,7 +390,7 @@ class S3Store(EvidenceStore):
         return parts
 
     def _abort_quietly(self, full_key: str, upload_id: str) -> None:
-        # When the server is gone, a later attempt aborts the upload in _abort_stale.
+        # When this fails too, abort_unfinished aborts the upload before the run's index.
         with contextlib.suppress(
             botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError
         ):

@@ -7,12 +7,23 @@ file and the index. If the store is unreachable or the upload breaks part-way,
 the entry stays and ``cuda-gate upload --resume`` finishes the job: files already
 stored identically are skipped, so nothing is duplicated or overwritten. A run
 refused for a conflict is set aside instead (:mod:`gate.store.conflicts`).
+
+The copy is made in ``<runner>/.partial-<pid>-<run-id>-<random>/``, a folder its
+process holds an exclusive ``flock`` on until the rename. A process killed during
+the copy (SIGTERM, SIGKILL, a crash) leaves the folder behind, and the kernel drops
+its lock; the next ``upload`` or ``upload --resume`` removes every partial folder
+that is unlocked and whose process is gone (:func:`remove_stale_partials`), never
+the one another upload is filling right now.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from gate import __version__
@@ -48,23 +59,13 @@ def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path,
     exactly the evidence that was checked.
     """
     intake = open_evidence(evidence_dir)
+    remove_stale_partials(spool_dir)
     entry = spool_dir.joinpath(*meta.run_key().split("/"))
-    partial = entry.with_name(f"{_PARTIAL}{meta.run_id}-{uuid.uuid4().hex[:8]}")
+    partial = entry.with_name(f"{_PARTIAL}{os.getpid()}-{meta.run_id}-{uuid.uuid4().hex[:8]}")
     try:
         partial.mkdir(parents=True)
-        entries = tuple(_copy(intake, name, partial) for name in intake.files)
-        verdict = intake.record.verdict
-        index = RunIndex(
-            meta=meta,
-            files=entries,
-            verdict=Verdict(verdict.accepted, verdict.statement),
-            tool_version=__version__,
-            finished=intake.record.to_json()["finished"],
-        )
-        write_atomic(partial / INDEX_NAME, index.to_json())
-        if entry.exists():
-            return entry, _same_spooled(entry, index)
-        partial.rename(entry)
+        with _held(partial):
+            return _fill(intake, meta, entry, partial)
     except OSError as e:
         raise EvidenceError(f"cannot copy the evidence into the spool {entry}: {e}") from e
     finally:
@@ -72,7 +73,93 @@ def spool_run(evidence_dir: Path, meta: RunMeta, spool_dir: Path) -> tuple[Path,
         if not entry.exists():
             # A refused folder leaves nothing behind, not even empty key folders.
             _prune(entry.parent)
+
+
+def _fill(intake: Intake, meta: RunMeta, entry: Path, partial: Path) -> tuple[Path, RunIndex]:
+    """Copy the checked files and the index into ``partial``, then rename it to ``entry``."""
+    entries = tuple(_copy(intake, name, partial) for name in intake.files)
+    verdict = intake.record.verdict
+    index = RunIndex(
+        meta=meta,
+        files=entries,
+        verdict=Verdict(verdict.accepted, verdict.statement),
+        tool_version=__version__,
+        finished=intake.record.to_json()["finished"],
+    )
+    write_atomic(partial / INDEX_NAME, index.to_json())
+    if entry.exists():
+        return entry, _same_spooled(entry, index)
+    partial.rename(entry)
     return entry, index
+
+
+@contextlib.contextmanager
+def _held(folder: Path) -> Iterator[None]:
+    """Hold an exclusive flock on ``folder`` while within: it is being filled, keep off.
+
+    The kernel releases the lock when the process dies however it dies, so an
+    unlocked partial folder is one nobody is writing any more.
+    """
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_stale_partials(spool_dir: Path) -> tuple[Path, ...]:
+    """Remove the partial copies that interrupted uploads left in the spool; return them.
+
+    A partial folder is removed only when no process holds its lock and the process
+    named in it is gone: the one another upload is copying into right now stays.
+    """
+    if not spool_dir.is_dir():
+        return ()
+    removed = []
+    for partial in sorted(spool_dir.glob(f"*/*/*/*/{_PARTIAL}*")):
+        if partial.relative_to(spool_dir).parts[0] == CONFLICTS or not partial.is_dir():
+            continue
+        if _remove_if_stale(partial):
+            removed.append(partial)
+            _prune(partial.parent)
+    return tuple(removed)
+
+
+def _remove_if_stale(partial: Path) -> bool:
+    try:
+        fd = os.open(partial, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # locked: an upload is filling it now
+        # Unlocked, but its process may not have taken the lock yet (just after mkdir).
+        if _owner_alive(partial.name):
+            return False
+        shutil.rmtree(partial, ignore_errors=True)
+        return not partial.exists()
+    finally:
+        os.close(fd)
+
+
+def _owner_alive(name: str) -> bool:
+    """Whether the process whose id the partial folder's name carries still runs."""
+    field = name[len(_PARTIAL) :].split("-", 1)[0]
+    pid = int(field) if field.isdecimal() else 0
+    if pid <= 0 or pid == os.getpid():
+        # Folders of older versions name no process. Our own id on a folder whose lock
+        # was free is a dead process's id reused: our copies in progress are locked.
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:
+        return True  # it exists, under another user
+    return True
 
 
 def _copy(intake: Intake, name: str, partial: Path) -> FileEntry:
@@ -140,6 +227,10 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
             _check_size(source, item.size)
             outcome = store.put_file(f"{run_key}/{item.path}", source, item.sha256, item.size)
             (uploaded if outcome is PutOutcome.STORED else present).append(item.path)
+        # Before the index: a stored run leaves no unfinished upload of its keys behind
+        # (a failed abort of this attempt, or of an earlier one that was interrupted).
+        names = [*(item.path for item in index.files), INDEX_NAME]
+        store.abort_unfinished(run_key, frozenset(f"{run_key}/{name}" for name in names))
         # Last: the index makes the run complete.
         outcome = store.put_bytes(f"{run_key}/{INDEX_NAME}", index.to_json())
         (uploaded if outcome is PutOutcome.STORED else present).append(INDEX_NAME)
