@@ -1,7 +1,7 @@
 """Faults around the store: uploads killed during the spool copy, and S3 answering badly.
 
 The spool tests run the real `cuda-gate upload` as a child and stop it (SIGSTOP)
-while it copies into the spool, so a SIGTERM lands during the copy every time. The
+while it copies into the spool, so a SIGKILL or SIGTERM lands during the copy every time. The
 S3 tests put tests/s3proxy.py between the real CLI and a real SeaweedFS server and
 make it answer chosen requests with a 503 SlowDown, a 500, a reset or a delay.
 """
@@ -34,7 +34,7 @@ BIG_COPY = 96 << 20  # a spool copy that takes a good fraction of a second
 RUNNER_DIR = f"acme/kernels/{REVISION}/gpu-box-1"
 
 
-# -- the spool: a copy interrupted by SIGTERM -----------------------------------------
+# -- the spool: a copy interrupted by a signal ----------------------------------------
 
 
 def _upload(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
@@ -76,15 +76,30 @@ def _stopped_during_copy(child: subprocess.Popen[str], spool: Path) -> Path:
 
 
 def _killed_during_copy(tmp_path: Path, evidence: Path) -> Path:
-    """Run an upload, SIGTERM it during the spool copy; the partial folder it leaves."""
+    """Run an upload, SIGKILL it during the spool copy; the partial folder it leaves.
+
+    SIGKILL, because nothing can clean up after it: a SIGTERM the gate handles (it
+    removes its partial at once, see below), a crash or a power cut cannot be.
+    """
     child = _upload(tmp_path, str(evidence))
     partial = _stopped_during_copy(child, tmp_path / "spool")
-    os.kill(child.pid, signal.SIGTERM)
-    os.kill(child.pid, signal.SIGCONT)
+    os.kill(child.pid, signal.SIGKILL)
     code, _, _ = _finish(child)
-    assert code == -signal.SIGTERM
+    assert code == -signal.SIGKILL
     assert sum(f.stat().st_size for f in partial.rglob("*") if f.is_file()) > 0
     return partial
+
+
+def test_sigterm_during_the_copy_removes_its_partial_at_once(tmp_path: Path) -> None:
+    evidence = make_evidence(tmp_path / "ev", big=BIG_COPY)
+    child = _upload(tmp_path, str(evidence))
+    _stopped_during_copy(child, tmp_path / "spool")
+    os.kill(child.pid, signal.SIGTERM)
+    os.kill(child.pid, signal.SIGCONT)
+    code, _, err = _finish(child)
+    assert code == 128 + signal.SIGTERM
+    assert err.strip().splitlines()[-1] == "cuda-gate: interrupted by SIGTERM"
+    assert _partials(tmp_path / "spool") == []
 
 
 def test_a_partial_copy_left_by_sigterm_is_removed_by_the_next_upload(tmp_path: Path) -> None:
@@ -247,7 +262,7 @@ def test_a_503_burst_with_a_failing_abort_leaves_no_unfinished_upload(
     aborts = rig.proxy.inject(Fault.slow_down(), method="DELETE", query="uploadId", times=2)
     code, out, err = rig.upload(str(evidence))
     assert (code, err) == (0, "")
-    assert "8 stored, 0 already present" in out
+    assert "9 stored, 0 already present" in out
     assert (parts.hits, aborts.hits) == (3, 2)
     assert rig.multipart_ran()
     rig.assert_stored(evidence)
@@ -273,7 +288,7 @@ def test_an_unfinished_upload_that_cannot_be_aborted_keeps_the_run_for_resume(
     rig.proxy.clear()
     code, out, err = rig.upload("--resume")
     assert (code, err) == (0, "")
-    assert "1 stored, 7 already present" in out
+    assert "1 stored, 8 already present" in out
     assert rig.unfinished() == []
     rig.assert_stored(evidence)
 
@@ -295,7 +310,7 @@ def test_the_next_upload_aborts_what_an_earlier_one_left_unfinished(
 
     code, out, err = rig.upload(str(evidence))
     assert (code, err) == (0, "")
-    assert "0 stored, 8 already present" in out
+    assert "0 stored, 9 already present" in out
     # Another run's upload, in progress for all this run knows, stays.
     assert rig.unfinished() == [_object_key("x.bin", OTHER_RUN)]
 
@@ -306,7 +321,7 @@ def test_slow_down_is_retried_and_the_upload_succeeds(rig: Rig, tmp_path: Path) 
     parts = rig.proxy.inject(Fault.slow_down(), method="PUT", query="partNumber", times=2)
     code, out, err = rig.upload(str(evidence))
     assert (code, err) == (0, "")
-    assert "8 stored, 0 already present" in out
+    assert "9 stored, 0 already present" in out
     assert (puts.hits, parts.hits) == (2, 2)
     assert rig.multipart_ran()
     rig.assert_stored(evidence)
@@ -337,7 +352,7 @@ def test_a_persistent_fault_exits_20_and_keeps_the_run_for_resume(
     rig.proxy.clear()
     code, out, err = rig.upload("--resume")
     assert (code, err) == (0, "")
-    assert "8 stored, 0 already present" in out
+    assert "9 stored, 0 already present" in out
     rig.assert_stored(evidence)
 
 
@@ -350,5 +365,5 @@ def test_a_delay_within_the_timeout_succeeds(rig: Rig, tmp_path: Path) -> None:
     assert time.monotonic() - start >= 3
     assert slow.hits == 1
     assert rig.multipart_ran()
-    assert "8 stored, 0 already present" in out
+    assert "9 stored, 0 already present" in out
     rig.assert_stored(evidence)
