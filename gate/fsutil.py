@@ -83,8 +83,10 @@ class Lock:
         *,
         wait: bool = False,
         say: Callable[[str], None] | None = None,
+        create: bool = True,
     ) -> Lock:
-        """Lock ``path`` (created if absent, never truncated, never through a link).
+        """Lock ``path`` (created if absent unless ``create`` is false; never truncated,
+        never through a link).
 
         Busy: EvidenceError naming ``what`` and the holder's pid and command, or with
         ``wait`` a line through ``say`` and a wait until the holder is done. A file
@@ -92,7 +94,8 @@ class Lock:
         """
         while True:
             try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+                flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT if create else 0)
+                fd = os.open(path, flags, 0o644)
             except OSError as e:
                 raise EvidenceError(f"{path}: cannot open the lock: {e.strerror or e}") from e
             try:

@@ -114,7 +114,8 @@ def test_a_test_result_envelope_over_other_bytes_is_refused(
 
 
 def _settings(url: object) -> str:
-    config = Config(project_dir=Path("/nonexistent"), store={"url": url})
+    # As the TOML reader gives it: any value, even one of the wrong type.
+    config = Config(project_dir=Path("/nonexistent"), store=(("url", url),))  # type: ignore[arg-type]
     return load_settings(env={}, config=config).describe()
 
 
@@ -169,6 +170,30 @@ def test_a_bad_store_option_is_blamed_on_the_option_and_cut_short() -> None:
 
 
 # ---------------------------------------------------------------- one run per folder
+
+
+@pytest.mark.unit
+def test_no_upload_or_sign_while_a_run_holds_the_folder(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    evidence = _signed_evidence(tmp_path / "ev")
+    from gate.fsutil import Lock
+
+    lock = Lock.acquire(evidence / MARKER, "a run", create=False)
+    try:
+        code, _, err = run_cli(
+            monkeypatch, capsys, "upload", str(evidence), "--store", str(tmp_path / "s")
+        )
+        assert code == int(ExitCode.EVIDENCE)
+        assert f"{evidence} (evidence folder): in use by another cuda-gate run (pid " in err
+        monkeypatch.setattr("gate.cli.COMMANDS", ("sign",))
+        monkeypatch.setenv("CUDA_GATE_SIGNING_KEY", KEY.private_pem.decode())
+        from gate import cli
+
+        assert cli.main(["sign", str(evidence)]) == int(ExitCode.EVIDENCE)
+    finally:
+        lock.release()
+    assert not (tmp_path / "s").exists()
 
 
 @pytest.mark.unit

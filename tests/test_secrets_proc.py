@@ -184,7 +184,9 @@ def test_a_key_file_is_said_to_stay_readable(tmp_path: Path) -> None:
         )
     ]
     # Not through the gate, though: its environment (naming the file) is closed.
-    assert str(key).encode() not in found["dump"]
+    dump = found["dump"]
+    assert isinstance(dump, bytes)
+    assert str(key).encode() not in dump
 
 
 def test_the_gate_is_not_dumpable_and_its_start_up_environment_holds_no_secret(

@@ -73,7 +73,7 @@ def handle(args: argparse.Namespace) -> int:
     settings = load_settings(url=args.store) if args.upload else None
     folder: Path = args.evidence_dir
     open_evidence(folder)  # the gate's marker, plain files, a record, the manifest's names
-    lock = Lock.acquire(folder / MARKER, f"{folder} (evidence folder)")
+    lock = Lock.acquire(folder / MARKER, f"{folder} (evidence folder)", create=False)
     try:
         written = sign_existing(folder, signer)
         print(f"signed with key {written.keyid}: {written.envelope_path}", flush=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from gate.errors import ExitCode
 
 if TYPE_CHECKING:
-    from gate.store import PublishResult
+    from gate.store import ProgressCallback, PublishResult, StoreSettings
 
 DEFAULT_EVIDENCE = "gate-evidence"
 
@@ -53,7 +53,9 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 def run(args: argparse.Namespace) -> int:
     """Upload one evidence folder, or resume every spooled run."""
-    from gate.store import load_settings, publish, resume, run_meta_from_evidence
+    from gate.evidence import MARKER
+    from gate.fsutil import Lock
+    from gate.store import load_settings, resume
     from gate.store.intake import open_evidence
     from gate.store.progress import StderrProgress
 
@@ -80,6 +82,22 @@ def run(args: argparse.Namespace) -> int:
     evidence_dir = args.evidence_dir or Path(DEFAULT_EVIDENCE)
     # Before anything is derived from it: only gate evidence is stored.
     open_evidence(evidence_dir)
+    # Never while a run writes it (that run's own store stage holds this lock already).
+    lock = Lock.acquire(evidence_dir / MARKER, f"{evidence_dir} (evidence folder)", create=False)
+    try:
+        return _upload(args, evidence_dir, settings, progress)
+    finally:
+        lock.release()
+
+
+def _upload(
+    args: argparse.Namespace,
+    evidence_dir: Path,
+    settings: StoreSettings,
+    progress: ProgressCallback | None,
+) -> int:
+    from gate.store import publish, run_meta_from_evidence
+
     meta = run_meta_from_evidence(
         evidence_dir,
         overrides={
