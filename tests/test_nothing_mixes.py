@@ -261,7 +261,7 @@ def _wait_for(path: Path, seconds: float = 120) -> None:
 @pytest.mark.integration
 def test_two_runs_into_one_folder_never_mix(tmp_path: Path) -> None:
     started = tmp_path / "started"
-    project = _project(tmp_path, f"echo run-A-build; touch {started}; sleep 3")
+    project = _project(tmp_path, f"echo run-A-build; touch {started}; sleep 8")
     ev, build = str(tmp_path / "ev"), str(tmp_path / "build")
     first = _gate(project, "--evidence", ev, "--build-dir", build)
     _wait_for(started)
