@@ -50,8 +50,19 @@ def test_no_session_pins_a_python_version() -> None:
 @pytest.mark.unit
 def test_the_readme_starts_with_the_two_commands() -> None:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    assert lines[3].startswith("python3 -m pip install nox && python3 -m nox -s gate ")
-    assert lines[4].startswith("python3 -m pip install nox && python3 -m nox -s tests ")
+    assert lines[2:6:3] == ["```sh", "```"]  # one block of exactly two commands
+    venv = "python3 -m venv .venv && .venv/bin/pip install -q nox && .venv/bin/nox -s "
+    assert lines[3].startswith(f"{venv}gate ")
+    assert lines[4].startswith(f"{venv}tests ")
+    # .ci/run runs the README's test command itself.
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert (
+        lines[4]
+        .split("#")[0]
+        .strip()
+        .replace("pip install -q", "pip install -q --disable-pip-version-check")
+        in ci
+    )
 
 
 def _nox(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -88,3 +99,29 @@ def test_a_passing_command_still_ends_nox_with_0() -> None:
     done = _nox("-s", "inspect", "--", str(GOLDEN / "libkernels.so"))
     assert done.returncode == 0, done.stderr
     assert "Session inspect was successful" in done.stderr
+
+
+@pytest.mark.unit
+def test_a_session_reinstalls_only_when_the_sources_or_extras_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cuda_gate_noxfile", NOXFILE)
+    assert spec is not None
+    assert spec.loader is not None
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+    (tmp_path / "gate" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text("[project]\n", encoding="utf-8")
+    (tmp_path / "gate" / "cli.py").write_text("x = 1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    first = noxfile._fingerprint("[test]")
+    (tmp_path / "gate" / "__pycache__" / "cli.pyc").write_bytes(b"compiled")
+    assert noxfile._fingerprint("[test]") == first  # bytecode is not a source
+    assert noxfile._fingerprint("[lint,test]") != first
+    (tmp_path / "gate" / "cli.py").write_text("x = 2\n", encoding="utf-8")
+    assert noxfile._fingerprint("[test]") != first
+    (tmp_path / "gate" / "cli.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "gate" / "new.py").write_text("", encoding="utf-8")
+    assert noxfile._fingerprint("[test]") != first

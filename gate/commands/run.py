@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gate.config import Config
     from gate.rules.targets import Target
 
 STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
@@ -181,6 +182,7 @@ def handle(args: argparse.Namespace) -> int:
     target = _target(args.target) if args.target else None
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
+    progress(_which_config(project))
     store = None if args.no_store else load_settings(url=args.store, config=project)
     signer = load_signer_from_env_or_file(args.signing_key or project.signing_key)
     if signer is not None and signer.file is not None:
@@ -226,6 +228,28 @@ def handle(args: argparse.Namespace) -> int:
         if verdict.accepted:
             return int(outcome.store_error.exit_code)
     return int(verdict.exit_code)
+
+
+def _which_config(project: Config) -> str:
+    """One line: the configuration file the run uses, or that none was found, and where."""
+    from gate.config import CONFIG_FILE, PYPROJECT
+
+    if project.source is not None:
+        return f"config: {project.source}"
+    here = Path.cwd()
+    above = next(
+        (d / CONFIG_FILE for d in here.parents if (d / CONFIG_FILE).is_file()),
+        None,
+    )
+    hint = (
+        f"; {above} is above: run from {above.parent} or pass --config {above}"
+        if above is not None
+        else "; `cuda-gate init` writes one"
+    )
+    return (
+        f"config: none found in {here} (no {CONFIG_FILE}, no [tool.cuda-gate] in "
+        f"{PYPROJECT}): only the built-in smoke program is gated{hint}"
+    )
 
 
 def _target(text: str) -> Target:

@@ -347,7 +347,13 @@ def inspect_artifact(
         tool = cuobjdump.find() if use_cuobjdump else None
         note = "cuobjdump cross-check not run: turned off with --no-cuobjdump"
     except ToolError as e:
-        tool, note = None, f"cuobjdump cross-check not run: {e.one_line()}"
+        tool, note = (
+            None,
+            (
+                f"cuobjdump cross-check not run: {e.one_line()}; "
+                "`pip install 'cuda-gate[cuobjdump]'` (nox -s gate does) gives it"
+            ),
+        )
     cross: CrossCheck | None = None
     modules: tuple[cuobjdump.PtxText, ...] = ()
     if tool is None:
