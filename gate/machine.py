@@ -249,7 +249,8 @@ def diagnose_no_device(report: ProbeReport) -> str:
             f"device nodes {' '.join(nodes)}" if nodes else "no /dev/nvidia* device nodes",
             "nvidia-smi " + ("present" if smi else "not found"),
         ]
-        return f"no NVIDIA driver installed ({'; '.join(facts)}){said}"
+        # The runtime's "driver version is insufficient" says nothing when there is none.
+        return f"no NVIDIA driver installed ({'; '.join(facts)})"
     if report.error_code == _CUDA_DRIVER_TOO_OLD and report.driver and report.runtime:
         return (
             f"driver older than the toolkit: the driver supports CUDA "

@@ -74,6 +74,7 @@ class RunOptions:
     project_config: Config | None = None
     wait: bool = False  # for the evidence and build folders another run holds
     debug: bool = False  # print an internal error's traceback (always in the evidence)
+    first_line: str = ""  # said once the folders are locked (which configuration, ...)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,8 @@ class _Progress:
         self.stages.append(
             Stage(name, StageStatus.FAILED, failure.one_line(), took, int(failure.exit_code))
         )
-        self.say(f"{index} {name} stopped: {failure.one_line()}")
+        # The whole reason is in the table and the verdict: the progress line says what.
+        self.say(f"{index} {name} stopped: {failure.message.split(' (')[0]}")
 
     def skip(self, name: str, reason: str, exit_code: ExitCode | None = None) -> None:
         self.stages.append(
@@ -184,6 +186,8 @@ def run(options: RunOptions, say: Progress) -> Outcome:
             workdir / BUILD_LOCK, f"{workdir} (build folder)", wait=options.wait, say=say
         )
         try:
+            if options.first_line:
+                say(options.first_line)
             return _locked_run(options, evidence, workdir, redactor, say)
         finally:
             build_lock.release()

@@ -399,6 +399,15 @@ def test_every_stage_appears_and_the_missing_driver_is_said_once(tmp_path: Path)
     assert statement.startswith("not accepted: no CUDA device was usable: no NVIDIA driver")
     assert "--target" in statement
     assert done.stdout.count("no NVIDIA driver installed") <= 2  # the row and the verdict
+    # ...and the whole console says the long sentence at most three times (the row, the
+    # verdict, the stderr line scripts read); the progress line only says what stopped.
+    console = done.stdout + done.stderr
+    assert console.count("to check the artifacts without a GPU") <= 3
+    assert "[2/8] probe stopped: no CUDA device was usable: no NVIDIA driver installed\n" in (
+        done.stderr
+    )
+    # No driver at all: what the runtime says about the driver's version is not quoted.
+    assert "driver version is insufficient" not in console
     root = ET.parse(tmp_path / "ev" / "junit.xml").getroot()  # noqa: S314
     classes = {c.get("classname") for c in root.iter("testcase") if c.find("skipped") is not None}
     assert {"default.gate.execute.native", "default.gate.execute.jit"} <= classes

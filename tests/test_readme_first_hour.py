@@ -108,3 +108,22 @@ def test_the_run_says_which_configuration_it_uses_or_where_it_looked(tmp_path: P
         f"{project / 'cuda-gate.toml'}"
     )
     assert gate(tmp_path).endswith("gated; `cuda-gate init` writes one")
+
+
+def test_a_closed_output_pipe_loses_no_evidence_and_keeps_the_status(tmp_path: Path) -> None:
+    """`cuda-gate run ... | head -1`: the run goes on, its evidence is whole, and the exit
+    status is the verdict's (1 here), never 0 or a bare 141."""
+    import sys
+
+    reader = subprocess.Popen(["head", "-c", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert reader.stdin is not None
+    done = subprocess.run(
+        [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--stop-after", "build",
+         "--no-store", "--evidence", str(tmp_path / "ev"), "--build-dir", str(tmp_path / "b")],
+        cwd=tmp_path, stdout=reader.stdin, stderr=reader.stdin, timeout=600, check=False,
+    )  # fmt: skip
+    reader.stdin.close()
+    reader.wait(timeout=60)
+    assert done.returncode == 1  # --stop-after: not accepted
+    for name in ("result.json", "junit.xml", "summary.md", "manifest.json"):
+        assert (tmp_path / "ev" / name).is_file(), name

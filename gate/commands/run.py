@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -170,27 +172,25 @@ def handle(args: argparse.Namespace) -> int:
     """Run the pipeline and print the table, the diagnosis and the verdict."""
     from gate import config
     from gate.attest.signing import load_signer_from_env_or_file
+    from gate.commands.stdout import Stdout
     from gate.pipeline import RunOptions, run
     from gate.render import text
     from gate.rules.targets import Target
     from gate.store import load_settings
 
-    def progress(line: str) -> None:
-        if not args.quiet:
-            print(line, file=sys.stderr, flush=True)
+    err = _Stderr(quiet=args.quiet)
+    progress = err.progress
 
     target = _target(args.target) if args.target else None
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
-    progress(_which_config(project))
     store = None if args.no_store else load_settings(url=args.store, config=project)
     signer = load_signer_from_env_or_file(args.signing_key or project.signing_key)
     if signer is not None and signer.file is not None:
-        print(
+        err.line(
             f"cuda-gate: warning: the signing key file {signer.file} stays readable to the "
             "builds and entry points (they run as your user); sign apart instead: run "
-            "without a key, then `cuda-gate sign EVIDENCE` where no project code runs",
-            file=sys.stderr,
+            "without a key, then `cuda-gate sign EVIDENCE` where no project code runs"
         )
     options = RunOptions(
         evidence=args.evidence,
@@ -211,23 +211,54 @@ def handle(args: argparse.Namespace) -> int:
         project_config=project,
         wait=args.wait,
         debug=args.debug,
+        # Said once the folders are the run's: an error before that stays one line alone.
+        first_line=_which_config(project),
     )
     outcome = run(options, progress)
     record = outcome.record
     verdict = record.verdict
-    print(text.console(record))
-    print(f"Evidence: {outcome.evidence}/ ({outcome.manifest}; {outcome.stored})")
+    # A reader gone (`| head`) never stops the run or loses its evidence, and never turns
+    # its status into 0 or 141 when the status is known (gate.commands.stdout).
+    out = Stdout()
+    out.write(text.console(record) + "\n")
+    out.write(f"Evidence: {outcome.evidence}/ ({outcome.manifest}; {outcome.stored})\n")
+    out.flush()
     if outcome.interrupted is not None:
-        print(f"cuda-gate: interrupted by {outcome.interrupted.name}", file=sys.stderr)
+        err.line(f"cuda-gate: interrupted by {outcome.interrupted.name}")
         return outcome.interrupted.exit_code
     if not verdict.accepted:
-        print(f"cuda-gate: {verdict.headline}", file=sys.stderr)
+        err.line(f"cuda-gate: {verdict.headline}")
     if outcome.store_error is not None:
         # Nothing is lost: the evidence folder and the spool hold it for `upload --resume`.
-        print(f"cuda-gate: error: {outcome.store_error.one_line()}", file=sys.stderr)
+        err.line(f"cuda-gate: error: {outcome.store_error.one_line()}")
         if verdict.accepted:
             return int(outcome.store_error.exit_code)
+    if verdict.accepted:
+        out.done()  # accepted, but the table did not reach its reader: 141
     return int(verdict.exit_code)
+
+
+class _Stderr:
+    """Progress and message lines on stderr; a closed stderr silences them, nothing else."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.quiet, self.closed = quiet, False
+
+    def progress(self, line: str) -> None:
+        if not self.quiet:
+            self.line(line)
+
+    def line(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            print(text, file=sys.stderr, flush=True)
+        except BrokenPipeError:
+            self.closed = True
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stderr.fileno())
+                os.close(devnull)
 
 
 def _which_config(project: Config) -> str:
