@@ -1,4 +1,4 @@
-"""junit.xml as Jenkins' xUnit plugin and the GitHub reporters read it: valid, with bodies and files."""
+"""junit.xml as Jenkins' xUnit plugin and GitHub's reporters read it: valid, with texts, files."""
 
 from __future__ import annotations
 
@@ -70,7 +70,10 @@ def _record_file(folder: Path, runner_class: str) -> Path:
 
 def _files(path: Path) -> dict[str, str | None]:
     root = ET.parse(path).getroot()  # noqa: S314 - our own document
-    return {c.get("classname", "") + "/" + c.get("name", ""): c.get("file") for c in root.iter("testcase")}
+    return {
+        c.get("classname", "") + "/" + c.get("name", ""): c.get("file")
+        for c in root.iter("testcase")
+    }
 
 
 def test_junit_of_a_mixed_run_is_valid_junit_10(
