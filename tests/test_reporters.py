@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -16,8 +20,6 @@ from gate.render import junit
 from gate.rules.causes import Cause
 from gate.rules.verdict import Check, CheckState
 from tests.records import make_record, write_record
-
-pytestmark = pytest.mark.unit
 
 XSD = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
 CHECKS = (
@@ -76,6 +78,7 @@ def _files(path: Path) -> dict[str, str | None]:
     }
 
 
+@pytest.mark.unit
 def test_junit_of_a_mixed_run_is_valid_junit_10(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,6 +89,7 @@ def test_junit_of_a_mixed_run_is_valid_junit_10(
     assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (7, 3, 1, 1)
 
 
+@pytest.mark.unit
 def test_failures_carry_their_reason_as_text_and_the_file_they_are_about(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -109,6 +113,7 @@ def test_failures_carry_their_reason_as_text_and_the_file_they_are_about(
     }
 
 
+@pytest.mark.unit
 def test_a_merged_report_of_two_classes_keeps_the_files_and_stays_valid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -134,3 +139,40 @@ def test_a_merged_report_of_two_classes_keeps_the_files_and_stays_valid(
         assert files[f"{runner_class}.gate.execute.native/smoke [native]"] == "cuda-gate.toml"
     suites = list(JUnitXml.fromfile(str(path)))
     assert [s.name for s in suites] == ["cuda-gate/dgx-spark", "cuda-gate/h200"]
+
+
+@pytest.mark.integration
+def test_a_real_run_writes_valid_junit_naming_the_artifact_and_the_config(
+    tmp_path: Path,
+) -> None:
+    nvcc = shutil.which("nvcc")
+    assert nvcc is not None, "nvcc is needed (the CI machine has it)"
+    (tmp_path / "k.cu").write_text("__global__ void k(int *p) { *p = 7; }\n", encoding="utf-8")
+    subprocess.run(
+        [nvcc, "-shared", "-Xcompiler", "-fPIC", "-o", "libk.so", "k.cu",
+         "-gencode", "arch=compute_90,code=[sm_90,compute_90]"],
+        cwd=tmp_path, check=True, capture_output=True,
+    )  # fmt: skip
+    config = 'targets = ["sm_90a"]\n[[artifact]]\npath = "libk.so"\n'
+    (tmp_path / "cuda-gate.toml").write_text(config, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store",
+         "--evidence", "ev"],
+        cwd=tmp_path, env=os.environ.copy(), capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    path = tmp_path / "ev" / junit.JUNIT_FILE
+    xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    root = ET.parse(path).getroot()  # noqa: S314 - our own document
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    sass = cases["libk.so: SASS for sm_90a"]
+    failure = sass.find("failure")
+    assert failure is not None
+    assert failure.text == failure.get("message")
+    assert str(failure.text).startswith("no SASS for sm_90a")
+    assert sass.get("file") == "libk.so"
+    files = {c.get("file") for c in root.iter("testcase")} - {None}
+    # The project's artifact, the gate's own smoke binary it built here, the config file;
+    # never a gate source file.
+    assert files == {"libk.so", "gate-build/smoke", "cuda-gate.toml"}, files
