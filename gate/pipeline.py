@@ -222,7 +222,7 @@ def _locked_run(
         notes=found.notes,
     )
     began = p.start("report")
-    report.write(evidence, record)
+    report.write(evidence, record, config.source)
     p.done("report", began)
     began = p.start("manifest")
     # Signed only now: the last process the project started has ended.

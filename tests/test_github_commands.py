@@ -275,3 +275,63 @@ def test_the_repositorys_runner_classes_match_the_schema() -> None:
     data = json.loads((ROOT / "ci" / "runner-classes.json").read_text(encoding="utf-8"))
     jsonschema.validate(data, schema())
     assert data["version"] == 1
+
+
+@pytest.mark.unit
+def test_annotate_writes_at_most_ten_errors_the_top_ranked_first_then_how_many_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 24 exit-status failures, then the one cause that explains most (missing SASS).
+    checks = [
+        Check(
+            f"run {i}",
+            "gate.execute.native",
+            CheckState.FAILED,
+            f"exit {i}",
+            cause=Cause.EXIT_STATUS,
+        )
+        for i in range(24)
+    ]
+    checks.append(
+        Check(
+            "libk.so: SASS for sm_90",
+            "gate.inspect",
+            CheckState.FAILED,
+            "no SASS for sm_90",
+            cause=Cause.MISSING_SASS,
+        )
+    )
+    evidence = _record(tmp_path / "ev", accepted=False, checks=checks)
+    assert _run(["annotate", "--evidence", str(evidence)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    errors = [line for line in lines if line.startswith("::error")]
+    # GitHub shows 10 error annotations per step: the verdict and the 9 top-ranked checks.
+    assert len(errors) == 10
+    assert errors[0].startswith("::error title=cuda-gate%3A verdict::not accepted: libk.so")
+    assert errors[1] == (
+        "::error title=cuda-gate%3A gate.inspect.libk.so%3A SASS for sm_90::no SASS for sm_90"
+    )
+    assert errors[2:] == [
+        f"::error title=cuda-gate%3A gate.execute.native.run {i}::exit {i}" for i in range(8)
+    ]
+    # 25 failed checks and the verdict: 26 errors, 16 of them not annotated.
+    notice = "::notice title=cuda-gate%3A 16 more::16 more error(s) than the 10 annotated: "
+    assert lines[10:] == [f"{notice}see the job summary and {evidence / 'junit.xml'}"]
+
+
+@pytest.mark.unit
+def test_annotate_max_sets_the_cap_and_must_be_positive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checks = [
+        Check(f"run {i}", "gate.execute.native", CheckState.FAILED, "x", cause=Cause.EXIT_STATUS)
+        for i in range(3)
+    ]
+    evidence = _record(tmp_path / "ev", accepted=False, checks=checks)
+    assert _run(["annotate", "--evidence", str(evidence), "--max", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("::")[1].split(" ")[0] for line in lines] == ["error", "error", "notice"]
+    assert "2 more error(s) than the 2 annotated" in lines[2]
+    with pytest.raises(SystemExit):
+        _run(["annotate", "--evidence", str(evidence), "--max", "0"])
+    assert "expected a whole number of at least 1, got '0'" in capsys.readouterr().err

@@ -1,7 +1,9 @@
 """``cuda-gate github``: put the gate's results where people look in GitHub Actions.
 
 * ``status``: a commit status per runner class, linking to the evidence;
-* ``annotate``: ``::error`` annotations for the failed checks;
+* ``annotate``: ``::error`` annotations for the failed checks, the most important first,
+  at most ``--max`` (GitHub shows 10 errors per step), then a ``::notice`` of how many
+  more there were and where they are;
 * ``summary``: append an evidence folder's summary.md to the step summary;
 * ``runner-matrix``: the gate job's matrix from the one runner-classes file;
 * ``attestation``: check a run's signed statements and write what ``actions/attest``
@@ -21,6 +23,7 @@ from gate.errors import BadInputError, ConfigError, EvidenceError
 
 DEFAULT_EVIDENCE = "gate-evidence"
 DEFAULT_CLASSES = "ci/runner-classes.json"
+MAX_ANNOTATIONS = 10  # GitHub shows at most 10 error (and 10 warning) annotations per step
 
 
 def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
@@ -43,6 +46,13 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     annotate = sub.add_parser("annotate", help="print ::error annotations for failed checks")
     annotate.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
     annotate.add_argument("--title", default="cuda-gate", help="prefix of each annotation title")
+    annotate.add_argument(
+        "--max",
+        type=_positive,
+        default=MAX_ANNOTATIONS,
+        metavar="N",
+        help=f"most ::error lines to write (default: {MAX_ANNOTATIONS}, what GitHub shows)",
+    )
     annotate.set_defaults(handler=_annotate)
 
     summary = sub.add_parser("summary", help="append summary.md to $GITHUB_STEP_SUMMARY")
@@ -108,26 +118,51 @@ def _annotate(args: argparse.Namespace) -> int:
     from gate.github.client import workflow_command
     from gate.record import load
     from gate.render.junit import JUNIT_FILE, read_failures
+    from gate.rules.causes import rank
 
-    lines: list[str] = []
+    errors: list[str] = []
     try:
         record = load(args.evidence)
     except BadInputError as e:
-        lines.append(workflow_command("error", e.message, title=f"{args.title}: no run record"))
+        errors.append(workflow_command("error", e.message, title=f"{args.title}: no run record"))
         junit = args.evidence / JUNIT_FILE
         failed = read_failures(junit) if junit.is_file() else ()
     else:
         failed = record.failed_checks
         if not record.verdict.accepted:
-            lines.append(
+            errors.append(
                 workflow_command("error", record.verdict.statement, title=f"{args.title}: verdict")
             )
-    for check in failed:
+    # The verdict's ranking (gate.rules.verdict.decide): what explains most comes first,
+    # so the annotations GitHub shows are the ones worth reading.
+    for check in sorted(failed, key=lambda c: rank(c.cause)):
         title = f"{args.title}: {check.classname}.{check.name}".replace(": .", ": ")
-        lines.append(workflow_command("error", check.message or "failed", title=title))
+        errors.append(workflow_command("error", check.message or "failed", title=title))
+    lines = errors[: args.max]
+    if len(errors) > args.max:
+        more = len(errors) - args.max
+        where = f"the job summary and {args.evidence / JUNIT_FILE}"
+        lines.append(
+            workflow_command(
+                "notice",
+                f"{more} more error(s) than the {args.max} annotated: see {where}",
+                title=f"{args.title}: {more} more",
+            )
+        )
     if lines:
         print("\n".join(lines))
     return 0
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _summary(args: argparse.Namespace) -> int:

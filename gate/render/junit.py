@@ -10,16 +10,21 @@ checked in the tests):
 * every classname starts with the runner class (``dgx-spark.gate.execute.native``), so a
   reporter that keys cases by classname and name keeps both classes' cases apart; native
   and JIT cases keep distinct classnames;
-* counts on every suite and on the root: ``tests``, ``failures``, ``errors``, ``skipped``,
-  ``time`` (junit-10.xsd lists no ``skipped`` on ``<testsuites>``; readers such as
-  test-results-parser and junitparser take it from there, so it is written);
+* counts on every suite (``tests``, ``failures``, ``errors``, ``skipped``, ``time``) and
+  on the root all of them but ``skipped``: junit-10.xsd has no ``skipped`` on
+  ``<testsuites>``, and Jenkins' xUnit plugin rejects a file that has one;
 * a failure's ``type`` names its kind: the check's ranked cause (``missing-sass``,
   ``no-kernel-image``, ``timeout``, ...); an internal error of the gate is an ``<error>``;
-* ``time`` on every case; a case's log appears once, in ``<system-out>``; the failure
-  carries the one-line reason as its ``message``.
+  its one-line reason is both its ``message`` and its text (reporters that show only
+  one of them, dorny's test-reporter and mikepenz's action-junit-report, both show it);
+* ``file`` on a case whose check is about a file: the artifact or loaded library its
+  name starts with, else the project's config file for a check of what the config asks
+  (build, inspect, predict, execute, loaded libraries); annotations land on that file,
+  never on the gate's own sources;
+* ``time`` on every case; a case's log appears once, in ``<system-out>``.
 
-Written with ElementTree: junit-xml (the former writer) cannot put ``skipped`` on the
-root and copies a failure's output into both ``<failure>`` and ``<system-out>``.
+Written with ElementTree: junit-xml (the former writer) copies a failure's output into
+both ``<failure>`` and ``<system-out>``.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class Suite:
     hostname: str = ""
     timestamp: datetime | None = None
     properties: tuple[tuple[str, str], ...] = ()
+    files: tuple[str | None, ...] = ()  # each check's file (see file_of), in check order
 
     @property
     def name(self) -> str:
@@ -58,8 +64,12 @@ class Suite:
         return f"{ROOT_NAME}/{self.runner_class}"
 
 
-def suite_of(record: RunRecord) -> Suite:
-    """The suite of one run: its class (``default`` when none), its machine and its checks."""
+def suite_of(record: RunRecord, config_file: Path | None = None) -> Suite:
+    """The suite of one run: its class (``default`` when none), its machine and its checks.
+
+    ``config_file``: the project's config file the run read, for the checks of what it
+    asks (None when the defaults applied).
+    """
     runner_class = record.run.runner_class or DEFAULT_CLASS
     properties = [
         (CLASS_PROPERTY, runner_class),
@@ -77,7 +87,41 @@ def suite_of(record: RunRecord) -> Suite:
         hostname=record.run.runner,
         timestamp=record.started,
         properties=tuple(properties),
+        files=tuple(file_of(c, record, config_file) for c in record.checks),
     )
+
+
+# Checks of what the project's config asks for; the others (environment, probe, report)
+# are about the machine or the gate itself.
+_CONFIGURED = ("gate.build", "gate.inspect", "gate.predict", "gate.execute", "gate.loaded")
+
+
+def file_of(check: Check, record: RunRecord, config_file: Path | None = None) -> str | None:
+    """The file a check is about: its artifact or loaded library, else the config file.
+
+    A check about one file is named ``<artifact name>: ...`` or ``loaded <name>: ...``;
+    an internal error of the gate names no file of the project.
+    """
+    if check.cause is Cause.INTERNAL:
+        return None
+    subject = check.name.partition(": ")[0] if ": " in check.name else None
+    for artifact in record.artifacts:
+        if subject == artifact.name:
+            return _shown(Path(artifact.path))
+    for library in record.loaded_libraries:
+        if subject == f"loaded {Path(library.path).name}":
+            return _shown(Path(library.path))
+    if config_file is not None and check.classname.startswith(_CONFIGURED):
+        return _shown(config_file)
+    return None
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working folder (the checkout, in CI) when inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def to_xml(suites: Suite | Iterable[Suite]) -> str:
@@ -89,9 +133,12 @@ def to_xml(suites: Suite | Iterable[Suite]) -> str:
         counts = _Counts.of(suite.checks)
         totals = totals + counts
         root.append(_suite_element(suite, counts, index))
-    totals.set_on(root)
+    totals.set_on(root, skipped=False)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+_ROOT_COUNTS = ("tests", "failures", "errors")  # junit-10.xsd: no `skipped` on <testsuites>
 
 
 @dataclass(frozen=True)
@@ -122,8 +169,8 @@ class _Counts:
             self.time + other.time,
         )
 
-    def set_on(self, element: ET.Element) -> None:
-        for key in ("tests", "failures", "errors", "skipped"):
+    def set_on(self, element: ET.Element, *, skipped: bool = True) -> None:
+        for key in ("tests", "failures", "errors", "skipped") if skipped else _ROOT_COUNTS:
             element.set(key, str(getattr(self, key)))
         element.set("time", _time(self.time))
 
@@ -141,18 +188,21 @@ def _suite_element(suite: Suite, counts: _Counts, index: int) -> ET.Element:
         pairs.insert(0, (CLASS_PROPERTY, suite.runner_class))
     for name, value in pairs:
         ET.SubElement(properties, "property", name=name, value=value)
-    for check in suite.checks:
-        element.append(_case_element(check, suite.runner_class))
+    files = suite.files or (None,) * len(suite.checks)
+    for check, file in zip(suite.checks, files, strict=True):
+        element.append(_case_element(check, suite.runner_class, file))
     return element
 
 
-def _case_element(check: Check, runner_class: str) -> ET.Element:
+def _case_element(check: Check, runner_class: str, file: str | None) -> ET.Element:
     case = ET.Element(
         "testcase",
         classname=classname_of(check.classname, runner_class),
         name=check.name,
         time=_time(_seconds(check)),
     )
+    if file:
+        case.set("file", file)
     if check.state is CheckState.NOT_RUN:
         ET.SubElement(case, "skipped", message=check.message)
     elif check.failed:
@@ -160,6 +210,7 @@ def _case_element(check: Check, runner_class: str) -> ET.Element:
         problem.set("message", check.message)
         if check.cause is not None:
             problem.set("type", check.cause.value)
+        problem.text = check.message
     # The log once, here; a passed check without a log shows what it found, a warned one
     # says so first (JUnit has no "passed with a warning").
     out = check.output or (check.message if check.ok else "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from pathlib import Path
 
 from gate import ci
 from gate.evidence import EvidenceDir
@@ -52,9 +53,12 @@ def facts(record: RunRecord) -> list[tuple[str, str]]:
     return found
 
 
-def write(evidence: EvidenceDir, record: RunRecord) -> None:
-    """JUnit, summary.md (also to $GITHUB_STEP_SUMMARY), verdict.txt and result.json."""
-    evidence.write_text(junit.JUNIT_FILE, junit.to_xml(junit.suite_of(record)))
+def write(evidence: EvidenceDir, record: RunRecord, config_file: Path | None = None) -> None:
+    """JUnit, summary.md (also to $GITHUB_STEP_SUMMARY), verdict.txt and result.json.
+
+    ``config_file``: the project's config file, named in JUnit by the checks of what it asks.
+    """
+    evidence.write_text(junit.JUNIT_FILE, junit.to_xml(junit.suite_of(record, config_file)))
     summary = text.markdown(record, facts(record))
     evidence.write_text("summary.md", summary)
     text.append_step_summary(summary)
