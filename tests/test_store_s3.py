@@ -521,3 +521,40 @@ def test_evidence_list_prints_the_runs(
         "complete",
     ]
     assert lines[3].split() == ["20261129T190000Z-abcdef", "gpu-box-1", "-", "-", "-", "incomplete"]
+
+
+def test_the_client_leaves_what_the_user_configured_for_aws_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gate.store.s3 import make_client
+    from gate.store.settings import StoreSettings
+
+    config = tmp_path / "aws-config"
+    config.write_text("[default]\ns3 =\n    addressing_style = path\n", encoding="utf-8")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    bare = StoreSettings(kind="s3", bucket="bucket")
+    # Nothing configured anywhere: cuda-gate's retries; the profile's addressing style.
+    client = make_client(bare)
+    assert client.meta.config.retries == {"total_max_attempts": 3, "mode": "standard"}
+    assert client.meta.config.s3 == {"addressing_style": "path"}
+    assert client.meta.config.request_checksum_calculation == "when_supported"
+    # The user's AWS settings win over cuda-gate's defaults.
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "7")
+    monkeypatch.setenv("AWS_RETRY_MODE", "adaptive")
+    monkeypatch.setenv("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
+    monkeypatch.setenv("AWS_REGION", "eu-north-1")
+    client = make_client(bare)
+    assert client.meta.config.retries == {"total_max_attempts": 7, "mode": "adaptive"}
+    assert client.meta.config.request_checksum_calculation == "when_required"
+    assert client.meta.region_name == "eu-north-1"
+    # ...and what the user gave cuda-gate wins over both.
+    given = StoreSettings(
+        kind="s3", bucket="bucket", region="us-west-2", path_style=False,
+        given=frozenset({"region", "path-style"}),
+    )  # fmt: skip
+    client = make_client(given)
+    assert client.meta.region_name == "us-west-2"
+    assert client.meta.config.s3 == {"addressing_style": "auto"}

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import datetime as dt
 import hashlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 import boto3
 import botocore.config
 import botocore.exceptions
+import botocore.session
 
 from gate.errors import StorageError
 from gate.store.base import (
@@ -65,21 +67,44 @@ _BACKOFF = 0.5
 
 
 def make_client(settings: StoreSettings, *, attempts: int = 3) -> S3Client:
-    """A boto3 S3 client from the settings and the standard AWS credential chain.
+    """A boto3 S3 client from the settings and the standard AWS configuration.
 
-    ``attempts`` bounds botocore's own retries of each request (standard mode,
-    jittered exponential backoff); whole-file steps are retried on top of that.
+    cuda-gate passes a setting to botocore only where the user gave it to cuda-gate
+    (``settings.given``) or gave it nowhere: what the environment or the profile says
+    (``AWS_MAX_ATTEMPTS``, ``AWS_RETRY_MODE``, ``addressing_style``,
+    ``AWS_REQUEST_CHECKSUM_CALCULATION``) is never overridden. Where neither
+    says, each request is tried ``attempts`` times in botocore's standard retry mode. The
+    region is cuda-gate's setting, else ``AWS_REGION`` as the AWS CLI reads it, else
+    botocore's own chain (``AWS_DEFAULT_REGION``, the profile).
     """
-    config = botocore.config.Config(
-        region_name=settings.region,
-        s3={"addressing_style": "path" if settings.path_style else "auto"},
-        retries={"mode": "standard", "total_max_attempts": attempts},
-        connect_timeout=settings.connect_timeout,
-        read_timeout=60,
-        request_checksum_calculation="when_supported",
-        response_checksum_validation="when_supported",
-    )
-    return boto3.session.Session().client("s3", endpoint_url=settings.endpoint, config=config)
+    core = botocore.session.get_session()
+    try:
+        profile: dict[str, Any] = dict(core.get_scoped_config())
+    except botocore.exceptions.ProfileNotFound:
+        profile = {}
+
+    def user_set(variable: str, key: str) -> bool:
+        return bool(os.environ.get(variable)) or key in profile
+
+    given = settings.given
+    options: dict[str, Any] = {}
+    region = settings.region or os.environ.get("AWS_REGION") or None
+    if region:
+        options["region_name"] = region
+    if "path-style" in given:
+        options["s3"] = {"addressing_style": "path" if settings.path_style else "auto"}
+    retries: dict[str, Any] = {}
+    if not user_set("AWS_MAX_ATTEMPTS", "max_attempts"):
+        retries["total_max_attempts"] = attempts
+    if not user_set("AWS_RETRY_MODE", "retry_mode"):
+        retries["mode"] = "standard"
+    if retries:
+        options["retries"] = retries
+    # No AWS setting names a connect timeout (botocore's is 60 s): cuda-gate's applies.
+    options["connect_timeout"] = settings.connect_timeout
+    config = botocore.config.Config(**options)
+    session = boto3.session.Session(botocore_session=core)
+    return session.client("s3", endpoint_url=settings.endpoint, config=config)
 
 
 def _b64(hex_digest: str) -> str:

@@ -66,6 +66,10 @@ class StoreSettings:
     attempts: int = 3
     spool_dir: Path = Path("gate-spool")
     source: str = "defaults"
+    # The settings the user gave (keys of [store]): only these are passed to botocore, so
+    # nothing cuda-gate assumes overrides AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, a profile's
+    # addressing_style or AWS_REQUEST_CHECKSUM_CALCULATION.
+    given: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         """The store as a person would name it: a folder or ``s3://bucket/prefix``."""
@@ -124,7 +128,7 @@ def _build(
     home = data_home(env)
     spool = _path(get("spool-dir")) or home / "spool"
     url_item = get("url")
-    common: dict[str, Any] = {"spool_dir": spool, "source": source}
+    common: dict[str, Any] = {"spool_dir": spool, "source": source, "given": frozenset(values)}
     where = url_item[1] if url_item else "url"
     scheme, rest = store_url(url_item[0], where) if url_item else ("file", "")
     if scheme == "file":
