@@ -40,8 +40,29 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     get.add_argument(
         "--dest", type=Path, help="an absent or empty folder (default: evidence-<runner>-<run>)"
     )
+    prune = actions.add_parser(
+        "prune",
+        help="remove old runs from a local store (accepted runs stay unless --accepted)",
+        description="Per runner of the repository, keep the newest --keep runs of every "
+        "revision together and remove the older ones, except accepted runs (unless "
+        "--accepted) and runs whose index cannot be read. Local stores only.",
+    )
+    prune.add_argument(
+        "--repository",
+        metavar="OWNER/REPO",
+        help="default: GITHUB_REPOSITORY or the git remote 'origin'",
+    )
+    prune.add_argument("--store", metavar="URL", help="a folder (a local store)")
+    prune.add_argument(
+        "--keep", type=int, default=10, metavar="N", help="runs kept per runner (default 10)"
+    )
+    prune.add_argument("--accepted", action="store_true", help="remove old accepted runs too")
+    prune.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed; remove nothing"
+    )
     listing.set_defaults(handler=list_command)
     get.set_defaults(handler=get_command)
+    prune.set_defaults(handler=prune_command)
 
 
 def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
@@ -124,4 +145,24 @@ def get_command(args: argparse.Namespace) -> int:
     index = fetch_run(store, repository, revision, runner=runner, run_id=run_id, dest=dest)
     verdict = "no verdict" if index.verdict is None else index.verdict.statement
     print(f"fetched {len(index.files)} files of run {run_id} ({runner}) into {dest}: {verdict}")
+    return int(ExitCode.OK)
+
+
+def prune_command(args: argparse.Namespace) -> int:
+    """Remove old runs of the repository from a local store; print what went and what stays."""
+    from gate.render.text import count
+    from gate.store.prune import prune
+
+    store, repository = _open(args)
+    kept, removed = prune(
+        store, repository, args.keep, accepted=args.accepted, apply=not args.dry_run
+    )
+    verb = "would remove" if args.dry_run else "removed"
+    print(
+        f"{repository} in {store.describe()}: {verb} {count(len(removed), 'run')}, "
+        f"kept {count(len(kept), 'run')} (newest {args.keep} per runner"
+        f"{', and every accepted run' if not args.accepted else ''})"
+    )
+    for run in removed:
+        print(f"  {verb}  {run.runner}  {run.run_id}  {run.state}  @ {run.revision[:12]}")
     return int(ExitCode.OK)
