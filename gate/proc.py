@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import select
 import shlex
 import shutil
@@ -42,6 +43,16 @@ from gate.errors import ToolError, ToolTimeoutError
 from gate.redact import child_environment
 
 DEFAULT_TIMEOUT = 600.0
+# The lines that say what went wrong, most telling first (Result.error_line).
+_ERROR_LINES = (
+    re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception): \S"),  # a Python exception
+    re.compile(
+        r"(?:^|: )(?:fatal )?error(?: [A-Z]*\d+)?: |undefined reference to|"
+        r"^CMake Error|^nvcc fatal|^ld: |collect2: error"
+    ),
+    re.compile(r"(?i)\berror\b(?!: subprocess-exited-with-error)(?!s? originates)"),
+)
+_ERROR_LINE_SHOWN = 300
 # Bytes of each stream kept in memory: the first and last half of this.
 OUTPUT_LIMIT = 32 << 20
 # After killing a group, how long to wait for the child to be reaped.
@@ -101,14 +112,31 @@ class Result:
                 return line.strip()
         return ""
 
-    def describe_failure(self, label: str, timeout: float | None = None) -> str:
-        """One line: killed after the timeout, or the exit status and the tool's last line."""
+    def error_line(self) -> str:
+        """The line of the output that says what went wrong, else the last line.
+
+        The last line is often a tool's epilogue ("hint: See above for details.", "ninja:
+        build stopped"); the error is the last Python exception line, else the last
+        compiler or linker error, else the last line mentioning an error.
+        """
+        lines = [line.strip() for line in self.output().splitlines() if line.strip()]
+        for pattern in _ERROR_LINES:
+            found = [line for line in lines if pattern.search(line)]
+            if found:
+                return found[-1][:_ERROR_LINE_SHOWN]
+        return self.last_line()[:_ERROR_LINE_SHOWN]
+
+    def describe_failure(
+        self, label: str, timeout: float | None = None, log: str | None = None
+    ) -> str:
+        """One line: killed after the timeout, or the exit status and the line that says what
+        went wrong (:meth:`error_line`), and the log file holding the whole output."""
+        where = f" (log: {log})" if log else ""
         if self.timed_out:
             limit = f" within {timeout:g} s" if timeout is not None else ""
-            return f"{label} did not finish{limit}; its processes were killed"
-        return (
-            f"{label} failed with exit status {self.returncode}: {self.last_line() or 'no output'}"
-        )
+            return f"{label} did not finish{limit}; its processes were killed{where}"
+        said = self.error_line() or "no output"
+        return f"{label} failed with exit status {self.returncode}: {said}{where}"
 
 
 def which(tool: str, *, extra_dirs: Sequence[str | os.PathLike[str]] = ()) -> str:

@@ -174,15 +174,15 @@ def run(
             )
         commands.append(result)
         builds.append(build_record(step.name, result))
-        evidence.write_text(f"build-{safe_name(step.name)}.log", _log(result))
-        checks.append(_build_check(step.name, result, f"{step.key}"))
+        log = evidence.write_text(f"build-{safe_name(step.name)}.log", _log(result))
+        checks.append(_build_check(step.name, result, f"{step.key}", str(log)))
         if not result.ok:
             label = f"build step {step.name!r} ({step.key})"
-            return outcome(ToolError(result.describe_failure(label, command.timeout)))
+            return outcome(ToolError(result.describe_failure(label, command.timeout, str(log))))
     return outcome()
 
 
-def _build_check(name: str, result: proc.Result, what: str) -> Check:
+def _build_check(name: str, result: proc.Result, what: str, log: str | None = None) -> Check:
     if result.ok:
         message = result.command_line()
         if result.reused:
@@ -196,7 +196,7 @@ def _build_check(name: str, result: proc.Result, what: str) -> Check:
         f"build {name}",
         "gate.build",
         CheckState.FAILED,
-        result.describe_failure(what),
+        result.describe_failure(what, log=log),
         duration=result.duration,
         output=result.output(),
         cause=Cause.TIMEOUT if result.timed_out else Cause.TOOLCHAIN,

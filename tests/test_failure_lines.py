@@ -1,0 +1,97 @@
+"""A failed step says where to look: the line that carries the error, and the log file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.proc import Result
+
+PIP = """\
+Processing ./ext
+  Preparing metadata (pyproject.toml): started
+  error: subprocess-exited-with-error
+  x Preparing metadata (pyproject.toml) did not run successfully.
+  │ exit code: 1
+  ╰─> [6 lines of output]
+      Traceback (most recent call last):
+        File "<string>", line 2, in <module>
+      ModuleNotFoundError: No module named 'torch'
+      [end of output]
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: metadata-generation-failed
+hint: See above for details.
+"""
+NVCC = """\
+[1/2] Building CUDA object kernels.cu.o
+FAILED: kernels.cu.o
+kernels.cu(12): error: identifier "undefined_thing" is undefined
+1 error detected in the compilation of "kernels.cu".
+ninja: build stopped: subcommand failed.
+"""
+CMAKE = """\
+-- The CXX compiler identification is GNU 12.2.0
+CMake Error at CMakeLists.txt:3 (project):
+  No CMAKE_CUDA_COMPILER could be found.
+-- Configuring incomplete, errors occurred!
+"""
+LINK = """\
+/usr/bin/ld: main.o: in function `main':
+main.cc:(.text+0x12): undefined reference to `launch_kernel'
+collect2: error: ld returned 1 exit status
+"""
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("output", "line"),
+    [
+        (PIP, "ModuleNotFoundError: No module named 'torch'"),
+        (NVCC, 'kernels.cu(12): error: identifier "undefined_thing" is undefined'),
+        (CMAKE, "CMake Error at CMakeLists.txt:3 (project):"),
+        (LINK, "collect2: error: ld returned 1 exit status"),
+        ("compiling\nsomething odd happened\n", "something odd happened"),
+        ("", ""),
+    ],
+)
+def test_the_error_line_is_the_one_that_says_what_went_wrong(output: str, line: str) -> None:
+    result = Result(("tool",), 1, output, "", 0.1)
+    assert result.error_line() == line
+    described = result.describe_failure("build step 'x'", log="ev/build-x.log")
+    assert described == (
+        f"build step 'x' failed with exit status 1: {line or 'no output'} (log: ev/build-x.log)"
+    )
+
+
+@pytest.mark.integration
+def test_a_failed_build_step_names_its_error_and_its_log(tmp_path: Path) -> None:
+    (tmp_path / "fail.sh").write_text(f"cat <<'OUT'\n{PIP}OUT\nexit 1\n", encoding="utf-8")
+    (tmp_path / "cuda-gate.toml").write_text(
+        'smoke = true\n[[build]]\nname = "wheel"\ncommand = ["sh", "fail.sh"]\n',
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store",
+         "--evidence", "ev", "--build-dir", str(tmp_path / "b")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    log = tmp_path / "ev" / "build-wheel.log"
+    expected = (
+        f"build step 'wheel' ({tmp_path / 'cuda-gate.toml'}: build[0]) failed with exit status 1: "
+        "ModuleNotFoundError: "
+        f"No module named 'torch' (log: {Path('ev') / 'build-wheel.log'})"
+    )
+    record = json.loads((tmp_path / "ev" / "result.json").read_text(encoding="utf-8"))
+    [check] = [c for c in record["checks"] if c["name"] == "build wheel"]
+    assert check["message"].endswith(
+        ": build[0] failed with exit status 1: ModuleNotFoundError: No module named 'torch' "
+        f"(log: {Path('ev') / 'build-wheel.log'})"
+    )
+    assert done.stderr.strip().splitlines()[-1] == f"cuda-gate: {expected}"
+    assert log.is_file()
+    assert "hint: See above" not in done.stderr
