@@ -220,7 +220,7 @@ def handle(args: argparse.Namespace) -> int:
     # A reader gone (`| head`) never stops the run or loses its evidence, and never turns
     # its status into 0 or 141 when the status is known (gate.commands.stdout).
     out = Stdout()
-    out.write(text.console(record) + "\n")
+    out.write(text.colour(text.console(record)) + "\n")
     out.write(f"Evidence: {outcome.evidence}/ ({outcome.manifest}; {outcome.stored})\n")
     out.flush()
     if outcome.interrupted is not None:

@@ -1,18 +1,22 @@
 """Human-readable results: the console table and the Markdown summary of a run record.
 
 The same rows feed both, so the terminal and the GitHub step summary never disagree.
-The console table fits the terminal (100 columns when output goes to a log) by
-wrapping long cells onto continuation lines; nothing is cut.
+The console table fits the terminal (``COLUMNS`` when set, else 100 columns when output
+goes to a log) by wrapping long cells onto continuation lines between words; nothing is
+cut, not even a word longer than its column. On a terminal the result column is coloured
+(never with ``NO_COLOR``, never in files).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from gate.reader.listing import Kind
 from gate.record import LoadedLibrary, RunRecord
@@ -28,11 +32,33 @@ def count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
-def width() -> int:
-    """The terminal's width when stdout is one, else LOG_WIDTH."""
+def width(environ: Mapping[str, str] | None = None) -> int:
+    """``COLUMNS`` when set (a log's reader may be wide), else the terminal's width when
+    stdout is one, else LOG_WIDTH; never below 60."""
+    env = os.environ if environ is None else environ
+    columns = env.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(60, min(int(columns), 1000))
     if sys.stdout.isatty():
         return max(60, shutil.get_terminal_size((LOG_WIDTH, 24)).columns)
     return LOG_WIDTH
+
+
+# ANSI colours of the result column, on a terminal only and never with NO_COLOR set
+# (https://no-color.org); files and logs stay plain.
+_COLOURS = {"PASS": "32", "FAIL": "31;1", "WARN": "33", "SKIP": "2"}
+_RESULT = re.compile(r"^(PASS|FAIL|WARN|SKIP)\b", re.MULTILINE)
+
+
+def colour(
+    text: str, *, stream: TextIO | None = None, environ: Mapping[str, str] | None = None
+) -> str:
+    """``text`` with its result words coloured when ``stream`` (stdout) is a terminal."""
+    env = os.environ if environ is None else environ
+    out = sys.stdout if stream is None else stream
+    if "NO_COLOR" in env or env.get("TERM") == "dumb" or not out.isatty():
+        return text
+    return _RESULT.sub(lambda m: f"\033[{_COLOURS[m.group(1)]}m{m.group(1)}\033[0m", text)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, total: int = LOG_WIDTH) -> str:
@@ -58,7 +84,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, total: int =
     out.append("  ".join("-" * w for w in widths))
     for row in cells:
         wrapped = [
-            textwrap.wrap(c, w, break_on_hyphens=False) or [""]
+            # A word longer than its column overflows it rather than being cut mid-token.
+            textwrap.wrap(c, w, break_on_hyphens=False, break_long_words=False) or [""]
             for c, w in zip(row, widths, strict=True)
         ]
         for i in range(max(len(lines) for lines in wrapped)):
@@ -83,7 +110,14 @@ def console(record: RunRecord, *, total: int | None = None) -> str:
     for title, lines in _sections(record):
         parts.append(f"\n{title}:")
         parts += [
-            textwrap.fill(line, (total or width()), initial_indent="  - ", subsequent_indent="    ")
+            textwrap.fill(
+                line,
+                (total or width()),
+                initial_indent="  - ",
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
             for line in lines
         ]
     parts.append(f"\nVerdict: {verdict.statement}")
