@@ -9,6 +9,8 @@ lost. The verdict is accepted only with execution evidence.
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 import time
 import traceback
@@ -48,6 +50,9 @@ from gate.store import StoreSettings, publish, run_meta_from_evidence
 Progress = Callable[[str], None]
 # In the build folder: held for the whole run, so two runs never build into one folder.
 BUILD_LOCK = ".cuda-gate.lock"
+# A long command's heartbeat: every 10 s on a terminal, every 30 s (proc's) in a log.
+_BEAT_TERMINAL = 10.0
+_SHOWN_COMMAND = 80
 # In the evidence folder when a stage raised instead of failing: the traceback.
 INTERNAL_ERROR_FILE = "internal-error.txt"
 
@@ -97,10 +102,23 @@ class _Progress:
     stages: list[Stage] = field(default_factory=list)
     commands: list[proc.Result] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
+    current: str = ""
 
     def start(self, name: str) -> float:
+        self.current = name
         self.say(f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name} ...")
         return time.monotonic()
+
+    def beat(self, elapsed: float, argv: tuple[str, ...], last: str) -> None:
+        """A long command's heartbeat: the stage, the command, how long, its last line."""
+        name = self.current or "run"
+        index = f"[{STAGES.index(name) + 1}/{len(STAGES)}] " if name in STAGES else ""
+        command = shlex.join(argv)
+        if len(command) > _SHOWN_COMMAND:
+            command = command[: _SHOWN_COMMAND - 3] + "..."
+        minutes, seconds = divmod(int(elapsed), 60)
+        said = f": {last}" if last else ""
+        self.say(f"{index}{name}: {command} running {minutes}m{seconds:02d}s{said}")
 
     def done(
         self, name: str, began: float, failure: GateError | None = None, detail: str = ""
@@ -459,8 +477,10 @@ def _run_stages(
     """
     stages = _Stages(options, config, evidence, workdir, p)
     interrupted = None
+    every = _beat_interval(os.environ.get("CUDA_GATE_HEARTBEAT", ""))
     try:
-        return stages.run(), None
+        with proc.heartbeats(p.beat, every):
+            return stages.run(), None
     except GateError as e:
         _internal(p, stages.remaining, e)
     except Interrupted as e:
@@ -483,6 +503,18 @@ def _run_stages(
             at = stages.inspect_checks_end
             p.checks[at:at] = stages.deferred.finish()  # never raises: failures are checks
     return stages.found, interrupted
+
+
+def _beat_interval(setting: str) -> float:
+    """Seconds between heartbeats: ``CUDA_GATE_HEARTBEAT`` when it is a positive number,
+    else 10 on a terminal and 30 in a log."""
+    try:
+        chosen = float(setting)
+    except ValueError:
+        chosen = 0.0
+    if 0 < chosen < float("inf"):
+        return chosen
+    return _BEAT_TERMINAL if sys.stderr.isatty() else proc.HEARTBEAT_EVERY
 
 
 def _internal(p: _Progress, remaining: list[str], error: GateError) -> None:

@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -210,7 +210,13 @@ def run(
             raise ToolError(f"{args[0]} could not be started: {e.strerror or e}") from e
         timed_out = False
         try:
-            timed_out = not _wait(child, timeout)
+            report = _heartbeat if claim_strays and _on_main_thread() else None
+            beat = (
+                (lambda elapsed: report(elapsed, args, _tail_line(out, err)))
+                if report is not None
+                else None
+            )
+            timed_out = not _wait(child, timeout, beat)
         except BaseException:
             # Interrupted (a signal): the group goes, and what escaped it too.
             _kill_group(child.pid)
@@ -246,6 +252,10 @@ def run(
     )
 
 
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
 def kill_running() -> None:
     """Kill the process group of every command still running, in any thread.
 
@@ -267,29 +277,76 @@ def kill_running() -> None:
         _kill_group(pid)
 
 
-def _wait(child: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Wait for ``child`` to exit (True) or ``timeout`` seconds to pass (False).
+# While a command of the gate's main line runs longer than this, a heartbeat (elapsed
+# seconds, the command, its last output line) goes to the callback the pipeline set.
+HEARTBEAT_EVERY = 30.0
+Heartbeat = Callable[[float, tuple[str, ...], str], None]
+_heartbeat: Heartbeat | None = None
+
+
+@contextlib.contextmanager
+def heartbeats(callback: Heartbeat, every: float = HEARTBEAT_EVERY) -> Iterator[None]:
+    """Within: long commands (of the main thread) report to ``callback`` every ``every`` s."""
+    global _heartbeat, HEARTBEAT_EVERY
+    previous = (_heartbeat, HEARTBEAT_EVERY)
+    _heartbeat, HEARTBEAT_EVERY = callback, every
+    try:
+        yield
+    finally:
+        _heartbeat, HEARTBEAT_EVERY = previous
+
+
+def _tail_line(*handles: IO[bytes]) -> str:
+    """The last non-empty line written so far to either output file."""
+    last = ""
+    for handle in handles:
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            data = os.pread(handle.fileno(), 4096, max(0, size - 4096))
+        except OSError:
+            continue
+        lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines()]
+        last = next((line for line in reversed(lines) if line), last)
+    return last[:_ERROR_LINE_SHOWN]
+
+
+def _wait(
+    child: subprocess.Popen[bytes],
+    timeout: float,
+    beat: Callable[[float], None] | None = None,
+) -> bool:
+    """Wait for ``child`` to exit (True) or ``timeout`` seconds to pass (False); ``beat``
+    is called every :data:`HEARTBEAT_EVERY` seconds meanwhile, with the time elapsed.
 
     Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which adds about 25 ms to
     every command; a pidfd (Linux 5.3+) wakes the moment the child exits.
     """
+    start = time.monotonic()
     try:
         pidfd = os.pidfd_open(child.pid)
     except (AttributeError, OSError):
-        try:
-            child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
+        pidfd = None
     try:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        if not poller.poll(min(max(0, int(timeout * 1000)), 2**31 - 1)):
-            return False
+        while True:
+            left = timeout - (time.monotonic() - start)
+            if left <= 0:
+                return False
+            step = min(left, HEARTBEAT_EVERY) if beat is not None else left
+            if pidfd is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=step)
+                    return True
+            else:
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)
+                if poller.poll(min(max(0, int(step * 1000)), 2**31 - 1)):
+                    child.wait()
+                    return True
+            if beat is not None and time.monotonic() - start < timeout:
+                beat(time.monotonic() - start)
     finally:
-        os.close(pidfd)
-    child.wait()
-    return True
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def run_checked(

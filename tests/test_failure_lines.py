@@ -95,3 +95,25 @@ def test_a_failed_build_step_names_its_error_and_its_log(tmp_path: Path) -> None
     assert done.stderr.strip().splitlines()[-1] == f"cuda-gate: {expected}"
     assert log.is_file()
     assert "hint: See above" not in done.stderr
+
+
+@pytest.mark.integration
+def test_a_long_build_step_shows_a_heartbeat_with_its_last_line(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "cuda-gate.toml").write_text(
+        'smoke = true\n[[build]]\nname = "slow"\n'
+        'command = ["sh", "-c", "echo compiling kernels.cu; sleep 3; echo done"]\n',
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store",
+         "--stop-after", "build", "--evidence", "ev", "--build-dir", str(tmp_path / "b")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "CUDA_GATE_HEARTBEAT": "1"},
+    )  # fmt: skip
+    beats = [line for line in done.stderr.splitlines() if line.startswith("[3/8] build: sh")]
+    assert beats, done.stderr
+    assert beats[0].startswith("[3/8] build: sh -c 'echo compiling kernels.cu; sleep 3; echo")
+    assert beats[0].endswith(": compiling kernels.cu")
+    assert " running 0m01s" in beats[0]
