@@ -290,6 +290,9 @@ def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
         shown = [_short(demangle(k)) for k in missing[:3]]
         sample = "; ".join(shown) + ("; ..." if len(missing) > 3 else "")
         lines.append(f"  {target} lacks {plural(len(missing), 'kernel')}: {sample}")
+    if any(dev["routes"] and not dev["per_kernel"] for dev in art["devices"]):
+        # Said once, not on every device line.
+        lines.append("  routes per target, each standing for every kernel (--names: per kernel)")
     for dev in art["devices"]:
         parts = [
             f"{r['route']}" + (f": {plural(r['kernels'], 'kernel')}" if dev["per_kernel"] else "")
@@ -298,12 +301,7 @@ def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
         if not parts:
             lines.append(f"  device {dev['capability']}: {dev['verdict']}")
             continue
-        scope = (
-            ""
-            if dev["per_kernel"]
-            else " (per target, standing for every kernel; --names for per-kernel routes)"
-        )
-        lines.append(f"  device {dev['capability']}: {dev['verdict']}{scope}: {'; '.join(parts)}")
+        lines.append(f"  device {dev['capability']}: {dev['verdict']}: {'; '.join(parts)}")
     return "\n".join(lines) + "\n"
 
 
