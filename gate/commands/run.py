@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gate.rules.targets import Target
 
 STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
@@ -53,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--sass",
         nargs="*",
-        type=_target_text,
+        type=_code_target_text,
         default=None,
         metavar="TARGET",
         help="SASS targets to embed in the smoke program (default: the target)",
@@ -61,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--ptx",
         nargs="*",
-        type=_target_text,
+        type=_code_target_text,
         default=None,
         metavar="TARGET",
         help="PTX targets to embed in the smoke program (default: the target)",
@@ -142,9 +144,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _target_text(text: str) -> str:
-    """A target as typed, refused when empty (argparse type): ``--target ''`` is no target."""
+    """``--target`` as typed, refused when empty or not a target (argparse type: exit 2)."""
+    from gate.rules.targets import parse_required_target
+
+    return _checked_target(text, parse_required_target)
+
+
+def _code_target_text(text: str) -> str:
+    """A ``--sass``/``--ptx`` target as typed, refused when empty or not a target (argparse)."""
+    from gate.rules.targets import Target
+
+    return _checked_target(text, Target.parse)
+
+
+def _checked_target(text: str, parse: Callable[[str], object]) -> str:
+    from gate.errors import ConfigError
+
     if not text.strip():
         raise argparse.ArgumentTypeError("empty target (like sm_121, sm_90a or 12.1)")
+    try:
+        parse(text)
+    except ConfigError as e:
+        # The parser's line names the value and the forms; argparse adds the option.
+        raise argparse.ArgumentTypeError(e.message) from e
     return text
 
 
