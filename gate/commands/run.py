@@ -204,6 +204,8 @@ def handle(args: argparse.Namespace) -> int:
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
     store = None if args.no_store else load_settings(url=args.store, config=project)
+    if store is not None and store.local_dir is not None:
+        _check_local_store(store.local_dir)
     signer = load_signer_from_env_or_file(args.signing_key or project.signing_key)
     if signer is not None and signer.file is not None:
         print(
@@ -248,6 +250,15 @@ def handle(args: argparse.Namespace) -> int:
         if verdict.accepted:
             return int(outcome.store_error.exit_code)
     return int(verdict.exit_code)
+
+
+def _check_local_store(folder: Path) -> None:
+    """A store folder under a file can never be created: say so before anything runs."""
+    from gate.errors import ConfigError
+
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"the evidence store {folder}: {existing} is not a folder")
 
 
 def _target(text: str) -> Target:
