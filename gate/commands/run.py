@@ -201,6 +201,10 @@ def handle(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr, flush=True)
 
     target = _target(args.target) if args.target else None
+    if target is not None:
+        from gate.stages.probe import refuse_unbuildable
+
+        refuse_unbuildable(target, args.nvcc)
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
     store = None if args.no_store else load_settings(url=args.store, config=project)
