@@ -9,7 +9,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from gate.errors import BadInputError, EvidenceChangedError, EvidenceError, StorageError
+from gate.errors import BadInputError, EvidenceChangedError, EvidenceError
 from gate.store.base import EvidenceStore
 from gate.store.records import (
     INDEX_NAME,
