@@ -603,7 +603,7 @@ def test_list_runs_shows_complete_and_incomplete_runs(
         ("other-box", "20261129T200000Z-000000", False),
     ]
     assert latest_run(runs, "gpu-box-1").run_id == "20261129T190000Z-ffffff"
-    with pytest.raises(StorageError, match="no complete run of runner 'other-box'"):
+    with pytest.raises(EvidenceChangedError, match="no complete run of runner 'other-box'"):
         latest_run(runs, "other-box")
     assert list_runs(store, "acme/kernels", "f" * 40) == ()
 

@@ -237,12 +237,14 @@ def test_absurd_numbers_are_one_short_config_error(parse: object, text: str, wor
     assert len(line) < 200
 
 
-def test_device_option_with_absurd_number_exits_with_config_error(
+def test_device_option_with_absurd_number_exits_with_usage_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from gate.cli import main
     from gate.errors import ExitCode
 
-    assert main(["inspect", "--device", HUGE, "--no-detect", __file__]) == ExitCode.CONFIG
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("cuda-gate: error: not a compute capability")
+    with pytest.raises(SystemExit) as stopped:
+        main(["inspect", "--device", HUGE, "--no-detect", __file__])
+    assert stopped.value.code == ExitCode.USAGE
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("cuda-gate inspect: error: argument --device: not a compute capability")

@@ -442,7 +442,9 @@ def test_an_unsigned_run_is_named_as_such(tmp_path: Path, pair: KeyPair) -> None
     write_manifest(ev.folder, None, redactor=Redactor())
     pub = tmp_path / "k.pub"
     pub.write_bytes(pair.public_pem)
-    with pytest.raises(SignatureError, match=r"the run wrote an unsigned manifest\.json only"):
+    with pytest.raises(
+        EvidenceChangedError, match=r"the run wrote an unsigned manifest\.json only"
+    ):
         _verify(ev.folder / ENVELOPE_FILE, pub)
     with pytest.raises(BadInputError, match="cannot read"):
         _verify(tmp_path / ENVELOPE_FILE, pub)

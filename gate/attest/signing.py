@@ -160,11 +160,26 @@ def signer_from_pem(pem: bytes, source: str, file: Path | None = None) -> Signer
             hint="store it unencrypted in a CI secret or a file only the runner can read",
         ) from e
     except (ValueError, UnsupportedAlgorithm) as e:
+        if _is_public_key(pem):
+            # A configuration mistake, not a bad signature: keygen's other file was meant.
+            raise ConfigError(
+                f"{source}: a public key, not the private signing key",
+                hint="sign with the private key, the other file `cuda-gate keygen` wrote "
+                "(cuda-gate.key)",
+            ) from e
         # The library's message can quote the input; say nothing about the bytes.
         raise SignatureError(f"{source}: not a PEM private key") from e
     if not isinstance(key, Ed25519PrivateKey):
         raise SignatureError(f"{source}: not an Ed25519 private key")
     return Signer(key=key, keyid=keyid_for(key.public_key()), source=source, pem=pem, file=file)
+
+
+def _is_public_key(pem: bytes) -> bool:
+    try:
+        serialization.load_pem_public_key(pem)
+    except (ValueError, UnsupportedAlgorithm):
+        return False
+    return True
 
 
 def load_public_key(path: Path) -> PublicKey:

@@ -49,6 +49,7 @@ from gate.attest.steps import Outcome, StepResult, failed
 from gate.errors import (
     ArtifactChangedError,
     BadInputError,
+    EvidenceChangedError,
     GateError,
     NoDeviceError,
     SignatureError,
@@ -139,13 +140,14 @@ def verify(
     except FileNotFoundError as e:
         unsigned = envelope_path.parent / MANIFEST_FILE
         if envelope_path.name == ENVELOPE_FILE and unsigned.is_file():
-            raise SignatureError(
+            raise _unsigned(
                 f"{envelope_path}: not found; the run wrote an unsigned {MANIFEST_FILE} only",
-                hint="configure a signing key (CUDA_GATE_SIGNING_KEY) and run the gate again",
+                envelope_path.parent,
             ) from e
         raise BadInputError(f"{envelope_path}: cannot read: {e.strerror or e}") from e
     except OSError as e:
         raise BadInputError(f"{envelope_path}: cannot read: {e.strerror or e}") from e
+    _refuse_unsigned_manifest(data, envelope_path)
     try:
         payload, keyid, step1 = _step_signature(data, str(envelope_path), key)
     except SignatureError as e:
@@ -171,6 +173,27 @@ def verify(
     record(_step_verdict(predicate))
     record(_step_freshness(predicate, freshness or Freshness(), now or datetime.now(UTC)))
     return Verification(tuple(steps), statement, keyid, predicate)
+
+
+def _unsigned(message: str, evidence_dir: Path) -> EvidenceChangedError:
+    """An unsigned run: its signed manifest is missing evidence (13), not a bad signature."""
+    return EvidenceChangedError(
+        message,
+        hint=f"sign it with `cuda-gate sign {evidence_dir}`, then verify {ENVELOPE_FILE}",
+    )
+
+
+def _refuse_unsigned_manifest(data: bytes, path: Path) -> None:
+    """A manifest.json given where its envelope belongs: say so before step 1."""
+    try:
+        doc = jsonutil.loads(data, str(path))
+    except BadInputError:
+        return  # step 1 reports what the file is not
+    if isinstance(doc, dict) and doc.get("_type") == STATEMENT_TYPE and "payload" not in doc:
+        raise _unsigned(
+            f"{path}: an unsigned manifest (an in-toto Statement), not its signed envelope",
+            path.parent,
+        )
 
 
 def _step_signature(data: bytes, source: str, key: PublicKey) -> tuple[bytes, str, StepResult]:

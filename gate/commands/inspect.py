@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--device",
         action="append",
+        type=_capability_text,
         default=None,
         metavar="CAP",
         help="a device capability (12.1, 121 or sm_121); repeat for several "
@@ -44,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--require-device",
         action="append",
+        type=_capability_text,
         default=[],
         metavar="CAP",
         help="fail (exit 1, one line per failing artifact) when nothing in an artifact runs "
@@ -125,6 +127,21 @@ def _limits(args: argparse.Namespace) -> Limits:
         if value is not None
     }
     return Limits.from_env().overridden(**given)
+
+
+def _capability_text(text: str) -> str:
+    """A device as typed, refused when it is no capability (argparse type: exit 2).
+
+    A bare ``13`` or ``9`` is refused as ambiguous (1.3 or 13.0?): write ``13.0``.
+    """
+    from gate.errors import ConfigError
+    from gate.rules.targets import parse_target_or_capability
+
+    try:
+        parse_target_or_capability(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(e.message) from e
+    return text
 
 
 def handle(args: argparse.Namespace) -> int:

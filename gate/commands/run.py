@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gate.config import Config
     from gate.rules.targets import Target
 
@@ -56,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--sass",
         nargs="*",
-        type=_target_text,
+        type=_code_target_text,
         default=None,
         metavar="TARGET",
         help="SASS targets to embed in the smoke program (default: the target)",
@@ -64,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--ptx",
         nargs="*",
-        type=_target_text,
+        type=_code_target_text,
         default=None,
         metavar="TARGET",
         help="PTX targets to embed in the smoke program (default: the target)",
@@ -145,9 +147,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _target_text(text: str) -> str:
-    """A target as typed, refused when empty (argparse type): ``--target ''`` is no target."""
+    """``--target`` as typed, refused when empty or not a target (argparse type: exit 2)."""
+    from gate.rules.targets import parse_required_target
+
+    return _checked_target(text, parse_required_target)
+
+
+def _code_target_text(text: str) -> str:
+    """A ``--sass``/``--ptx`` target as typed, refused when empty or not a target (argparse)."""
+    from gate.rules.targets import Target
+
+    return _checked_target(text, Target.parse)
+
+
+def _checked_target(text: str, parse: Callable[[str], object]) -> str:
+    from gate.errors import ConfigError
+
     if not text.strip():
         raise argparse.ArgumentTypeError("empty target (like sm_121, sm_90a or 12.1)")
+    try:
+        parse(text)
+    except ConfigError as e:
+        # The parser's line names the value and the forms; argparse adds the option.
+        raise argparse.ArgumentTypeError(e.message) from e
     return text
 
 
@@ -182,9 +204,15 @@ def handle(args: argparse.Namespace) -> int:
     progress = err.progress
 
     target = _target(args.target) if args.target else None
+    if target is not None:
+        from gate.stages.probe import refuse_unbuildable
+
+        refuse_unbuildable(target, args.nvcc)
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
     store = None if args.no_store else load_settings(url=args.store, config=project)
+    if store is not None and store.local_dir is not None:
+        _check_local_store(store.local_dir)
     signer = load_signer_from_env_or_file(args.signing_key or project.signing_key)
     if signer is not None and signer.file is not None:
         err.line(
@@ -281,6 +309,15 @@ def _which_config(project: Config) -> str:
         f"config: none found in {here} (no {CONFIG_FILE}, no [tool.cuda-gate] in "
         f"{PYPROJECT}): only the built-in smoke program is gated{hint}"
     )
+
+
+def _check_local_store(folder: Path) -> None:
+    """A store folder under a file can never be created: say so before anything runs."""
+    from gate.errors import ConfigError
+
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"the evidence store {folder}: {existing} is not a folder")
 
 
 def _target(text: str) -> Target:

@@ -169,7 +169,18 @@ def parse_target_or_capability(text: str) -> Capability:
     stripped = text.strip()
     if _TARGET_RE.match(stripped):
         return Target.parse(stripped).capability
-    return Capability.parse(stripped)
+    return Capability.parse(_unambiguous(stripped))
+
+
+def _unambiguous(text: str) -> str:
+    """``text``, unless it is a bare number a person may mean two ways.
+
+    ``13`` reads as the SM number of 1.3 but is typed for 13.0, and ``9`` for 9.0;
+    ``90`` or ``121`` can only be 9.0 and 12.1 (no capability has a major of 90).
+    """
+    if re.fullmatch(r"[0-9]|1[0-9]", text):
+        raise ConfigError(f"ambiguous compute capability {text!r}: write {text}.0 (or sm_{text}0)")
+    return text
 
 
 def parse_required_target(text: str) -> Target:
@@ -178,7 +189,13 @@ def parse_required_target(text: str) -> Target:
     stripped = text.strip()
     if stripped.startswith(("sm_", "compute_", "lto_")):
         return Target.parse(stripped).as_sass()
-    return Capability.parse(stripped).sm()
+    capability = _unambiguous(stripped)
+    try:
+        return Capability.parse(capability).sm()
+    except ConfigError as e:
+        raise ConfigError(
+            f"not a CUDA target (like sm_121, sm_90a, sm_120f, 12.1 or 121): {_clip(text)}"
+        ) from e
 
 
 def family_members(target: Target) -> frozenset[Capability]:

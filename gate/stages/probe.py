@@ -95,6 +95,24 @@ def run_probe(binary: Path) -> tuple[Capability, proc.Result]:
     return Capability.parse(match.group(1)), result
 
 
+def refuse_unbuildable(target: Target, nvcc: str | None) -> None:
+    """Before a run: UnsupportedTargetError (exit 3) when the toolkit cannot build ``target``.
+
+    Nothing is built, written or stored for a target no build could serve. A toolkit
+    that cannot be found or asked is left to the environment stage, which records it.
+    """
+    try:
+        path = machine.nvcc_path(nvcc)
+        codes = proc.run_checked(
+            [path, "--list-gpu-code"], what="nvcc --list-gpu-code", timeout=BUILD_TIMEOUT
+        )
+    except ToolError:
+        return
+    supported = machine.parse_gpu_code_list(codes.stdout)
+    if supported:
+        require_supported(target, supported, path)
+
+
 def require_supported(
     target: Target, supported: tuple[Target, ...], nvcc: str
 ) -> tuple[str, proc.Result | None]:

@@ -9,7 +9,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from gate.errors import BadInputError, EvidenceChangedError, EvidenceError, StorageError
+from gate.errors import BadInputError, EvidenceChangedError, EvidenceError
 from gate.store.base import EvidenceStore
 from gate.store.records import (
     INDEX_NAME,
@@ -70,7 +70,11 @@ def latest_run(runs: tuple[RunSummary, ...], runner: str) -> RunSummary:
     """The newest complete run of ``runner``, by its recorded finish time (never by id text)."""
     complete = [r for r in runs if r.runner == runner and r.index is not None]
     if not complete:
-        raise StorageError(f"no complete run of runner {runner!r} is stored for this revision")
+        # The store answered: the evidence asked for is missing (13), not an outage (20).
+        raise EvidenceChangedError(
+            f"no complete run of runner {runner!r} is stored for this revision",
+            hint="`cuda-gate evidence list` shows the stored runs",
+        )
     return max(complete, key=lambda r: r.index.order() if r.index else ("", ()))
 
 
@@ -91,7 +95,10 @@ def fetch_run(
     )
     index = read_index(store, run_key)
     if index is None:
-        raise StorageError(f"{store.location(run_key)}: no index, the run is incomplete or absent")
+        raise EvidenceChangedError(
+            f"{store.location(run_key)}: no index, the run is incomplete or absent",
+            hint="`cuda-gate evidence list` shows the stored runs",
+        )
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise EvidenceError(f"{dest}: destination exists and is not an empty folder")
     work = dest.with_name(f".{dest.name}.partial-{uuid.uuid4().hex[:8]}")

@@ -144,11 +144,22 @@ def _build(
     bucket, _, prefix = rest.partition("/")
     if not 3 <= len(bucket) <= 63:
         raise ConfigError(f"{where}: bucket name {_shown(bucket)} is not 3-63 characters")
+    if not _BUCKET.fullmatch(bucket):
+        # Checked here, not when the run's evidence is first stored: a typo fails at once.
+        raise ConfigError(
+            f"{where}: bucket name {_shown(bucket)} holds characters other than letters, "
+            "digits, '.', '-' and '_'"
+        )
     mode, days = _lock(get("object-lock-mode"), get("object-lock-days"))
     threshold = _int(
         get("multipart-threshold"), DEFAULT_THRESHOLD, minimum=MIN_PART_SIZE, maximum=MAX_PART_SIZE
     )
     endpoint = get("endpoint")
+    if endpoint and str(endpoint[0]).strip() and not _ENDPOINT.fullmatch(str(endpoint[0]).strip()):
+        raise ConfigError(
+            f"{endpoint[1]}: {_shown(endpoint[0])} is not an endpoint URL "
+            "(http://host:port or https://host)"
+        )
     region = get("region")
     return StoreSettings(
         kind="s3",
@@ -170,6 +181,9 @@ def _build(
 # A URL's scheme (RFC 3986: a letter, then letters, digits, "+", "-", "."), before "://".
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
 _SHOWN = 80
+# What botocore accepts as a bucket name (S3-compatible servers allow more than AWS does).
+_BUCKET = re.compile(r"[A-Za-z0-9._-]+")
+_ENDPOINT = re.compile(r"https?://[^\s/?#]+(/\S*)?", re.IGNORECASE)
 _URL_FORMS = "s3://bucket/prefix, file:///path, or a folder path"
 
 
