@@ -538,17 +538,17 @@ def test_the_client_leaves_what_the_user_configured_for_aws_alone(
     bare = StoreSettings(kind="s3", bucket="bucket")
     # Nothing configured anywhere: cuda-gate's retries; the profile's addressing style.
     client = make_client(bare)
-    assert client.meta.config.retries == {"total_max_attempts": 3, "mode": "standard"}
-    assert client.meta.config.s3 == {"addressing_style": "path"}
-    assert client.meta.config.request_checksum_calculation == "when_supported"
+    assert _config(client).retries == {"total_max_attempts": 3, "mode": "standard"}
+    assert _config(client).s3 == {"addressing_style": "path"}
+    assert _config(client).request_checksum_calculation == "when_supported"
     # The user's AWS settings win over cuda-gate's defaults.
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "7")
     monkeypatch.setenv("AWS_RETRY_MODE", "adaptive")
     monkeypatch.setenv("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
     monkeypatch.setenv("AWS_REGION", "eu-north-1")
     client = make_client(bare)
-    assert client.meta.config.retries == {"total_max_attempts": 7, "mode": "adaptive"}
-    assert client.meta.config.request_checksum_calculation == "when_required"
+    assert _config(client).retries == {"total_max_attempts": 7, "mode": "adaptive"}
+    assert _config(client).request_checksum_calculation == "when_required"
     assert client.meta.region_name == "eu-north-1"
     # ...and what the user gave cuda-gate wins over both.
     given = StoreSettings(
@@ -557,4 +557,9 @@ def test_the_client_leaves_what_the_user_configured_for_aws_alone(
     )  # fmt: skip
     client = make_client(given)
     assert client.meta.region_name == "us-west-2"
-    assert client.meta.config.s3 == {"addressing_style": "auto"}
+    assert _config(client).s3 == {"addressing_style": "auto"}
+
+
+def _config(client: Any) -> Any:
+    """The client's botocore Config (its attributes are not in the stubs)."""
+    return client.meta.config
