@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -282,11 +280,10 @@ class _Stderr:
         try:
             print(text, file=sys.stderr, flush=True)
         except BrokenPipeError:
+            from gate.commands.stdout import discard
+
             self.closed = True
-            with contextlib.suppress(OSError, ValueError):
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stderr.fileno())
-                os.close(devnull)
+            discard(sys.stderr)
 
 
 def _which_config(project: Config) -> str:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TextIO
 
 
-def discard() -> None:
-    """Point file descriptor 1 at /dev/null (nothing when stdout has none, as under pytest)."""
+def discard(stream: TextIO | None = None) -> None:
+    """Point ``stream``'s descriptor (default stdout's) at /dev/null (nothing when it has
+    none, as under pytest)."""
     try:
-        fd = sys.stdout.fileno()
+        fd = (sys.stdout if stream is None else stream).fileno()
     except (OSError, ValueError):  # io.UnsupportedOperation is both
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
