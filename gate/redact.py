@@ -23,7 +23,7 @@ from typing import Any
 
 REDACTED = "[redacted]"
 
-# The gate's own secrets: removed from every child's environment (documented in the README).
+# The gate's own secrets: removed from every child's environment (documented in docs/secrets.md).
 GATE_SECRETS = frozenset(
     {
         "CUDA_GATE_SIGNING_KEY",

@@ -18,7 +18,7 @@ rest. So the command-line entry point calls :func:`seal` before anything else:
    never receive it and no other process can read it. ``/proc/PID/environ`` still shows
    the start-up block, which now holds none of them.
 
-What stays open, and is said in the README: root (``CAP_SYS_PTRACE``) reads anything; the
+What stays open, and is said in docs/secrets.md: root (``CAP_SYS_PTRACE``) reads anything; the
 processes that started the gate (a shell, nox, a CI step) hold the secrets in their own
 environment, so CI gives them only to steps that run no project code (``cuda-gate sign``);
 a key *file* stays readable to every process of its user while it exists.

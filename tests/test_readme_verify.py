@@ -1,4 +1,4 @@
-"""The README's securesystemslib snippet, run exactly as written against our envelopes."""
+"""The securesystemslib snippet of docs/attestations.md, run as written against our envelopes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from gate.attest.signing import generate_key_pair, sign_envelope, signer_from_pe
 
 pytestmark = pytest.mark.unit
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "attestations.md"
 PAYLOAD = b'{"_type": "https://in-toto.io/Statement/v1", "subject": []}\n'
 
 

@@ -1,4 +1,4 @@
-"""The decision core's tables, row by row, as CUDA-FACTS.md and the README state them.
+"""The decision core's tables, row by row, as CUDA-FACTS.md and docs/configuration.md state them.
 
 Each table here is written from the sentences it cites, not from the code: the code must
 agree with every row. Rows seen on the lent H200 (9.0, driver 580 / CUDA 13.0) are
@@ -26,7 +26,7 @@ def v(text: str) -> Version:
     return Version.parse(text)
 
 
-# --- What satisfies a required target (README "What each required target form accepts") ----
+# --- What satisfies a required target (docs/configuration.md, its target-forms table) ----
 # (required, code, satisfies, seen): code of the same SM number, SASS (sm_) or PTX (compute_).
 REQUIREMENT_ROWS = [
     # A required sm_XYa: only sm_XYa SASS and compute_XYa PTX (issue 20, item 1).
