@@ -30,6 +30,7 @@ from gate.errors import BadInputError, EvidenceError
 from gate.fsutil import Lock, write_atomic
 from gate.redact import Redactor
 
+DEFAULT_DIR = "gate-evidence"  # the evidence folder every command defaults to
 MARKER = ".cuda-gate"
 # The statements written over the evidence once it is digested: never evidence themselves.
 MANIFEST_FILE = "manifest.json"

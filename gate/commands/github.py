@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import BadInputError, ConfigError, EvidenceError
+from gate.evidence import DEFAULT_DIR
 
-DEFAULT_EVIDENCE = "gate-evidence"
 DEFAULT_CLASSES = "ci/runner-classes.json"
 MAX_ANNOTATIONS = 10  # GitHub shows at most 10 error (and 10 warning) annotations per step
 
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     sub = parser.add_subparsers(dest="github_command", required=True, metavar="ACTION")
 
     status = sub.add_parser("status", help="post a commit status for one runner class")
-    status.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
+    status.add_argument("--evidence", type=Path, default=Path(DEFAULT_DIR))
     status.add_argument("--context", required=True, help='e.g. "cuda-gate/dgx-spark"')
     status.add_argument("--target-url", help="link to the evidence (default: this workflow run)")
     status.add_argument("--repository", help="owner/name (default: $GITHUB_REPOSITORY)")
@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     status.set_defaults(handler=_status)
 
     annotate = sub.add_parser("annotate", help="print ::error annotations for failed checks")
-    annotate.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
+    annotate.add_argument("--evidence", type=Path, default=Path(DEFAULT_DIR))
     annotate.add_argument("--title", default="cuda-gate", help="prefix of each annotation title")
     annotate.add_argument(
         "--max",
@@ -56,7 +56,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     annotate.set_defaults(handler=_annotate)
 
     summary = sub.add_parser("summary", help="append summary.md to $GITHUB_STEP_SUMMARY")
-    summary.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
+    summary.add_argument("--evidence", type=Path, default=Path(DEFAULT_DIR))
     summary.add_argument("--heading", help="a Markdown heading to put above it")
     summary.set_defaults(handler=_summary)
 
@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
         "attestation",
         help="verify a run's signed statements; write the inputs of actions/attest",
     )
-    attest.add_argument("--evidence", type=Path, default=Path(DEFAULT_EVIDENCE))
+    attest.add_argument("--evidence", type=Path, default=Path(DEFAULT_DIR))
     attest.add_argument(
         "--key",
         type=Path,

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gate.evidence import DEFAULT_DIR
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -35,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--evidence",
         type=Path,
-        default=Path("gate-evidence"),
+        default=Path(DEFAULT_DIR),
         help="evidence folder (default: gate-evidence; replaced on each run)",
     )
     parser.add_argument(

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import ExitCode
-
-DEFAULT_EVIDENCE = "gate-evidence"
+from gate.evidence import DEFAULT_DIR
 
 
 def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
@@ -31,8 +30,8 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
         "evidence_dir",
         nargs="?",
         type=Path,
-        default=Path(DEFAULT_EVIDENCE),
-        help=f"the evidence folder (default: {DEFAULT_EVIDENCE})",
+        default=Path(DEFAULT_DIR),
+        help=f"the evidence folder (default: {DEFAULT_DIR})",
     )
     parser.add_argument(
         "--signing-key",

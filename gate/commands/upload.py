@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gate.errors import ExitCode
+from gate.evidence import DEFAULT_DIR
 
 if TYPE_CHECKING:
     from gate.store import ProgressCallback, PublishResult, StoreSettings
-
-DEFAULT_EVIDENCE = "gate-evidence"
 
 
 def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
@@ -34,7 +33,7 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
         "evidence_dir",
         nargs="?",
         type=Path,
-        help=f"the evidence folder (default: {DEFAULT_EVIDENCE}; not used with --resume)",
+        help=f"the evidence folder (default: {DEFAULT_DIR}; not used with --resume)",
     )
     parser.add_argument("--resume", action="store_true", help="upload every run left in the spool")
     parser.add_argument(
@@ -79,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         if error is not None:
             raise error
         return int(ExitCode.OK)
-    evidence_dir = args.evidence_dir or Path(DEFAULT_EVIDENCE)
+    evidence_dir = args.evidence_dir or Path(DEFAULT_DIR)
     # Before anything is derived from it: only gate evidence is stored.
     open_evidence(evidence_dir)
     # Never while a run writes it (that run's own store stage holds this lock already).
