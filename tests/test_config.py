@@ -1,4 +1,4 @@
-"""Project configuration: discovery, strict validation, target placeholders, `cuda-gate init`."""
+"""Project configuration: discovery, strict validation, target placeholders (init: test_init)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gate import cli, config
+from gate import config
 from gate.commands.init import template
 from gate.config.placeholders import PLACEHOLDERS, substitute, substitute_argv
 from gate.errors import ConfigError, ExitCode
@@ -371,63 +371,6 @@ def test_nvcc_is_the_gates_own_and_required_when_used() -> None:
     )
     with pytest.raises(ConfigError, match=r"^cmd\[0\]: \{nvcc\} used, but the gate knows no nvcc"):
         substitute_argv(["{nvcc}", "-c"], [SM90], where="cmd")
-
-
-@pytest.mark.parametrize(
-    ("fmt", "name"), [("toml", "cuda-gate.toml"), ("pyproject", "pyproject.toml")]
-)
-def test_the_init_template_loads_as_written_and_with_every_example(
-    tmp_path: Path, fmt: str, name: str
-) -> None:
-    text = template(fmt)
-    plain = config.parse_text(text, tmp_path / name)
-    assert plain.smoke
-    assert plain.builds == ()
-    examples = config.parse_text(re.sub(r"(?m)^# ?", "", text), tmp_path / name)
-    assert [b.name for b in examples.builds] == ["configure", "compile"]
-    configure = examples.builds[0].render([SM121], {"nvcc": "/opt/cuda/bin/nvcc"}).argv
-    assert configure[-2:] == (
-        "-DCMAKE_CUDA_ARCHITECTURES=121",
-        "-DCMAKE_CUDA_COMPILER=/opt/cuda/bin/nvcc",
-    )
-    assert examples.artifacts[0].pattern == "build/*.so"
-    assert examples.entry_points[0].expected_output == "PASS"
-    assert examples.signing_key is not None
-
-
-def test_cuda_gate_init_writes_refuses_and_forces(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert cli.main(["init", "--dir", str(tmp_path)]) == 0
-    written = (tmp_path / "cuda-gate.toml").read_text(encoding="utf-8")
-    assert written == template("toml")
-    assert config.load(tmp_path).smoke
-    (tmp_path / "cuda-gate.toml").write_text("kernels = []\n", encoding="utf-8")
-    assert cli.main(["init", "--dir", str(tmp_path)]) == ExitCode.CONFIG
-    assert "already exists (use --force" in capsys.readouterr().err
-    assert (tmp_path / "cuda-gate.toml").read_text(encoding="utf-8") == "kernels = []\n"
-    assert cli.main(["init", "--dir", str(tmp_path), "--force"]) == 0
-    assert (tmp_path / "cuda-gate.toml").read_text(encoding="utf-8") == written
-
-
-def test_cuda_gate_init_appends_to_pyproject_once(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text('[project]\nname = "x"\n', encoding="utf-8")
-    assert cli.main(["init", "--dir", str(tmp_path), "--format", "pyproject"]) == 0
-    text = pyproject.read_text(encoding="utf-8")
-    assert text.startswith('[project]\nname = "x"\n\n')
-    assert config.load(tmp_path).source == pyproject
-    assert cli.main(["init", "--dir", str(tmp_path), "--format", "pyproject", "--force"]) == 7
-    assert "already has a [tool.cuda-gate] section" in capsys.readouterr().err
-    assert pyproject.read_text(encoding="utf-8") == text
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "pyproject.toml").write_text("[project\n", encoding="utf-8")
-    assert cli.main(["init", "--dir", str(other), "--format", "pyproject"]) == 7
-    assert "pyproject.toml: not valid TOML" in capsys.readouterr().err
-    assert (other / "pyproject.toml").read_text(encoding="utf-8") == "[project\n"
 
 
 @pytest.mark.parametrize("name", ["cuda-gate.toml", "cuda-gate-drop-arch.toml"])

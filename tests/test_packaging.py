@@ -30,6 +30,15 @@ def test_the_installed_package_declares_its_licence_as_an_spdx_expression() -> N
     assert (ROOT / "LICENSE").read_text(encoding="utf-8").lstrip().startswith("Apache License")
 
 
+def test_the_installed_package_carries_the_project_urls_pyproject_declares() -> None:
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    urls = declared["project"]["urls"]
+    meta = metadata.metadata("cuda-gate")
+    assert sorted(meta.get_all("Project-URL") or []) == sorted(f"{k}, {v}" for k, v in urls.items())
+
+
 def test_validate_pyproject_knows_the_tool_cuda_gate_table(tmp_path: Path) -> None:
     names = {e.name for e in metadata.entry_points(group="validate_pyproject.tool_schema")}
     assert "cuda-gate" in names

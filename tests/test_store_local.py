@@ -372,21 +372,17 @@ def test_evidence_list_shows_an_unreadable_run_as_one_row_and_lists_the_others(
         str(tmp_path / "store"),
     )
     assert code == int(ExitCode.BAD_INPUT)
-    rows = out.splitlines()[2:]
-    assert len(rows) == 2
-    assert rows[0].startswith("20261129T170000Z-000000  gpu-box-2")
-    assert (
-        f"unreadable: {tmp_path / 'store'}/{bad_key}/index.json: JSON nested too deeply"
-        in (rows[0])
+    lines = out.splitlines()
+    # Newest first: the good run finished 18:00, the unreadable one's id says 17:00.
+    assert lines[2].split() == [
+        "accepted", "2026-11-29", "18:00:00", REVISION[:12], "gpu-box-1", "h200", "1a2b3c",
+    ]  # fmt: skip
+    assert lines[3].split() == ["unreadable", "-", REVISION[:12], "gpu-box-2", "-", "000000"]
+    assert lines[4] == (
+        f"20261129T170000Z-000000 (gpu-box-2): {tmp_path / 'store'}/{bad_key}/index.json: "
+        "JSON nested too deeply (over 64 levels)"
     )
-    assert rows[1].split() == [
-        "20261129T180000Z-1a2b3c",
-        "gpu-box-1",
-        "h200",
-        "accepted",
-        "7",
-        "complete",
-    ]
+    assert lines[5] == "2 runs: 1 accepted, 1 unreadable"
     expected = (
         "cuda-gate: error: 1 of 2 runs have an unreadable index "
         "(first: run 20261129T170000Z-000000 of gpu-box-2)"
@@ -675,7 +671,7 @@ def test_cli_upload_list_and_get_on_the_local_store(
 
     code, out, _ = run_cli(monkeypatch, capsys, "evidence", "list", "--revision", REVISION)
     assert code == 0
-    assert "20261129T180000Z-1a2b3c  gpu-box-1  h200   accepted  7      complete" in out
+    assert "accepted  2026-11-29 18:00:00  0123456789ab  gpu-box-1  h200   1a2b3c\n" in out
 
     code, out, _ = run_cli(
         monkeypatch, capsys, "evidence", "get", "--revision", REVISION, "--runner", "gpu-box-1"

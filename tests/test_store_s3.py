@@ -511,16 +511,13 @@ def test_evidence_list_prints_the_runs(
     )
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith(f"acme/kernels @ {REVISION} in s3://{settings.bucket}/gate")
-    assert lines[2].split() == [
-        "20261129T180000Z-1a2b3c",
-        "gpu-box-1",
-        "h200",
-        "accepted",
-        "7",
-        "complete",
-    ]
-    assert lines[3].split() == ["20261129T190000Z-abcdef", "gpu-box-1", "-", "-", "-", "incomplete"]
+    assert lines[0].startswith(f"acme/kernels @ {REVISION[:12]} in s3://{settings.bucket}/gate")
+    # Newest first: the half-written run's id says it started at 19:00.
+    assert lines[2].split() == ["incomplete", "-", REVISION[:12], "gpu-box-1", "-", "abcdef"]
+    assert lines[3].split() == [
+        "accepted", "2026-11-29", "18:00:00", REVISION[:12], "gpu-box-1", "h200", "1a2b3c",
+    ]  # fmt: skip
+    assert lines[4] == "2 runs: 1 accepted, 1 incomplete"
 
 
 def test_the_client_leaves_what_the_user_configured_for_aws_alone(

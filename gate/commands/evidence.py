@@ -1,4 +1,4 @@
-"""`cuda-gate evidence list|get`: read stored evidence back, checked against each run's index."""
+"""`cuda-gate evidence list|get|prune`: stored evidence read back, checked against run indexes."""
 
 from __future__ import annotations
 
@@ -35,8 +35,20 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
             help="default: GITHUB_REPOSITORY or the git remote 'origin'",
         )
         sub.add_argument("--store", metavar="URL", help="s3://bucket/prefix or a folder")
+    listing.add_argument(
+        "--all", action="store_true", help="every revision of the repository, not one"
+    )
+    listing.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON document with the full ids (gate/schemas/evidence-list.schema.json)",
+    )
     get.add_argument("--runner", required=True, help="the runner whose run to fetch")
-    get.add_argument("--run", metavar="ID", help="the run id (default: the newest complete run)")
+    get.add_argument(
+        "--run",
+        metavar="ID",
+        help="the run id, full or as `evidence list` shows it (default: the newest complete run)",
+    )
     get.add_argument(
         "--dest", type=Path, help="an absent or empty folder (default: evidence-<runner>-<run>)"
     )
@@ -75,21 +87,31 @@ def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """Print a table of the runs stored for the revision; exit 6 if an index is unreadable."""
-    from gate.errors import BadInputError
+    """Print the runs stored for the revision, newest first; exit 6 if an index is unreadable."""
+    from gate.errors import BadInputError, ConfigError
     from gate.git import resolve
-    from gate.render.text import count
-    from gate.store import list_runs
+    from gate.store.readback import list_repository_runs, list_runs
 
+    if args.all and args.revision != "HEAD":
+        raise ConfigError("--all lists every revision; leave out --revision")
     store, repository = _open(args)
-    revision = resolve(args.revision, Path.cwd())
-    runs = list_runs(store, repository, revision, keep_unreadable=True)
-    print(f"{repository} @ {revision} in {store.describe()}: {count(len(runs), 'run')}")
-    if runs:
-        print(format_table(runs))
+    revision = None if args.all else resolve(args.revision, Path.cwd())
+    if revision is None:
+        found = list_repository_runs(store, repository, keep_unreadable=True)
+    else:
+        found = list_runs(store, repository, revision, keep_unreadable=True)
+    runs = tuple(sorted(found, key=lambda r: r.newest_first(), reverse=True))
+    if args.json:
+        _print_json(listing_document(repository, revision, store.describe(), runs))
+    else:
+        shown = "every revision" if revision is None else revision[:12]
+        print(f"{repository} @ {shown} in {store.describe()}")
+        if runs:
+            print(format_table(runs))
+        print(count_line(runs))
     unreadable = [r for r in runs if r.problem is not None]
     if unreadable:
-        # The table says why for each; the status tells a script that something is wrong.
+        # The listing says why for each; the status tells a script that something is wrong.
         raise BadInputError(
             f"{len(unreadable)} of {len(runs)} runs have an unreadable index "
             f"(first: run {unreadable[0].run_id} of {unreadable[0].runner})"
@@ -97,42 +119,92 @@ def list_command(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
+LIST_VERSION = 1
+
+
+def listing_document(
+    repository: str, revision: str | None, store: str, runs: tuple[RunSummary, ...]
+) -> dict[str, Any]:
+    """``evidence list --json``: gate/schemas/evidence-list.schema.json, version 1."""
+    from gate import __version__
+
+    return {
+        "version": LIST_VERSION,
+        "tool": {"name": "cuda-gate", "version": __version__},
+        "repository": repository,
+        "revision": revision,  # None: every revision (--all)
+        "store": store,
+        "runs": [run.listing_json() for run in runs],
+    }
+
+
+def _print_json(doc: dict[str, Any]) -> None:
+    import json
+
+    print(json.dumps(doc, indent=1, sort_keys=True))
+
+
 def format_table(runs: tuple[RunSummary, ...]) -> str:
-    """Runs as an aligned plain-text table."""
-    rows = [("RUN ID", "RUNNER", "CLASS", "VERDICT", "FILES", "STATE")]
-    for run in runs:
+    """Runs as an aligned plain-text table, in the order given, with short ids; an
+    unreadable run's reason follows the table, one line each."""
+    from gate.store.records import short_run_id
+
+    shorts = [short_run_id(r.run_id) for r in runs]
+    rows = [("VERDICT", "FINISHED (UTC)", "REVISION", "RUNNER", "CLASS", "RUN")]
+    for run, short in zip(runs, shorts, strict=True):
         index = run.index
-        if index is None:
-            state = "incomplete" if run.problem is None else f"unreadable: {run.problem}"
-            rows.append((run.run_id, run.runner, "-", "-", "-", state))
-            continue
-        verdict = (
-            "-"
-            if index.verdict is None
-            else ("accepted" if index.verdict.accepted else "not accepted")
-        )
-        state = "complete (dirty tree)" if index.meta.dirty else "complete"
+        revision = run.revision[:12]
+        if index is not None and index.meta.dirty:
+            revision += "+dirty"  # built from a tree with uncommitted changes
+        # A short id two listed runs share would name neither: those show in full.
+        shown = short if shorts.count(short) == 1 else run.run_id
         rows.append(
             (
-                run.run_id,
+                run.state.value,
+                "-" if index is None or index.finished is None else human_time(index.finished),
+                revision,
                 run.runner,
-                index.meta.runner_class or "-",
-                verdict,
-                str(len(index.files)),
-                state,
+                "-" if index is None else index.meta.runner_class or "-",
+                shown,
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
+    lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
-    )
+    ]
+    lines += [f"{r.run_id} ({r.runner}): {r.problem}" for r in runs if r.problem is not None]
+    return "\n".join(lines)
+
+
+def count_line(runs: tuple[RunSummary, ...]) -> str:
+    """``3 runs: 1 accepted, 2 incomplete`` (states in a fixed order, absent ones left out)."""
+    from gate.render.text import count
+    from gate.store.records import RunState
+
+    states = [r.state for r in runs]
+    parts = [f"{states.count(s)} {s.value}" for s in RunState if s in states]
+    return count(len(runs), "run") + (f": {', '.join(parts)}" if parts else "")
+
+
+def human_time(iso: str) -> str:
+    """``2026-11-29 18:00:00`` for ``2026-11-29T18:00:00Z`` (UTC); an unparsable value as is."""
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def get_command(args: argparse.Namespace) -> int:
     """Download one run and check every file against its index."""
     from gate.git import resolve
     from gate.store import fetch_run, latest_run, list_runs
+    from gate.store.readback import resolve_run_id
     from gate.store.records import check_segment
 
     # Names first: a --run of ../x must never reach a key or a path.
@@ -140,7 +212,12 @@ def get_command(args: argparse.Namespace) -> int:
     given = None if args.run is None else check_segment(args.run, "--run")
     store, repository = _open(args)
     revision = resolve(args.revision, Path.cwd())
-    run_id = given or latest_run(list_runs(store, repository, revision), runner).run_id
+    if given is None:
+        run_id = latest_run(list_runs(store, repository, revision), runner).run_id
+    else:
+        # A short id as `evidence list` shows it names the one run of the runner that has it.
+        runs = list_runs(store, repository, revision, keep_unreadable=True)
+        run_id = resolve_run_id(runs, runner, given)
     dest = args.dest or Path(f"evidence-{runner}-{run_id}")
     index = fetch_run(store, repository, revision, runner=runner, run_id=run_id, dest=dest)
     verdict = "no verdict" if index.verdict is None else index.verdict.statement

@@ -16,6 +16,10 @@ HEADER = """\
 
 BODY = """\
 
+## The project's Python (the one with torch) for {python} below; a command name, or a
+## path relative to this file. Default: --python, CUDA_GATE_PYTHON, else the first
+## python3 on PATH outside the gate's own virtual environment.
+# python = ".venv/bin/python"
 ## Targets the artifacts must carry, besides the detected GPU's own (always required).
 ## The form counts: sm_90a needs sm_90a code; sm_120 is met by sm_120 or sm_120f, never
 ## by sm_120a (it does not run on 12.1). The README has the table.
@@ -30,7 +34,8 @@ BODY = """\
 # host = "aarch64"
 ## An artifact this run's build did not write (older than the build): "warn" or "fail".
 # stale_artifacts = "fail"
-## Loaded libraries judged per kernel, like the project's own artifacts.
+## Loaded libraries (file-name globs) judged per kernel, like the project's own
+## artifacts; every other loaded library is only recorded.
 # strict_libraries = ["libmine*.so*"]
 ## Also build and run the built-in smoke program (it proves the toolchain and driver).
 smoke = true
@@ -40,7 +45,8 @@ smoke = true
 ## stand for the required targets:  {sm} sm_90   {compute} compute_90   {cc} 90
 ## {capability} 9.0   {gencode} -gencode flags (SASS + PTX)   {cmake_archs} 90
 ## {torch_arch_list} 9.0+PTX   {nvcc} the gate's nvcc, so the build uses the toolkit
-## the evidence records   ({{sm}} is a literal {sm}; ${VAR} is left alone).
+## the evidence records   {python} the project's Python (see python above)
+## ({{sm}} is a literal {sm}; ${VAR} is left alone).
 # [[build]]
 # name = "configure"
 # command = [
@@ -53,6 +59,10 @@ smoke = true
 # name = "compile"
 # command = "cmake --build build --parallel"
 # env = { TORCH_CUDA_ARCH_LIST = "{torch_arch_list}" }
+#
+# [[build]]
+# name = "extension"
+# command = ["{python}", "setup.py", "build_ext", "--inplace"]
 
 ## The final artifacts that ship: globs ("**" allowed) or wheels (*.whl). A glob that
 ## matches nothing after the build is an error.
@@ -61,7 +71,11 @@ smoke = true
 # kernels = ["scale_f64"]
 
 ## Real entry points: each runs natively (PTX JIT disabled) and through forced PTX JIT.
-## The shared libraries they load, dlopen included, are recorded and inspected.
+## The shared libraries they load, dlopen included, are recorded and inspected. Commands
+## and env values take {python} and {nvcc} only. expected_output is a regular expression
+## (Python's re), searched in stdout and stderr together; without it only the exit
+## status counts. '(?m)^PASS$' wants a line that is exactly PASS ("PASS" alone would
+## also match "BYPASS"); single quotes keep backslashes literal: '^max error: 0\\.0+$'.
 # [[entry_point]]
 # name = "app"
 # command = ["build/app", "--self-test"]
@@ -69,14 +83,38 @@ smoke = true
 # env = { OMP_NUM_THREADS = "1" }
 # timeout = 300
 # expected_returncode = 0
-# expected_output = "PASS"
+# expected_output = '(?m)^PASS$'
+#
+# [[entry_point]]
+# name = "torch-ext"
+# command = ["{python}", "-m", "mypkg.selftest"]
+# expected_output = 'max error: 0\\.0+\\b'
 
-## Sign the manifest with an Ed25519 key (see `cuda-gate keygen`).
+## Sign the manifest with an Ed25519 key: `cuda-gate keygen` writes cuda-gate.key (never
+## commit it; in CI pass it as the secret CUDA_GATE_SIGNING_KEY) and cuda-gate.pub.
 # [signing]
-# key_file = "keys/gate.pem"
+# key_file = "cuda-gate.key"
+
+## Where `cuda-gate run` and `cuda-gate upload` store evidence. Without this table it is
+## a local folder, $XDG_DATA_HOME/cuda-gate/evidence (~/.local/share/cuda-gate/evidence);
+## a folder of your own is  url = "/srv/cuda-gate/evidence". --store and the CUDA_GATE_*
+## variables override this table. Credentials never go here: S3 uses the AWS chain
+## (environment, profile, instance role). An S3 (or S3-compatible) bucket:
+# [store]
+# url = "s3://my-evidence-bucket/cuda-gate"
+# region = "us-east-1"
+# endpoint = "https://s3.example.com"
+# path-style = true
+# object-lock-mode = "COMPLIANCE"
+# object-lock-days = 365
 """
 
 TEMPLATE = HEADER + BODY
+
+# What a project's .gitignore should hold: the private key `cuda-gate keygen` writes, and
+# the folders `cuda-gate run` writes beside the project (gate.pipeline's defaults).
+GITIGNORE_COMMENT = "# cuda-gate: the signing key (never commit it) and the folders a run writes"
+GITIGNORE_LINES = ("/cuda-gate.key", "/gate-evidence/", "/gate-build/")
 _TABLE = re.compile(r"^(#? ?)\[(\[?)([a-z_]+)(\]?)\]", re.MULTILINE)
 
 
@@ -110,6 +148,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="overwrite an existing cuda-gate.toml (a pyproject.toml section is never rewritten)",
     )
+    parser.add_argument(
+        "--gitignore",
+        action="store_true",
+        help="append the lines .gitignore lacks (the signing key, gate-evidence/, gate-build/); "
+        "without it they are only printed",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -142,5 +186,42 @@ def handle(args: argparse.Namespace) -> int:
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
     write_atomic(target, text.encode("utf-8"), mode=mode)
     print(f"wrote {target}; it runs the smoke program only so far")
+    _offer_gitignore(folder / ".gitignore", apply=args.gitignore)
     print("next: add your [[build]], [[artifact]] and [[entry_point]] tables, then `cuda-gate run`")
     return 0
+
+
+def missing_ignores(existing: str) -> tuple[str, ...]:
+    """The lines of :data:`GITIGNORE_LINES` that ``existing`` (a .gitignore) lacks.
+
+    A line counts as present in any of git's equivalent spellings for a top-level
+    entry (``gate-evidence``, ``gate-evidence/``, ``/gate-evidence/``).
+    """
+    have = {line.strip().strip("/") for line in existing.splitlines()}
+    return tuple(line for line in GITIGNORE_LINES if line.strip("/") not in have)
+
+
+def _offer_gitignore(path: Path, *, apply: bool) -> None:
+    """Print the .gitignore lines the project lacks; append them only when asked."""
+    from gate.errors import ConfigError
+    from gate.fsutil import write_atomic
+
+    try:
+        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read: {e}") from e
+    missing = missing_ignores(existing)
+    if not missing:
+        return
+    if not apply:
+        # Never a silent change to a file the user owns: say what to add, and how.
+        print(f"add to {path} (or run again with --gitignore to append them):")
+        print("\n".join(f"  {line}" for line in missing))
+        return
+    head = existing if not existing or existing.endswith("\n") else existing + "\n"
+    block = "\n".join((GITIGNORE_COMMENT, *missing)) + "\n"
+    text = head + ("\n" if head else "") + block
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    # Through a link to the file it names: the link stays a link.
+    write_atomic(path.resolve(), text.encode("utf-8"), mode=mode)
+    print(f"appended to {path}: {', '.join(missing)}")

@@ -5,11 +5,12 @@ These are the functions `cuda-gate evidence` and `cuda-gate matrix` build on.
 
 from __future__ import annotations
 
+import re
 import shutil
 import uuid
 from pathlib import Path
 
-from gate.errors import BadInputError, EvidenceChangedError, EvidenceError
+from gate.errors import BadInputError, ConfigError, EvidenceChangedError, EvidenceError
 from gate.store.base import EvidenceStore
 from gate.store.records import (
     INDEX_NAME,
@@ -18,7 +19,12 @@ from gate.store.records import (
     check_segment,
     natural_key,
     revision_key,
+    short_run_id,
+    split_repository,
 )
+
+# A revision folder: a full commit id, SHA-1 or SHA-256 (gate.git.check_revision).
+_REVISION = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def list_runs(
@@ -32,25 +38,64 @@ def list_runs(
     that cannot be read must not quietly count as merely incomplete.
     """
     base = revision_key(repository, revision)
-    runs: dict[tuple[str, str], bool] = {}
+    found = _found_runs(store, base, base.rsplit("/", 1)[1])
+    return _summaries(store, base.rsplit("/", 1)[0], found, keep_unreadable=keep_unreadable)
+
+
+def list_repository_runs(
+    store: EvidenceStore, repository: str, *, keep_unreadable: bool = False
+) -> tuple[RunSummary, ...]:
+    """Every run stored for any revision of ``repository`` (see :func:`list_runs`)."""
+    owner, repo = split_repository(repository)
+    base = f"{owner}/{repo}"
+    found = _found_runs(store, base, None)
+    return _summaries(store, base, found, keep_unreadable=keep_unreadable)
+
+
+def _found_runs(
+    store: EvidenceStore, base: str, revision: str | None
+) -> dict[tuple[str, str, str], bool]:
+    """``(revision, runner, run id)`` of every run below ``base``, and whether it has its
+    index; ``revision`` None: ``base`` is the repository's folder, holding revisions."""
+    runs: dict[tuple[str, str, str], bool] = {}
     for key in store.list_keys(base):
         parts = key[len(base) + 1 :].split("/")
+        if revision is None:
+            if not _REVISION.fullmatch(parts[0]):
+                continue  # a nested repository's folder (group/sub/repo), not a revision
+            found, parts = parts[0], parts[1:]
+        else:
+            found = revision
         if len(parts) < 3:
             continue
         runner, run_id = parts[0], parts[1]
         has_index = len(parts) == 3 and parts[2] == INDEX_NAME
-        runs[(runner, run_id)] = runs.get((runner, run_id), False) or has_index
+        run = (found, runner, run_id)
+        runs[run] = runs.get(run, False) or has_index
+    return runs
+
+
+def _summaries(
+    store: EvidenceStore,
+    base: str,
+    runs: dict[tuple[str, str, str], bool],
+    *,
+    keep_unreadable: bool,
+) -> tuple[RunSummary, ...]:
     summaries = []
-    for (runner, run_id), has_index in runs.items():
+    for (revision, runner, run_id), has_index in runs.items():
+        key = f"{base}/{revision}/{runner}/{run_id}"
         try:
-            index = read_index(store, f"{base}/{runner}/{run_id}") if has_index else None
+            index = read_index(store, key) if has_index else None
         except (BadInputError, EvidenceChangedError) as e:
             if not keep_unreadable:
                 raise
-            summaries.append(RunSummary(runner, run_id, None, problem=e.one_line()))
+            summaries.append(
+                RunSummary(runner, run_id, None, problem=e.one_line(), revision=revision)
+            )
             continue
-        summaries.append(RunSummary(runner=runner, run_id=run_id, index=index))
-    return tuple(sorted(summaries, key=lambda s: (natural_key(s.run_id), s.runner)))
+        summaries.append(RunSummary(runner, run_id, index, revision=revision))
+    return tuple(sorted(summaries, key=lambda s: (s.revision, natural_key(s.run_id), s.runner)))
 
 
 def read_index(store: EvidenceStore, run_key: str) -> RunIndex | None:
@@ -76,6 +121,24 @@ def latest_run(runs: tuple[RunSummary, ...], runner: str) -> RunSummary:
             hint="`cuda-gate evidence list` shows the stored runs",
         )
     return max(complete, key=lambda r: r.index.order() if r.index else ("", ()))
+
+
+def resolve_run_id(runs: tuple[RunSummary, ...], runner: str, given: str) -> str:
+    """The full id of ``runner``'s run that ``given`` names: the full id, or the short id
+    `evidence list` shows (gate.store.records.short_run_id) when one run has it.
+
+    An id no run has is returned as given: fetching it says the run is absent.
+    """
+    mine = [r for r in runs if r.runner == runner]
+    if any(r.run_id == given for r in mine):
+        return given
+    matches = sorted(r.run_id for r in mine if short_run_id(r.run_id) == given)
+    if len(matches) > 1:
+        raise ConfigError(
+            f"--run {given}: the short id of {len(matches)} runs of {runner} "
+            f"({', '.join(matches)}); give the full id"
+        )
+    return matches[0] if matches else given
 
 
 def fetch_run(

@@ -16,6 +16,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,37 @@ def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+# The id `cuda-gate run` gives a run outside CI (gate.ci.run_id): its UTC start, then
+# random hex digits. The digits are the short id a person types; any other id is short.
+_LOCAL_RUN_ID = re.compile(r"(\d{8}T\d{6}Z)-([0-9a-f]{4,})")
+
+
+def short_run_id(run_id: str) -> str:
+    """The form `evidence list` shows: ``1a2b3c`` for ``20261129T180000Z-1a2b3c``; any
+    other id (``gh-123-1``, an ``upload --run-id``) whole."""
+    match = _LOCAL_RUN_ID.fullmatch(run_id)
+    return match.group(2) if match else run_id
+
+
+def started_from_id(run_id: str) -> str | None:
+    """When a locally named run started (ISO 8601 UTC, from its id); None for other ids."""
+    match = _LOCAL_RUN_ID.fullmatch(run_id)
+    if match is None:
+        return None
+    stamp = match.group(1)
+    return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}T{stamp[9:11]}:{stamp[11:13]}:{stamp[13:15]}Z"
+
+
+class RunState(StrEnum):
+    """What a listed run amounts to, as `evidence list` names it."""
+
+    ACCEPTED = "accepted"
+    NOT_ACCEPTED = "not accepted"
+    NO_VERDICT = "no verdict"
+    INCOMPLETE = "incomplete"
+    UNREADABLE = "unreadable"
+
+
 @dataclass(frozen=True)
 class RunSummary:
     """One run found under a revision: complete when its index exists.
@@ -259,11 +291,48 @@ class RunSummary:
     run_id: str
     index: RunIndex | None
     problem: str | None = None
+    revision: str = ""  # the revision folder the run was found in
 
     @property
     def complete(self) -> bool:
         """True when the index exists (it is written last)."""
         return self.index is not None
+
+    @property
+    def state(self) -> RunState:
+        """Accepted, not accepted, no verdict, incomplete or unreadable."""
+        if self.index is None:
+            return RunState.INCOMPLETE if self.problem is None else RunState.UNREADABLE
+        if self.index.verdict is None:
+            return RunState.NO_VERDICT
+        return RunState.ACCEPTED if self.index.verdict.accepted else RunState.NOT_ACCEPTED
+
+    def newest_first(self) -> tuple[str, tuple[tuple[int, str], ...], str]:
+        """Sort key, descending: the finish time (an incomplete run's start, read from its
+        id, where it has one), then the run id read naturally, then the runner."""
+        when = self.index.finished if self.index is not None else started_from_id(self.run_id)
+        return (when or "", natural_key(self.run_id), self.runner)
+
+    def listing_json(self) -> dict[str, Any]:
+        """The run as ``evidence list --json`` gives it (gate/schemas/evidence-list.schema.json)."""
+        index = self.index
+        return {
+            "revision": self.revision,
+            "runner": self.runner,
+            "run_id": self.run_id,
+            "short_id": short_run_id(self.run_id),
+            "state": self.state.value,
+            "runner_class": None if index is None else index.meta.runner_class,
+            "dirty": None if index is None else index.meta.dirty,
+            "finished": None if index is None else index.finished,
+            "verdict": (
+                None
+                if index is None or index.verdict is None
+                else {"accepted": index.verdict.accepted, "statement": index.verdict.statement}
+            ),
+            "files": None if index is None else len(index.files),
+            "problem": self.problem,
+        }
 
 
 @dataclass(frozen=True)
