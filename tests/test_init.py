@@ -13,10 +13,11 @@ import jsonschema
 import pytest
 
 from gate import cli, config
-from gate.commands import keygen, upload
+from gate.commands import keygen
 from gate.commands.init import GITIGNORE_COMMENT, GITIGNORE_LINES, missing_ignores, template
 from gate.config.schema import tool_schema
 from gate.errors import ExitCode
+from gate.evidence import DEFAULT_DIR
 from gate.pipeline import RunOptions
 from gate.rules.targets import Target
 from gate.store.settings import load_settings
@@ -108,7 +109,7 @@ def test_the_expected_output_examples_are_regular_expressions_as_the_comment_say
 @pytest.mark.unit
 def test_the_gitignore_lines_name_the_gates_own_defaults() -> None:
     assert f"/{keygen.DEFAULT_PREFIX}.key" in GITIGNORE_LINES
-    assert f"/{upload.DEFAULT_EVIDENCE}/" in GITIGNORE_LINES
+    assert f"/{DEFAULT_DIR}/" in GITIGNORE_LINES
     assert f"/{RunOptions.evidence}/" in GITIGNORE_LINES
     assert "/gate-build/" in GITIGNORE_LINES  # gate.pipeline: gate-build beside the evidence
     assert not any(line.endswith(".pub") for line in GITIGNORE_LINES)  # the public key is kept

@@ -22,7 +22,7 @@ BODY = """\
 # python = ".venv/bin/python"
 ## Targets the artifacts must carry, besides the detected GPU's own (always required).
 ## The form counts: sm_90a needs sm_90a code; sm_120 is met by sm_120 or sm_120f, never
-## by sm_120a (it does not run on 12.1). The README has the table.
+## by sm_120a (it does not run on 12.1). docs/configuration.md has the table.
 # targets = ["sm_90", "sm_121"]
 ## Capabilities to predict kernel routes for in the report (H200 9.0, DGX Spark 12.1).
 # devices = ["9.0", "12.1"]
