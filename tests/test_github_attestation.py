@@ -110,7 +110,7 @@ def test_a_published_file_the_run_did_not_gate_is_refused(tmp_path: Path) -> Non
     # A file the run never saw.
     (artifacts / "extra.so").write_bytes(b"\x7fELF")
     extra = _published(artifacts, [f"{sha256(artifacts / 'extra.so')}  extra.so"])
-    with pytest.raises(BadInputError, match="extra.so is published, but the run in .* did not"):
+    with pytest.raises(BadInputError, match=r"extra\.so is published, but the run in .* did not"):
         write_attest_inputs(folder, key, tmp_path / "o2", published=read_sums(extra))
     # Bytes that are not the listed ones, before anything is compared.
     (artifacts / "check").write_bytes(b"changed after the list was written\n")

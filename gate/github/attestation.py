@@ -85,7 +85,7 @@ def write_attest_inputs(
     pairs = [(str(s["digest"]["sha256"]), str(s["name"])) for s in subjects]
     # 4. The published files, and only they, each with the digest the run gated.
     if published is not None:
-        pairs = _published(published, dict((n, d) for d, n in pairs), evidence)
+        pairs = _published(published, {n: d for d, n in pairs}, evidence)
     lines = [f"{digest}  {name}\n" for digest, name in pairs]
     out.mkdir(parents=True, exist_ok=True)
     return AttestInputs(
