@@ -47,6 +47,10 @@ NEWER_THAN_ACTIONLINT = (
         "job.workflow_repository / job.workflow_sha (a reusable workflow's own source, 2026)",
         re.compile(r'property "workflow_(repository|sha)" is not defined in object type \{contai'),
     ),
+    (
+        "the ubuntu-24.04-arm label (GitHub-hosted Arm runners, 2025)",
+        re.compile(r'label "ubuntu-24\.04-arm" is unknown\.'),
+    ),
 )
 
 

@@ -23,6 +23,7 @@ from typing import Protocol
 from gate import __version__, git, machine, proc
 from gate.attest import manifest
 from gate.attest.signing import Signer
+from gate.checksums import Checksums
 from gate.config import Config
 from gate.errors import ConfigError, EvidenceError, ExitCode, GateError, Interrupted, NoDeviceError
 from gate.evidence import EvidenceDir
@@ -80,6 +81,7 @@ class RunOptions:
     wait: bool = False  # for the evidence and build folders another run holds
     debug: bool = False  # print an internal error's traceback (always in the evidence)
     first_line: str = ""  # said once the folders are locked (which configuration, ...)
+    prebuilt: Checksums | None = None  # gate these files instead of building (--prebuilt)
 
 
 @dataclass(frozen=True)
@@ -383,6 +385,7 @@ class _Stages:
             sass=options.sass,
             ptx=options.ptx,
             use_cache=options.use_cache,
+            prebuilt=options.prebuilt,
         )
         found = self.found = replace(found, builds=built.builds, requirements=built.required)
         if not self.finish("build", began, built):

@@ -9,6 +9,7 @@ import pytest
 
 from gate.attest.manifest import ENVELOPE_FILE, write_manifest
 from gate.attest.signing import generate_key_pair, load_public_key, signer_from_pem
+from gate.checksums import read as read_sums
 from gate.cli import main
 from gate.errors import BadInputError, GateError, SignatureError
 from gate.evidence import TEST_RESULT_ENVELOPE
@@ -70,3 +71,50 @@ def test_refuses_an_envelope_whose_statement_type_is_swapped(tmp_path: Path) -> 
     (folder / ENVELOPE_FILE).write_bytes((folder / TEST_RESULT_ENVELOPE).read_bytes())
     with pytest.raises(BadInputError, match="not an in-toto Statement v1 of type"):
         write_attest_inputs(folder, load_public_key(pub), tmp_path / "o")
+
+
+def _published(folder: Path, lines: list[str]) -> Path:
+    """A release's SHA256SUMS beside the files it publishes."""
+    sums = folder / "SHA256SUMS"
+    sums.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return sums
+
+
+def test_only_the_published_files_are_attested_with_the_gated_digests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, pub = _signed(tmp_path)
+    artifacts = tmp_path / "artifacts"
+    # The release publishes `check` only (the gated `helper` stays behind, like the smoke
+    # program): one subject, the published file's digest, which is the gated one.
+    sums = _published(artifacts, [f"{sha256(artifacts / 'check')}  check"])
+    out = tmp_path / "attest"
+    monkeypatch.setenv("GITHUB_SHA", REVISION)
+    argv = ["github", "attestation", "--evidence", str(folder), "--key", str(pub)]
+    assert main([*argv, "--published", str(sums), "--out", str(out)]) == 0
+    assert "subjects (check)" in capsys.readouterr().out
+    lines = (out / "subjects.sha256").read_text(encoding="utf-8").splitlines()
+    assert lines == [f"{sha256(artifacts / 'check')}  check"]
+
+
+def test_a_published_file_the_run_did_not_gate_is_refused(tmp_path: Path) -> None:
+    folder, pub = _signed(tmp_path)
+    key = load_public_key(pub)
+    artifacts = tmp_path / "artifacts"
+    # Other bytes under a gated name: the list matches them, the run gated something else.
+    (tmp_path / "rebuilt").mkdir()
+    (tmp_path / "rebuilt" / "check").write_bytes(b"rebuilt elsewhere\n")
+    other = _published(tmp_path / "rebuilt", [f"{sha256(tmp_path / 'rebuilt' / 'check')}  check"])
+    with pytest.raises(BadInputError, match=r"check is published with sha256 [0-9a-f]{64}, the"):
+        write_attest_inputs(folder, key, tmp_path / "o1", published=read_sums(other))
+    # A file the run never saw.
+    (artifacts / "extra.so").write_bytes(b"\x7fELF")
+    extra = _published(artifacts, [f"{sha256(artifacts / 'extra.so')}  extra.so"])
+    with pytest.raises(BadInputError, match=r"extra\.so is published, but the run in .* did not"):
+        write_attest_inputs(folder, key, tmp_path / "o2", published=read_sums(extra))
+    # Bytes that are not the listed ones, before anything is compared.
+    (artifacts / "check").write_bytes(b"changed after the list was written\n")
+    stale = _published(artifacts, [f"{'0' * 64}  check"])
+    with pytest.raises(BadInputError, match="these are not the bytes that were built"):
+        write_attest_inputs(folder, key, tmp_path / "o3", published=read_sums(stale))
+    assert not [p for p in tmp_path.glob("o*") if p.exists()]

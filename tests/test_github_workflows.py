@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ ID_TOKEN_JOBS = {
     ("pr.yml", "cuda-gate"),
 }
 ATTESTATION_JOBS = {("release.yml", "attest"), ("release.yml", "release")}
+UPLOAD = "actions/upload-artifact"
+DOWNLOAD = "actions/download-artifact"
 OWN_SOURCE = {"repository": "${{ job.workflow_repository }}", "ref": "${{ job.workflow_sha }}"}
 
 
@@ -162,11 +165,95 @@ def test_release_attests_the_gate_predicate_and_the_wheel() -> None:
         "https://in-toto.io/attestation/test-result/v0.1",
     }
     provenance = [
-        s
+        s["with"]
         for s in jobs["release"]["steps"]
         if str(s.get("uses", "")).startswith("actions/attest-build-provenance@")
     ]
-    assert len(provenance) == 1
+    assert provenance == [
+        {"subject-checksums": "${{ runner.temp }}/published/SHA256SUMS"},
+        {"subject-path": "${{ runner.temp }}/dist/*.whl"},
+    ]
+
+
+def _steps_using(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [s for s in job.get("steps", []) if str(s.get("uses", "")).startswith(f"{action}@")]
+
+
+def _runs(job: dict[str, Any]) -> str:
+    return "\n".join(str(s.get("run", "")) for s in job.get("steps", []))
+
+
+def test_the_release_builds_once_and_every_later_job_waits_for_it() -> None:
+    jobs = _jobs(WORKFLOWS / "release.yml")
+    assert jobs["cuda-gate"]["needs"] == "build"
+    assert jobs["attest"]["needs"] == ["build", "cuda-gate"]
+    assert jobs["release"]["needs"] == ["build", "cuda-gate", "attest"]
+    build = jobs["build"]
+    # GitHub-hosted and ephemeral, with nothing to leak: no environment, no OIDC, no secret.
+    assert str(build["runs-on"]).startswith("ubuntu-")
+    assert build["permissions"] == {"contents": "read"}
+    assert "environment" not in build
+    assert _SECRET_REFERENCE.search(yaml.safe_dump(build)) is None
+    # Nothing else builds a release file: the only cmake and pip wheel are the build job's.
+    for name, job in jobs.items():
+        if name != "build":
+            assert not re.search(r"cmake|pip wheel", _runs(job)), name
+
+
+def test_the_gated_bytes_are_the_attested_and_the_published_ones() -> None:
+    """One artifact, written once by the build job, is what the GPU job gates (--prebuilt
+    with its SHA256SUMS), what the attest job attests (--published, the same list), and
+    what the release publishes (checked against the list, and only the listed files)."""
+    jobs = _jobs(WORKFLOWS / "release.yml")
+    uploads = [(name, s["with"]) for name, job in jobs.items() for s in _steps_using(job, UPLOAD)]
+    assert ("build", {**uploads[0][1], "name": "release-cuda"}) == uploads[0]
+    assert uploads[0][1]["path"] == "${{ runner.temp }}/prebuilt.tar"
+    assert [n for n, u in uploads if u["name"] == "release-cuda"] == ["build"]  # written once
+    assert all(u.get("overwrite") is not True for _, u in uploads)
+    build = _runs(jobs["build"])
+    assert "sha256sum libkernels.so app > SHA256SUMS" in build
+    assert 'tar -cf "$RUNNER_TEMP/prebuilt.tar" -C "$stage" SHA256SUMS libkernels.so app' in build
+    # Gated: the reusable workflow unpacks that artifact where the configuration's
+    # artifacts are, and runs the gate with --prebuilt on its list.
+    called = jobs["cuda-gate"]["with"]
+    assert called["prebuilt-artifact"] == "release-cuda"
+    config = tomllib.loads((ROOT / "examples/dlopen-kernels/cuda-gate.toml").read_text())
+    assert called["gate-args"] == "--config examples/dlopen-kernels/cuda-gate.toml"
+    folder = Path(called["prebuilt-dir"]).relative_to("examples/dlopen-kernels")
+    assert {a["path"] for a in config["artifact"]} == {
+        f"{folder}/{n}" for n in ("libkernels.so", "app")
+    }
+    gate = _jobs(WORKFLOWS / "gate.yml")["gate"]
+    [fetch] = _steps_using(gate, DOWNLOAD)
+    assert fetch["with"] == {
+        "name": "${{ inputs.prebuilt-artifact }}",
+        "path": "${{ runner.temp }}/prebuilt",
+    }
+    assert fetch["if"] == "${{ inputs.prebuilt-artifact != '' }}"
+    [unpack] = [s for s in gate["steps"] if "prebuilt.tar" in str(s.get("run", ""))]
+    assert unpack["env"]["PREBUILT_DIR"] == "project/${{ inputs.prebuilt-dir }}"
+    [step] = [s for s in gate["steps"] if s.get("uses") == "./cuda-gate"]
+    assert "format('--prebuilt {0}/SHA256SUMS', inputs.prebuilt-dir)" in step["with"]["args"]
+    order = [s.get("name") for s in gate["steps"]]
+    assert order.index(unpack["name"]) < order.index(step["name"])
+    # Attested: the same artifact, its list passed as --published, and the subjects
+    # actions/attest signs are the file that command wrote from it.
+    attest = jobs["attest"]
+    assert [s["with"]["name"] for s in _steps_using(attest, DOWNLOAD)] == [
+        "gate-evidence-${{ matrix.name }}",
+        "release-cuda",
+    ]
+    assert '--published "$published/SHA256SUMS" --out "$RUNNER_TEMP/attest"' in _runs(attest)
+    subjects = {s["with"]["subject-checksums"] for s in _steps_using(attest, "actions/attest")}
+    assert subjects == {"${{ runner.temp }}/attest/subjects.sha256"}
+    # Published: the same artifact, checked against its list, and only the listed files.
+    release = jobs["release"]
+    assert "release-cuda" in [s["with"]["name"] for s in _steps_using(release, DOWNLOAD)]
+    runs = _runs(release)
+    assert 'cd "$published" && sha256sum --check --strict SHA256SUMS' in runs
+    assert 'done < "$published/SHA256SUMS"' in runs
+    assert '"${assets[@]}" "$RUNNER_TEMP"/dist/*.whl' in runs
+    assert runs.index("sha256sum --check") < runs.index("gh release create")
 
 
 def test_forks_wait_for_approval_and_get_no_status_token() -> None:
@@ -202,6 +289,7 @@ def test_only_the_listed_actionlint_gaps_are_excused() -> None:
         'x.yml:3:5: undefined variable "vars". available variables are "env" [expression]',
         'x.yml:4:7: unknown permission scope "attestations". all available [permissions]',
         'x.yml:5:9: property "workflow_sha" is not defined in object type {container: {id: x}}',
+        'x.yml:6:3: label "ubuntu-24.04-arm" is unknown. available labels are "ubuntu-latest"',
     ]
     assert all(lint.known_gap(line) for line in gaps)
     real = [
@@ -209,6 +297,8 @@ def test_only_the_listed_actionlint_gaps_are_excused() -> None:
         'x.yml:4:7: unknown permission scope "attestation". all available [permissions]',
         'x.yml:5:9: property "workflow_shaa" is not defined in object type {container} [x]',
         "x.yml:6:1: shellcheck reported issue in this script: SC2086 [shellcheck]",
+        'x.yml:7:3: label "ubuntu-24.04-armv9" is unknown. available labels are "ubuntu-latest"',
+        'x.yml:8:3: label "gpu-box" is unknown. available labels are "ubuntu-latest"',
     ]
     assert not [line for line in real if lint.known_gap(line)]
 
@@ -221,11 +311,16 @@ _RUNS_THE_GATE = re.compile(
 _SECRET_REFERENCE = re.compile(r"secrets\.|github\.token")
 
 
+# A release build runs the project's own build files (CMakeLists.txt, setup hooks) too.
+_BUILDS_THE_PROJECT = re.compile(r"cmake\s+--build\b|pip\s+wheel\b")
+
+
 def _runs_project_code(step: dict[str, Any]) -> bool:
     uses = str(step.get("uses", ""))
     if uses in ("./cuda-gate", "./") and step.get("with", {}).get("install-only") != "true":
         return True
-    return _RUNS_THE_GATE.search(str(step.get("run", ""))) is not None
+    run = str(step.get("run", ""))
+    return _RUNS_THE_GATE.search(run) is not None or _BUILDS_THE_PROJECT.search(run) is not None
 
 
 def test_no_step_that_runs_project_code_sees_a_signing_key_or_store_credential() -> None:
@@ -254,7 +349,7 @@ def test_no_step_that_runs_project_code_sees_a_signing_key_or_store_credential()
             clean(job, where)  # every step, its env and inputs, the job's env
             assert job.get("permissions", {}).get("id-token") != "write", where
             assert not any("configure-aws-credentials" in str(s.get("uses")) for s in steps), where
-    assert gated == 1  # gate.yml's GPU job
+    assert gated == 2  # gate.yml's GPU job, release.yml's build job
     for step in _load(ACTION)["runs"]["steps"]:
         if _RUNS_THE_GATE.search(str(step.get("run", ""))):
             clean(step, f"action.yml: step {step['name']}")

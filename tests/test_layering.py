@@ -34,6 +34,7 @@ LAYERS = (
     ("gate.config", 5),
     ("gate.git", 5),
     ("gate.ci", 5),
+    ("gate.checksums", 5),
     ("gate.machine", 5),
     ("gate.buildcache", 5),
     ("gate.evidence", 5),

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from cryptography.hazmat.primitives import serialization
 from google.protobuf import json_format
@@ -30,6 +32,8 @@ from tests.manifest_evidence import make_evidence, sha256
 pytestmark = pytest.mark.unit
 
 GITHUB = {
+    "GITHUB_ACTIONS": "true",
+    "RUNNER_ENVIRONMENT": "self-hosted",
     "GITHUB_SERVER_URL": "https://github.com",
     "GITHUB_REPOSITORY": "acme/kernels",
     "GITHUB_RUN_ID": "77",
@@ -47,6 +51,11 @@ def _validated(data: bytes) -> dict[str, Any]:
     for descriptor in predicate.configuration:
         ResourceDescriptor.copy_from_pb(descriptor).validate()
         assert descriptor.digest["sha256"]
+    # And our own layout of it, annotations included (gate/schemas/).
+    schema = resources.files("gate").joinpath("schemas/test-result-predicate.schema.json")
+    jsonschema.Draft202012Validator(json.loads(schema.read_text("utf-8"))).validate(
+        doc["predicate"]
+    )
     return doc
 
 
@@ -80,7 +89,15 @@ def test_a_passed_run_is_a_signed_valid_test_result(tmp_path: Path) -> None:
     assert predicate["url"] == "https://github.com/acme/kernels/actions/runs/77/attempts/2"
     names = {c["name"]: c for c in predicate["configuration"]}
     assert names["result.json"]["digest"]["sha256"] == sha256(ev.folder / "result.json")
-    assert names["result.json"]["annotations"]["runnerClass"] == "h200"
+    run = names["result.json"]["annotations"]
+    # Where the checks ran, said plainly: the Sigstore certificate names the signing job's
+    # runner (GitHub-hosted), never this one.
+    assert (run["runnerEnvironment"], run["runnerClass"], run["runner"]) == (
+        "self-hosted",
+        "h200",
+        "h200-01",
+    )
+    assert run["schema"] == "https://cuda-gate.dev/schemas/test-result-predicate/v1"
     assert names["manifest.json"]["digest"]["sha256"] == sha256(ev.folder / MANIFEST_FILE)
     [config_entry] = [c for c in predicate["configuration"] if c["name"].endswith("cuda-gate.toml")]
     assert config_entry["digest"]["sha256"] == hashlib.sha256(config.read_bytes()).hexdigest()
@@ -202,6 +219,8 @@ def test_the_configuration_descriptors_whole(
             "digest": {"sha256": sha256(ev.folder / "result.json")},
             "mediaType": "application/json",
             "annotations": {
+                "schema": "https://cuda-gate.dev/schemas/test-result-predicate/v1",
+                "runnerEnvironment": "not-github-actions",  # environ={}: no workflow
                 "runnerClass": "h200",
                 "runner": "h200-01",
                 "runId": "20261129T180000Z-1a2b3c",
@@ -269,3 +288,25 @@ def test_a_run_stopped_before_any_check_said_why_still_lists_a_failure(tmp_path:
     again = build_test_result(load(ev.folder), [], ev.folder, environ={})
     assert again is not None
     assert again["subject"] == [{"name": "source", "digest": {"gitCommit": "a" * 40}}]
+
+
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "self-hosted"}, "self-hosted"),
+        ({"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "github-hosted"}, "github-hosted"),
+        # A runner that does not say (older GHES) is not taken for GitHub's.
+        ({"GITHUB_ACTIONS": "true"}, "unknown"),
+        ({"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "mine"}, "unknown"),
+        ({"RUNNER_ENVIRONMENT": "github-hosted"}, "github-hosted"),
+        ({}, "not-github-actions"),
+    ],
+)
+def test_the_runner_environment_is_what_the_runner_says(
+    tmp_path: Path, environ: dict[str, str], said: str
+) -> None:
+    ev = make_evidence(tmp_path)
+    write_manifest(ev.folder, None, redactor=Redactor(), environ=environ)
+    doc = _validated((ev.folder / TEST_RESULT_FILE).read_bytes())
+    [run] = [c for c in doc["predicate"]["configuration"] if c["name"] == "result.json"]
+    assert run["annotations"]["runnerEnvironment"] == said

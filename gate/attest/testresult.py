@@ -19,9 +19,16 @@ consumers read; this module maps a run onto it:
   as passed or warned, so the spec's policy "every test for device A is in passedTests
   or warnedTests" refuses a run that never executed anything);
 * ``configuration``: resource descriptors with digests for the run record
-  (``result.json``, annotated with the runner class, runner and run id), the gate's
-  manifest (``manifest.json``, all the evidence) and the project configuration file
-  when one was used;
+  (``result.json``), the gate's manifest (``manifest.json``, all the evidence) and the
+  project configuration file when one was used. The run record's descriptor carries,
+  as annotations (schema :data:`ANNOTATIONS_SCHEMA`, ``gate/schemas/``), where the
+  checks ran: ``runnerEnvironment`` (``self-hosted`` or ``github-hosted``, as the
+  Actions runner says; gate.ci.runner_environment), ``runnerClass``, ``runner`` (the
+  runner's name), ``runId`` and ``cudaGateVersion``. A GitHub artifact attestation's
+  Sigstore certificate names the runner of the job that *signed* it (a GitHub-hosted
+  control job, never the GPU runner, which holds no OIDC token): so
+  ``gh attestation verify --deny-self-hosted-runners`` passes even though the tests
+  ran on a self-hosted GPU runner, and this annotation is where that is said;
 * ``url``: the GitHub Actions run, when the gate ran in one.
 
 ``test-result.json`` is the Statement; ``test-result.dsse.json`` is the same bytes in a
@@ -50,6 +57,8 @@ from gate.rules.verdict import (
 )
 
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
+# The $id of gate/schemas/test-result-predicate.schema.json: the annotations' layout.
+ANNOTATIONS_SCHEMA = "https://cuda-gate.dev/schemas/test-result-predicate/v1"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 
 
@@ -74,6 +83,7 @@ def build_test_result(
     subject = [dict(s) for s in subjects] or _source_subject(record)
     if not subject:
         return None
+    env = os.environ if environ is None else environ
     runner_class = record.run.runner_class
     lists: dict[str, list[str]] = {PASSED_TESTS: [], WARNED_TESTS: [], FAILED_TESTS: []}
     for c in record.checks:
@@ -84,10 +94,12 @@ def build_test_result(
         lists[FAILED_TESTS].append(check_id(runner_class, "gate", "verdict"))
     predicate: dict[str, Any] = {
         "result": attestation_result(verdict, [c.state for c in record.checks]),
-        "configuration": _configuration(record, evidence_dir, manifest, config_file),
+        "configuration": _configuration(
+            record, evidence_dir, manifest, config_file, ci.runner_environment(env)
+        ),
         **lists,
     }
-    url = ci.run_url(os.environ if environ is None else environ)
+    url = ci.run_url(env)
     if url:
         predicate["url"] = url
     return {
@@ -99,10 +111,16 @@ def build_test_result(
 
 
 def _configuration(
-    record: RunRecord, evidence_dir: Path, manifest: Path | None, config_file: Path | None
+    record: RunRecord,
+    evidence_dir: Path,
+    manifest: Path | None,
+    config_file: Path | None,
+    runner_environment: str,
 ) -> list[dict[str, Any]]:
     """Resource descriptors (name, sha256, media type) of what configured and recorded the run."""
     run = {
+        "schema": ANNOTATIONS_SCHEMA,
+        "runnerEnvironment": runner_environment,
         "runnerClass": record.run.runner_class or DEFAULT_CLASS,
         "runner": record.run.runner,
         "runId": record.run.run_id,

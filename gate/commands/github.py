@@ -80,6 +80,13 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     attest.add_argument(
         "--revision", help="the commit the run must have gated (default: $GITHUB_SHA)"
     )
+    attest.add_argument(
+        "--published",
+        type=Path,
+        metavar="SHA256SUMS",
+        help="the files the release publishes (sha256sum's format, beside them): each must "
+        "be a gated subject with the same digest, and only they are attested",
+    )
     attest.add_argument("--out", type=Path, required=True, help="folder for the written files")
     attest.set_defaults(handler=_attestation)
 
@@ -210,6 +217,7 @@ def _runner_matrix(args: argparse.Namespace) -> int:
 
 
 def _attestation(args: argparse.Namespace) -> int:
+    from gate import checksums
     from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
     from gate.git import check_revision
     from gate.github.attestation import write_attest_inputs
@@ -221,6 +229,7 @@ def _attestation(args: argparse.Namespace) -> int:
         key,
         args.out,
         revision=check_revision(revision) if revision else None,
+        published=checksums.read(args.published) if args.published else None,
     )
     print(f"subjects ({', '.join(written.names)}): {written.subjects}")
     print(f"gate-run predicate: {written.gate_predicate}")

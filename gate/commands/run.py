@@ -12,6 +12,7 @@ from gate.evidence import DEFAULT_DIR
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gate.checksums import Checksums
     from gate.config import Config
     from gate.rules.targets import Target
 
@@ -46,6 +47,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="where to build the probe and smoke program (default: gate-build beside the "
         "evidence folder)",
+    )
+    parser.add_argument(
+        "--prebuilt",
+        type=Path,
+        default=None,
+        metavar="SHA256SUMS",
+        help="gate files built elsewhere instead of building: the list (sha256sum's format, "
+        "paths relative to it) must match their bytes and name exactly the configured "
+        "artifacts; the configuration's build commands are not run (the smoke program is)",
     )
     parser.add_argument(
         "--target",
@@ -210,6 +220,7 @@ def handle(args: argparse.Namespace) -> int:
         refuse_unbuildable(target, args.nvcc)
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
+    prebuilt = _prebuilt(args.prebuilt)
     store = None if args.no_store else load_settings(url=args.store, config=project)
     if store is not None and store.local_dir is not None:
         _check_local_store(store.local_dir)
@@ -241,6 +252,7 @@ def handle(args: argparse.Namespace) -> int:
         debug=args.debug,
         # Said once the folders are the run's: an error before that stays one line alone.
         first_line=_which_config(project),
+        prebuilt=prebuilt,
     )
     outcome = run(options, progress)
     record = outcome.record
@@ -308,6 +320,18 @@ def _which_config(project: Config) -> str:
         f"config: none found in {here} (no {CONFIG_FILE}, no [tool.cuda-gate] in "
         f"{PYPROJECT}): only the built-in smoke program is gated{hint}"
     )
+
+
+def _prebuilt(path: Path | None) -> Checksums | None:
+    """The ``--prebuilt`` list, read and every file checked against it before anything runs:
+    bytes that are not the built ones are one line and exit 6, never a gate run."""
+    if path is None:
+        return None
+    from gate import checksums
+
+    listed = checksums.read(path)
+    listed.verify()
+    return listed
 
 
 def _check_local_store(folder: Path) -> None:

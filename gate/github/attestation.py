@@ -10,6 +10,11 @@ action's inputs:
    predicate types (the gate-run predicate also matches its schema);
 2. the run gated the revision being released, and its verdict accepted it;
 3. both Statements name the same subjects, and there is at least one;
+4. with ``published`` (the ``SHA256SUMS`` of the files the release publishes, checked
+   against their bytes): every published file is a subject, by name and SHA-256 (a
+   release asset is named for the file, and ``gh attestation verify FILE`` finds the
+   attestation by the file's digest), and only the published files are attested (the
+   gate's own smoke program is a subject too, and is never published);
 
 then ``subjects.sha256`` (``sha256sum`` format, the action's ``subject-checksums``),
 ``gate-run.predicate.json`` and ``test-result.predicate.json`` (``predicate-path``).
@@ -26,6 +31,7 @@ from gate.attest import testresult
 from gate.attest.predicate import PREDICATE_TYPE
 from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
+from gate.checksums import Checksums
 from gate.errors import BadInputError, GateError, SignatureError
 from gate.evidence import ENVELOPE_FILE, TEST_RESULT_ENVELOPE
 from gate.fsutil import write_atomic
@@ -47,7 +53,12 @@ class AttestInputs:
 
 
 def write_attest_inputs(
-    evidence: Path, key: PublicKey, out: Path, *, revision: str | None = None
+    evidence: Path,
+    key: PublicKey,
+    out: Path,
+    *,
+    revision: str | None = None,
+    published: Checksums | None = None,
 ) -> AttestInputs:
     """Check a run's signed statements (see the module docstring) and write the inputs."""
     # 1. Signatures and Statement types.
@@ -71,7 +82,11 @@ def write_attest_inputs(
         raise BadInputError(f"{evidence / ENVELOPE_FILE}: the run names no artifact to attest")
     if test_result["subject"] != subjects:
         raise BadInputError(f"{evidence}: the two statements name different subjects")
-    lines = [f"{s['digest']['sha256']}  {s['name']}\n" for s in subjects]
+    pairs = [(str(s["digest"]["sha256"]), str(s["name"])) for s in subjects]
+    # 4. The published files, and only they, each with the digest the run gated.
+    if published is not None:
+        pairs = _published(published, {n: d for d, n in pairs}, evidence)
+    lines = [f"{digest}  {name}\n" for digest, name in pairs]
     out.mkdir(parents=True, exist_ok=True)
     return AttestInputs(
         subjects=write_atomic(out / SUBJECTS_FILE, "".join(lines).encode("utf-8")),
@@ -79,8 +94,32 @@ def write_attest_inputs(
         test_result_predicate=write_atomic(
             out / TEST_RESULT_PREDICATE_FILE, _json(test_result["predicate"])
         ),
-        names=tuple(str(s["name"]) for s in subjects),
+        names=tuple(name for _, name in pairs),
     )
+
+
+def _published(
+    published: Checksums, gated: dict[str, str], evidence: Path
+) -> list[tuple[str, str]]:
+    """(sha256, name) of each published file, each checked to be a gated subject."""
+    published.verify()  # the bytes at hand are the listed ones
+    found: list[tuple[str, str]] = []
+    for file in published.files:
+        name = file.basename
+        if any(name == n for _, n in found):
+            raise BadInputError(f"{published.source}: two published files are named {name}")
+        if name not in gated:
+            raise BadInputError(
+                f"{published.source}: {file.name} is published, but the run in {evidence} "
+                f"did not gate {name}"
+            )
+        if gated[name] != file.sha256:
+            raise BadInputError(
+                f"{published.source}: {file.name} is published with sha256 {file.sha256}, "
+                f"the run in {evidence} gated {name} with {gated[name]}"
+            )
+        found.append((file.sha256, name))
+    return found
 
 
 def _verified(path: Path, key: PublicKey, predicate_type: str) -> dict[str, Any]:
