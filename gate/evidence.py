@@ -19,16 +19,18 @@ never followed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from gate import jsonutil
 from gate.errors import BadInputError, EvidenceError
 from gate.fsutil import Lock, write_atomic
-from gate.redact import Redactor
+from gate.redact import Redactor, StreamRedactor
 
 DEFAULT_DIR = "gate-evidence"  # the evidence folder every command defaults to
 MARKER = ".cuda-gate"
@@ -127,6 +129,60 @@ class EvidenceDir:
     def write_bytes(self, name: str, data: bytes) -> Path:
         """Write raw bytes atomically. Callers pass text through write_text."""
         return write_atomic(self.path(name), data)
+
+    def live(self, name: str, head: str) -> LiveLog:
+        """A log written while its command runs (``head`` first), for ``tail -f``; the
+        final :meth:`write_text` of ``name`` replaces it, whole."""
+        return LiveLog(self.path(name), self.redactor, head)
+
+
+class LiveLog:
+    """An evidence log written as its command's output comes: the one file not written
+    atomically, because a person watches it grow; secrets are redacted as it goes.
+
+    A log that cannot be written stays unwritten without an error: the final, atomic
+    write of the same file reports the problem, once. Use as a context manager.
+    """
+
+    def __init__(self, path: Path, redactor: Redactor, head: str) -> None:
+        self.path = path
+        self.stream = StreamRedactor(redactor)
+        try:
+            # Never through a link a build left in its place (the evidence refuses links).
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            self.file: IO[str] | None = open(fd, "w", encoding="utf-8", errors="replace")  # noqa: PTH123, SIM115 - closed in close()
+        except OSError:
+            self.file = None
+        self.write(head)
+
+    def write(self, text: str) -> None:
+        """Append ``text``, redacted (a possible secret's start waits for what follows)."""
+        self._put(self.stream.feed(text))
+
+    def close(self) -> None:
+        """Write what was held back and close the file."""
+        self._put(self.stream.end())
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                self.file.close()
+            self.file = None
+
+    def _put(self, text: str) -> None:
+        if self.file is None or not text:
+            return
+        try:
+            self.file.write(text)
+            self.file.flush()
+        except OSError:
+            with contextlib.suppress(OSError):
+                self.file.close()
+            self.file = None
+
+    def __enter__(self) -> LiveLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _empty(root: Path) -> None:

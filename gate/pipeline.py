@@ -9,7 +9,6 @@ lost. The verdict is accepted only with execution evidence.
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import time
@@ -39,6 +38,7 @@ from gate.record import (
     RunRecord,
 )
 from gate.redact import Redactor
+from gate.render.live import REDRAW_EVERY, Counter, LiveLine, heartbeat_setting
 from gate.rules.causes import Cause
 from gate.rules.hosts import host_for
 from gate.rules.require import Requirement
@@ -54,6 +54,7 @@ BUILD_LOCK = ".cuda-gate.lock"
 # A long command's heartbeat: every 10 s on a terminal, every 30 s (proc's) in a log.
 _BEAT_TERMINAL = 10.0
 _SHOWN_COMMAND = 80
+_LIVE_COMMAND = 32
 # In the evidence folder when a stage raised instead of failing: the traceback.
 INTERNAL_ERROR_FILE = "internal-error.txt"
 
@@ -101,6 +102,7 @@ class _Progress:
     """The stages so far (name, status, detail, duration), for the record and the console."""
 
     say: Progress
+    live: LiveLine | None = None  # on a terminal: the running command, in place
     stages: list[Stage] = field(default_factory=list)
     commands: list[proc.Result] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
@@ -112,15 +114,26 @@ class _Progress:
         return time.monotonic()
 
     def beat(self, elapsed: float, argv: tuple[str, ...], last: str) -> None:
-        """A long command's heartbeat: the stage, the command, how long, its last line."""
-        name = self.current or "run"
-        index = f"[{STAGES.index(name) + 1}/{len(STAGES)}] " if name in STAGES else ""
-        command = shlex.join(argv)
-        if len(command) > _SHOWN_COMMAND:
-            command = command[: _SHOWN_COMMAND - 3] + "..."
-        minutes, seconds = divmod(int(elapsed), 60)
+        """A long command's heartbeat line (in a log)."""
+        self.say(self.running(elapsed, argv, last))
+
+    def show(self, elapsed: float, argv: tuple[str, ...], last: str) -> None:
+        """A running command on the live line (on a terminal): the stage and the time
+        first, the last output line before the command's tail, for a narrow terminal."""
+        if self.live is not None:
+            command = _shown(argv, _LIVE_COMMAND)
+            said = f": {last}" if last else ""
+            self.live.show(f"{self.where()} {_clock(elapsed)} {command}{said}")
+
+    def running(self, elapsed: float, argv: tuple[str, ...], last: str) -> str:
+        """The stage, the command, how long it has run, its last output line."""
         said = f": {last}" if last else ""
-        self.say(f"{index}{name}: {command} running {minutes}m{seconds:02d}s{said}")
+        return f"{self.where()}: {_shown(argv, _SHOWN_COMMAND)} running {_clock(elapsed)}{said}"
+
+    def where(self) -> str:
+        """``[3/8] build``: the stage now running."""
+        name = self.current or "run"
+        return f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name}" if name in STAGES else name
 
     def done(
         self, name: str, began: float, failure: GateError | None = None, detail: str = ""
@@ -157,6 +170,16 @@ class _Progress:
             )
 
 
+def _shown(argv: tuple[str, ...], room: int) -> str:
+    command = shlex.join(argv)
+    return command if len(command) <= room else command[: room - 3] + "..."
+
+
+def _clock(elapsed: float) -> str:
+    minutes, seconds = divmod(int(elapsed), 60)
+    return f"{minutes}m{seconds:02d}s"
+
+
 def tools(nvcc: str, python: str | None, configured: str | None = None) -> dict[str, str]:
     """What ``{nvcc}`` and ``{python}`` stand for in this run (``python``: ``--python``;
     ``configured``: the config's ``python``; gate.machine.find_python orders them)."""
@@ -184,8 +207,10 @@ class _Found:
     notes: tuple[str, ...] = ()
 
 
-def run(options: RunOptions, say: Progress) -> Outcome:
+def run(options: RunOptions, say: Progress, live: LiveLine | None = None) -> Outcome:
     """Run every stage up to ``options.stop_after``, then report, sign and store.
+
+    ``live`` (a terminal's) shows the running command in place; ``say`` clears it first.
 
     The evidence folder and the build folder are locked for the whole run (a second
     run refuses, or waits with ``options.wait``): nothing another run writes can
@@ -208,7 +233,7 @@ def run(options: RunOptions, say: Progress) -> Outcome:
         try:
             if options.first_line:
                 say(options.first_line)
-            return _locked_run(options, evidence, workdir, redactor, say)
+            return _locked_run(options, evidence, workdir, redactor, _Progress(say, live))
         finally:
             build_lock.release()
     finally:
@@ -216,11 +241,10 @@ def run(options: RunOptions, say: Progress) -> Outcome:
 
 
 def _locked_run(
-    options: RunOptions, evidence: EvidenceDir, workdir: Path, redactor: Redactor, say: Progress
+    options: RunOptions, evidence: EvidenceDir, workdir: Path, redactor: Redactor, p: _Progress
 ) -> Outcome:
     started = datetime.now(UTC)
     config = options.project_config or Config(project_dir=options.project_dir.resolve())
-    p = _Progress(say)
     found, interrupted = _run_stages(options, config, evidence, workdir, p)
     record = RunRecord(
         tool_version=__version__,
@@ -395,6 +419,7 @@ class _Stages:
         self.inspect_checks_end = len(self.p.checks)
         driver = env.driver.cuda_version if env.driver else None
         device = probed.capability or probed.target.capability
+        count = Counter(self.p.where(), say=self.p.say, live=self.p.live)
         inspected = inspect.run(
             self.evidence,
             config=config,
@@ -411,7 +436,9 @@ class _Stages:
             dump_sass=options.dump_sass,
             use_cuobjdump=options.use_cuobjdump,
             use_cache=options.use_cache,
+            progress=count,
         )
+        count.clear()
         self.deferred = inspected.deferred
         notes = tuple(
             dict.fromkeys(a.cross_check_note for a in inspected.artifacts if a.cross_check_note)
@@ -480,9 +507,15 @@ def _run_stages(
     """
     stages = _Stages(options, config, evidence, workdir, p)
     interrupted = None
-    every = _beat_interval(os.environ.get("CUDA_GATE_HEARTBEAT", ""))
+    every = _beat_interval()
+    # On a terminal the live line takes the heartbeat lines' place.
+    beats = (
+        proc.heartbeats(p.show, REDRAW_EVERY, end=p.live.clear)
+        if p.live is not None and p.live.enabled
+        else proc.heartbeats(p.beat, every)
+    )
     try:
-        with proc.heartbeats(p.beat, every):
+        with beats:
             return stages.run(), None
     except GateError as e:
         _internal(p, stages.remaining, e)
@@ -508,14 +541,11 @@ def _run_stages(
     return stages.found, interrupted
 
 
-def _beat_interval(setting: str) -> float:
+def _beat_interval() -> float:
     """Seconds between heartbeats: ``CUDA_GATE_HEARTBEAT`` when it is a positive number,
     else 10 on a terminal and 30 in a log."""
-    try:
-        chosen = float(setting)
-    except ValueError:
-        chosen = 0.0
-    if 0 < chosen < float("inf"):
+    chosen = heartbeat_setting()
+    if chosen is not None:
         return chosen
     return _BEAT_TERMINAL if sys.stderr.isatty() else proc.HEARTBEAT_EVERY
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import IO
 
 from gate.errors import ToolError, ToolTimeoutError
+from gate.pump import Pump
 from gate.redact import child_environment
 
 DEFAULT_TIMEOUT = 600.0
@@ -48,7 +49,8 @@ _ERROR_LINES = (
     re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception): \S"),  # a Python exception
     re.compile(
         r"(?:^|: )(?:fatal )?error(?: [A-Z]*\d+)?: |undefined reference to|"
-        r"^CMake Error|^nvcc fatal|^ld: |collect2: error"
+        r"^CMake Error|^nvcc fatal|^ld: |collect2: error|"
+        r"\bCUDA error\b|\bcuda\w*Error\w+|\bCUDA_ERROR_[A-Z_]+"
     ),
     re.compile(r"(?i)\berror\b(?!: subprocess-exited-with-error)(?!s? originates)"),
 )
@@ -90,13 +92,7 @@ class Result:
 
     def command_line(self) -> str:
         """The command as a person would type it, with the environment changes first."""
-        parts: list[str] = []
-        if self.env_unset or self.env_set:
-            parts.append("env")
-            parts += [f"-u {shlex.quote(name)}" for name in self.env_unset]
-            parts += [shlex.quote(f"{k}={v}") for k, v in self.env_set]
-        parts.append(shlex.join(self.argv))
-        return " ".join(parts)
+        return command_line(self.argv, self.env_set, self.env_unset)
 
     def output(self) -> str:
         """stdout and stderr together, as a log file holds them."""
@@ -112,14 +108,19 @@ class Result:
                 return line.strip()
         return ""
 
-    def error_line(self) -> str:
+    def error_line(self, containing: str | None = None) -> str:
         """The line of the output that says what went wrong, else the last line.
 
         The last line is often a tool's epilogue ("hint: See above for details.", "ninja:
-        build stopped"); the error is the last Python exception line, else the last
-        compiler or linker error, else the last line mentioning an error.
+        build stopped"); the error is the last line holding ``containing`` (any case: a
+        known CUDA runtime message), else the last Python exception line, else the last
+        compiler or linker error or CUDA error, else the last line mentioning an error.
         """
         lines = [line.strip() for line in self.output().splitlines() if line.strip()]
+        if containing:
+            held = [line for line in lines if containing.lower() in line.lower()]
+            if held:
+                return held[-1][:_ERROR_LINE_SHOWN]
         for pattern in _ERROR_LINES:
             found = [line for line in lines if pattern.search(line)]
             if found:
@@ -137,6 +138,21 @@ class Result:
             return f"{label} did not finish{limit}; its processes were killed{where}"
         said = self.error_line() or "no output"
         return f"{label} failed with exit status {self.returncode}: {said}{where}"
+
+
+def command_line(
+    argv: Sequence[str],
+    env_set: Sequence[tuple[str, str]] = (),
+    env_unset: Sequence[str] = (),
+) -> str:
+    """A command as a person would type it, with the environment changes first."""
+    parts: list[str] = []
+    if env_unset or env_set:
+        parts.append("env")
+        parts += [f"-u {shlex.quote(name)}" for name in env_unset]
+        parts += [shlex.quote(f"{k}={v}") for k, v in env_set]
+    parts.append(shlex.join(argv))
+    return " ".join(parts)
 
 
 def which(tool: str, *, extra_dirs: Sequence[str | os.PathLike[str]] = ()) -> str:
@@ -161,6 +177,7 @@ def run(
     base_env: Mapping[str, str] | None = None,
     output_limit: int | None = None,
     claim_strays: bool = True,
+    sink: Callable[[str], None] | None = None,
 ) -> Result:
     """Run ``argv`` to completion or timeout; never raises for a non-zero exit.
 
@@ -172,6 +189,9 @@ def run(
 
     Each stream is kept up to ``output_limit`` bytes (default :data:`OUTPUT_LIMIT`): past
     it, only the head and the tail, and ``cut`` says so.
+
+    ``sink`` gets the output while the command runs (a log being written, for ``tail
+    -f``): whole lines, each stream's first ``output_limit`` bytes, then one note.
 
     ``env_set`` and ``env_unset`` change the environment of this child only, on top
     of ``base_env`` (default: this process's environment without the gate's secrets).
@@ -189,34 +209,18 @@ def run(
     _become_subreaper()
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        try:
-            with _live_lock:
-                before = _orphans()
-                child = subprocess.Popen(
-                    args,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    cwd=cwd,
-                    env=env,
-                    start_new_session=True,
-                )
-                _live.add(child.pid)
-        except FileNotFoundError as e:
-            raise ToolError(f"{args[0]} not found", hint="is it installed and on PATH?") from e
-        except PermissionError as e:
-            raise ToolError(f"{args[0]} is not executable: {e.strerror}") from e
-        except OSError as e:
-            raise ToolError(f"{args[0]} could not be started: {e.strerror or e}") from e
+        before, child = _start(args, out, err, cwd, env)
         timed_out = False
+        limit = OUTPUT_LIMIT if output_limit is None else output_limit
+        pump = Pump(sink, (out.fileno(), err.fileno()), limit) if sink is not None else None
+        report = _heartbeat if claim_strays and _on_main_thread() else None
+        ticks: list[tuple[float, Callable[[float], None]]] = []
+        if report is not None:
+            ticks.append((HEARTBEAT_EVERY, lambda t: report(t, args, _tail_line(out, err))))
+        if pump is not None:
+            ticks.append((_PUMP_EVERY, lambda _: pump.pump()))
         try:
-            report = _heartbeat if claim_strays and _on_main_thread() else None
-            beat = (
-                (lambda elapsed: report(elapsed, args, _tail_line(out, err)))
-                if report is not None
-                else None
-            )
-            timed_out = not _wait(child, timeout, beat)
+            timed_out = not _wait(child, timeout, ticks)
         except BaseException:
             # Interrupted (a signal): the group goes, and what escaped it too.
             _kill_group(child.pid)
@@ -229,13 +233,16 @@ def run(
         finally:
             # Whatever is left in the child's group goes too, finished or not.
             _kill_group(child.pid)
+            if report is not None and _heartbeat_end is not None:
+                _heartbeat_end()
         if timed_out:
             child.wait(timeout=_REAP_TIMEOUT)
         duration = time.monotonic() - start
+        if pump is not None:
+            pump.pump(final=True)
         with _live_lock:
             _live.discard(child.pid)
             strays = _kill_strays(before | _live, child.pid, _live) if claim_strays else ()
-        limit = OUTPUT_LIMIT if output_limit is None else output_limit
         (stdout, cut_out), (stderr, cut_err) = _read_back(out, limit), _read_back(err, limit)
     return Result(
         argv=args,
@@ -250,6 +257,36 @@ def run(
         strays=strays,
         cut=cut_out or cut_err,
     )
+
+
+def _start(
+    args: tuple[str, ...],
+    out: IO[bytes],
+    err: IO[bytes],
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str],
+) -> tuple[set[int], subprocess.Popen[bytes]]:
+    """Start the child in a session of its own; the orphans there were before it, and it."""
+    try:
+        with _live_lock:
+            before = _orphans()
+            child = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+            _live.add(child.pid)
+    except FileNotFoundError as e:
+        raise ToolError(f"{args[0]} not found", hint="is it installed and on PATH?") from e
+    except PermissionError as e:
+        raise ToolError(f"{args[0]} is not executable: {e.strerror}") from e
+    except OSError as e:
+        raise ToolError(f"{args[0]} could not be started: {e.strerror or e}") from e
+    return before, child
 
 
 def _on_main_thread() -> bool:
@@ -282,18 +319,24 @@ def kill_running() -> None:
 HEARTBEAT_EVERY = 30.0
 Heartbeat = Callable[[float, tuple[str, ...], str], None]
 _heartbeat: Heartbeat | None = None
+_heartbeat_end: Callable[[], None] | None = None
+# How often a sink gets what a command wrote since: often enough for `tail -f`.
+_PUMP_EVERY = 0.25
 
 
 @contextlib.contextmanager
-def heartbeats(callback: Heartbeat, every: float = HEARTBEAT_EVERY) -> Iterator[None]:
-    """Within: long commands (of the main thread) report to ``callback`` every ``every`` s."""
-    global _heartbeat, HEARTBEAT_EVERY
-    previous = (_heartbeat, HEARTBEAT_EVERY)
-    _heartbeat, HEARTBEAT_EVERY = callback, every
+def heartbeats(
+    callback: Heartbeat, every: float = HEARTBEAT_EVERY, end: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Within: long commands (of the main thread) report to ``callback`` every ``every`` s;
+    ``end`` is called when each such command ends (to clear a live line)."""
+    global _heartbeat, _heartbeat_end, HEARTBEAT_EVERY
+    previous = (_heartbeat, _heartbeat_end, HEARTBEAT_EVERY)
+    _heartbeat, _heartbeat_end, HEARTBEAT_EVERY = callback, end, every
     try:
         yield
     finally:
-        _heartbeat, HEARTBEAT_EVERY = previous
+        _heartbeat, _heartbeat_end, HEARTBEAT_EVERY = previous
 
 
 def _tail_line(*handles: IO[bytes]) -> str:
@@ -313,10 +356,11 @@ def _tail_line(*handles: IO[bytes]) -> str:
 def _wait(
     child: subprocess.Popen[bytes],
     timeout: float,
-    beat: Callable[[float], None] | None = None,
+    ticks: Sequence[tuple[float, Callable[[float], None]]] = (),
 ) -> bool:
-    """Wait for ``child`` to exit (True) or ``timeout`` seconds to pass (False); ``beat``
-    is called every :data:`HEARTBEAT_EVERY` seconds meanwhile, with the time elapsed.
+    """Wait for ``child`` to exit (True) or ``timeout`` seconds to pass (False); each
+    ``(every, tick)`` of ``ticks`` is called every ``every`` seconds meanwhile, with the
+    time elapsed.
 
     Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which adds about 25 ms to
     every command; a pidfd (Linux 5.3+) wakes the moment the child exits.
@@ -326,12 +370,14 @@ def _wait(
         pidfd = os.pidfd_open(child.pid)
     except (AttributeError, OSError):
         pidfd = None
+    due = [every for every, _ in ticks]
     try:
         while True:
-            left = timeout - (time.monotonic() - start)
+            now = time.monotonic() - start
+            left = timeout - now
             if left <= 0:
                 return False
-            step = min(left, HEARTBEAT_EVERY) if beat is not None else left
+            step = max(0.0, min([left, *(d - now for d in due)]))
             if pidfd is None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(timeout=step)
@@ -342,8 +388,13 @@ def _wait(
                 if poller.poll(min(max(0, int(step * 1000)), 2**31 - 1)):
                     child.wait()
                     return True
-            if beat is not None and time.monotonic() - start < timeout:
-                beat(time.monotonic() - start)
+            now = time.monotonic() - start
+            for i, (every, tick) in enumerate(ticks):
+                if due[i] <= now < timeout:
+                    tick(now)
+                    due[i] += every
+                    if due[i] <= now:  # a slow tick: the next one a whole interval on
+                        due[i] = now + every
     finally:
         if pidfd is not None:
             os.close(pidfd)

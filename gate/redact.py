@@ -135,6 +135,52 @@ class Redactor:
         return tuple(sorted({name for name, text in self.items if text.encode() in data}))
 
 
+class StreamRedactor:
+    """Text that comes in pieces (a log written while its command runs), redacted.
+
+    A secret may arrive split across two pieces: an end of the text that could be the
+    start of a secret is held back until the next piece or :meth:`end`, and so is a
+    whole secret the cut would split (a short secret inside a longer one).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.pending = ""
+
+    def feed(self, text: str) -> str:
+        """The redacted text that is safe to write now."""
+        self.pending += text
+        pending = self.pending
+        cut = len(pending) - max((_started(pending, v) for v in self.redactor.values), default=0)
+        moved = True
+        while moved and cut > 0:
+            moved = False
+            for value in self.redactor.values:
+                # An occurrence straddling the cut goes out whole, next time.
+                at = pending.find(value, max(0, cut - len(value) + 1))
+                if -1 < at < cut < at + len(value):
+                    cut, moved = at, True
+        if cut <= 0:
+            return ""
+        ready, self.pending = pending[:cut], pending[cut:]
+        return self.redactor.text(ready)
+
+    def end(self) -> str:
+        """What is held back, redacted: the stream has ended."""
+        ready, self.pending = self.pending, ""
+        return self.redactor.text(ready)
+
+
+def _started(text: str, value: str) -> int:
+    """The length of the longest end of ``text`` that ``value`` starts with (not all of it)."""
+    at = text.find(value[0], max(0, len(text) - len(value) + 1)) if value else -1
+    while at != -1:
+        if value.startswith(text[at:]):
+            return len(text) - at
+        at = text.find(value[0], at + 1)
+    return 0
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Values of the secret-looking variables in ``environ``, longest first."""
     return Redactor.from_environment(environ).values

@@ -29,6 +29,7 @@ LAYERS = (
     ("gate.fsutil", 3),
     ("gate.redact", 3),
     ("gate.jsonutil", 3),
+    ("gate.pump", 3),
     ("gate.proc", 4),
     ("gate.vault", 4),
     ("gate.config", 5),

@@ -176,7 +176,14 @@ def test_a_run_reason_carries_the_details_the_caller_has() -> None:
     killed = facts(returncode=None, timed_out=True)
     assert killed.reason(timeout=30) == "killed after 30 s"
     exited = facts(returncode=2)
-    assert exited.reason(last_line="boom") == "exit status 2: boom"
+    assert exited.reason(error_line="boom") == "exit status 2: boom"
+    image = facts(returncode=1, failure=RuntimeFailure.NO_KERNEL_IMAGE)
+    assert image.reason() == f"{RuntimeFailure.NO_KERNEL_IMAGE.text} (error 209)"
+    # The program's own line, when it carries the runtime's message, says where it came from.
+    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    assert image.reason(error_line=line) == f"{line} (error 209)"
+    # A line that does not carry the runtime's message never stands in for it.
+    assert image.reason(error_line="Traceback (most recent call last):") == image.reason()
     quiet = facts(output_ok=False)
     assert quiet.reason(expected_output="^PASS$") == "expected output /^PASS$/ not found"
 

@@ -150,6 +150,7 @@ def handle(args: argparse.Namespace) -> int:
     from gate.demangle import demangle
     from gate.reader import summary as inspect_view
     from gate.reader.read import read_paths
+    from gate.render.live import Counter, LiveLine
     from gate.rules.targets import parse_target_or_capability
 
     # Names come from files and binaries: never let one that cannot be encoded (a
@@ -169,24 +170,35 @@ def handle(args: argparse.Namespace) -> int:
     unmet = []
     # Only names are worth caching: headers alone are read faster than the file is hashed.
     cache = names and not args.no_cache
-    for report in read_paths(args.paths, names=names, scan=scan, limits=limits, cache=cache):
+    # A long read says how far it is: on a terminal in place, in a log every 10 s.
+    count = Counter("inspect", say=_say, live=LiveLine(sys.stderr))
+    found = read_paths(
+        args.paths, names=names, scan=scan, limits=limits, cache=cache, progress=count
+    )
+    for report in found:
         reports.append(report)
+        count.clear()  # the table and the errors never share a line with it
         if report.error:
-            print(f"cuda-gate: error: {report.error}", file=sys.stderr, flush=True)
+            _say(f"cuda-gate: error: {report.error}")
         elif not args.json:
             art = inspect_view.artifact_json(report, caps, with_entries=False)
-            out.write(inspect_view.console(art, demangle=demangle))
+            out.write(inspect_view.console(art, demangle=demangle), flush=count.live is not None)
         for cap in required:
             reason = inspect_view.unmet(report, cap, per_kernel=args.strict)
             if reason:
                 unmet.append(reason)
-                print(f"cuda-gate: error: {reason}", file=sys.stderr, flush=True)
+                _say(f"cuda-gate: error: {reason}")
+    count.clear()
     if args.json or args.output:
         _write_document(args, inspect_view.document(reports, caps, names=names, scan=scan), out)
     out.flush()
     _exit_status(args, reports, unmet, required)
     out.done()
     return 0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _write_document(args: argparse.Namespace, doc: dict[str, Any], out: Stdout) -> None:

@@ -254,7 +254,7 @@ def handle(args: argparse.Namespace) -> int:
         first_line=_which_config(project),
         prebuilt=prebuilt,
     )
-    outcome = run(options, progress)
+    outcome = run(options, progress, err.live)
     record = outcome.record
     verdict = record.verdict
     # A reader gone (`| head`) never stops the run or loses its evidence, and never turns
@@ -279,10 +279,17 @@ def handle(args: argparse.Namespace) -> int:
 
 
 class _Stderr:
-    """Progress and message lines on stderr; a closed stderr silences them, nothing else."""
+    """Progress and message lines on stderr; a closed stderr silences them, nothing else.
+
+    On a terminal (and without --quiet) the live line shows the running command; every
+    line printed clears it first.
+    """
 
     def __init__(self, *, quiet: bool) -> None:
+        from gate.render.live import LiveLine
+
         self.quiet, self.closed = quiet, False
+        self.live = None if quiet else LiveLine(sys.stderr)
 
     def progress(self, line: str) -> None:
         if not self.quiet:
@@ -291,6 +298,8 @@ class _Stderr:
     def line(self, text: str) -> None:
         if self.closed:
             return
+        if self.live is not None:
+            self.live.clear()
         try:
             print(text, file=sys.stderr, flush=True)
         except BrokenPipeError:

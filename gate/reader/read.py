@@ -13,6 +13,8 @@ The library API (the pipeline calls these; `cuda-gate inspect` too):
 ``read_paths(paths, *, names=True) -> Iterator[ArtifactReport]``
     Files, folders (recursively), archives and wheels; never raises BadInputError:
     each failing artifact comes back as a report whose ``error`` says what is wrong.
+    ``progress`` hears (files done, files known, the one read now) before each file,
+    each wheel member counted as a file.
 
 ``names=False`` reads headers only and never decompresses: kinds, targets (``a``/``f``
 from the fatbin header flags), PTX ISA versions, compression and sizes; ``kernels``
@@ -85,6 +87,10 @@ class ArtifactReport:
     error: str | None = None
 
 
+# Files done, files known so far, the file read now.
+Progress = Callable[[int, int, str], None]
+
+
 @dataclass(frozen=True, slots=True)
 class _Decoded:
     kernels: tuple[str, ...]
@@ -99,20 +105,28 @@ def read_paths(
     scan: bool = True,
     limits: Limits | None = None,
     cache: bool = False,
+    progress: Progress | None = None,
 ) -> Iterator[ArtifactReport]:
     """Reports for every artifact under ``paths``; failures become reports with ``error``.
 
     With ``cache``, files (not wheels or archives) go through the content-addressed
     cache (:mod:`gate.reader.cache`): a file read before in the same mode is not read.
+    With ``progress``, the files are found first (to count them); a wheel's members
+    join the count when it is opened.
     """
     limits = limits or Limits.from_env()
-    for found in artifacts.discover(paths):
+    everything = list(artifacts.discover(paths)) if progress is not None else None
+    count = _Count(len(everything or ()), progress)
+    for found in artifacts.discover(paths) if everything is None else everything:
+        count.next(found.path if isinstance(found, artifacts.Unreadable) else shown(found.path))
         if isinstance(found, artifacts.Unreadable):
             yield ArtifactReport(found.path, "unknown", error=found.message)
             continue
         try:
             if found.kind == "zip":
-                yield from read_wheel(found.path, names=names, scan=scan, limits=limits)
+                yield from read_wheel(
+                    found.path, names=names, scan=scan, limits=limits, progress=count.members
+                )
             elif found.kind == "archive":
                 yield from read_archive(found.path, names=names, scan=scan, limits=limits)
             elif found.kind == "duplicate":
@@ -125,6 +139,28 @@ def read_paths(
                 yield read_artifact(found.path, names=names, scan=scan, limits=limits)
         except BadInputError as e:
             yield ArtifactReport(shown(found.path), "unknown", error=e.message)
+
+
+class _Count:
+    """The files read so far and the files known, for a progress callback."""
+
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.done, self.total, self.progress = -1, total, progress
+        self.base = 0
+
+    def next(self, name: str) -> None:
+        self.done += 1
+        self.base = self.done
+        if self.progress is not None:
+            self.progress(self.done, self.total, name)
+
+    def members(self, index: int, count: int, name: str) -> None:
+        """Member ``index`` of ``count`` in the wheel being read (which counts as one file)."""
+        if index == 0:
+            self.total += count - 1
+        self.done = self.base + index
+        if self.progress is not None:
+            self.progress(self.done, self.total, name)
 
 
 def read_artifact(
@@ -169,18 +205,23 @@ def read_wheel(
     names: bool = True,
     scan: bool = True,
     limits: Limits | None = None,
+    progress: Progress | None = None,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every shared library, cubin and fatbin inside a wheel (or any zip).
 
     A member that cannot be read (encrypted, corrupted, over a bound) gives a report
-    with ``error`` set; the other members are still read.
+    with ``error`` set; the other members are still read. ``progress`` hears (members
+    done, members in all, the one read now) before each member.
     """
     limits = limits or Limits.from_env()
     name = shown(path)
     reports = []
     with artifacts.open_zip(path, name) as archive:
-        for info in artifacts.wheel_members(archive.zip):
+        members = artifacts.wheel_members(archive.zip)
+        for i, info in enumerate(members):
             display = f"{name}!{shown(info.filename)}"
+            if progress is not None:
+                progress(i, len(members), display)
             try:
                 data = artifacts.read_member(archive, info, display, limits)
                 reports.append(

@@ -185,21 +185,24 @@ class RunFacts:
         self,
         *,
         timeout: float | None = None,
-        last_line: str = "",
+        error_line: str = "",
         expected_output: str | None = None,
     ) -> str:
-        """Why it failed (or ``passed``), in one phrase; the details where the caller has them."""
+        """Why it failed (or ``passed``), in one phrase; the details where the caller has them:
+        ``error_line`` is the run's line that says what went wrong (proc.Result.error_line)."""
         cause = self.cause()
         if cause is None:
             return "passed"
         if cause is Cause.TIMEOUT:
             return f"killed after {timeout:g} s" if timeout else "killed (timed out)"
         if self.failure is not None:
-            return f"{self.failure.text} (error {self.failure.code})"
+            # The program's own line ("RuntimeError: CUDA error: ...") says where it came from.
+            said = error_line if self.failure.text.lower() in error_line.lower() else ""
+            return f"{said or self.failure.text} (error {self.failure.code})"
         if cause is Cause.EXIT_STATUS:
             expected = f" (expected {self.expected_returncode})" if self.expected_returncode else ""
             return f"exit status {self.returncode}{expected}" + (
-                f": {last_line}" if last_line else ""
+                f": {error_line}" if error_line else ""
             )
         if cause is Cause.OUTPUT:
             return (

@@ -33,6 +33,7 @@ from gate.stages.probe import BUILD_TIMEOUT, cuda_source
 
 SMOKE = SMOKE_NAME
 SMOKE_KERNEL = "write_value"
+_RUNNING = "# running: this log grows as the step prints, and is written whole when it ends\n"
 _REUSED = "reused: the same toolchain built this from the same source and options before"
 
 
@@ -94,8 +95,12 @@ def build_smoke(
     return output, result
 
 
+def _head(command: str, cwd: str | Path | None) -> str:
+    return f"# {command}\n# cwd: {cwd or '.'}\n"
+
+
 def _log(result: proc.Result) -> str:
-    head = f"# {result.command_line()}\n# cwd: {result.cwd or '.'}\n"
+    head = _head(result.command_line(), result.cwd)
     if result.reused:
         head += f"# {_REUSED} (build cache key {result.reused})\n"
     if result.strays:
@@ -167,9 +172,17 @@ def run(
             since.append(time.time())
         try:
             command = step.render(targets, tools)
-            result = proc.run(
-                command.argv, env_set=dict(command.env), cwd=command.cwd, timeout=command.timeout
-            )
+            name = f"build-{safe_name(step.name)}.log"
+            shown = proc.command_line(command.argv, sorted(command.env))
+            # Written as the output comes (tail -f), then replaced by the whole log.
+            with evidence.live(name, _head(shown, command.cwd) + _RUNNING) as live:
+                result = proc.run(
+                    command.argv,
+                    env_set=dict(command.env),
+                    cwd=command.cwd,
+                    timeout=command.timeout,
+                    sink=live.write,
+                )
         except GateError as e:
             checks.append(
                 Check(
@@ -185,7 +198,7 @@ def run(
             )
         commands.append(result)
         builds.append(build_record(step.name, result))
-        log = evidence.write_text(f"build-{safe_name(step.name)}.log", _log(result))
+        log = evidence.write_text(name, _log(result))
         checks.append(_build_check(step.name, result, f"{step.key}", str(log)))
         if not result.ok:
             label = f"build step {step.name!r} ({step.key})"

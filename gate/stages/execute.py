@@ -10,6 +10,7 @@ driver's JIT module by module (gate.stages.jitproof).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -135,7 +136,8 @@ def run(
         proofs = pending.finish(evidence)
     proved = proofs.proved_names()
     for done in runs:
-        checks.append(execution_check(done, predict.excuse(done, predictions, proved)))
+        log = str(evidence.path(done.log_name))
+        checks.append(execution_check(done, predict.excuse(done, predictions, proved), log))
     checks += [p.check(runs) for p in predictions]
     checks += proofs.checks
     checks += libraries.codeless_checks(artifacts, runs, judged)
@@ -177,9 +179,13 @@ def _run_points(
             # environments; each mostly CUDA start-up). The project's entry
             # points run one at a time, as they would alone.
             with ThreadPoolExecutor(2) as pool:
-                pair = list(pool.map(run_entry_point, [entry] * len(names), ExecPath, names))
+                one = functools.partial(run_entry_point, entry, evidence=evidence)
+                pair = list(pool.map(one, ExecPath, names))
         else:
-            pair = [run_entry_point(entry, p, n) for p, n in zip(ExecPath, names, strict=True)]
+            pair = [
+                run_entry_point(entry, p, n, evidence=evidence)
+                for p, n in zip(ExecPath, names, strict=True)
+            ]
         for done in pair:
             evidence.write_text(done.log_name, log_text(done))
             prefetch.add(done.loaded)  # read while the next entry point runs
@@ -193,22 +199,24 @@ def _run_points(
     return runs
 
 
-def execution_check(done: Run, excuse: str | None = None) -> Check:
+def execution_check(done: Run, excuse: str | None = None, log: str | None = None) -> Check:
     """One JUnit case per entry point and path, classname by path, log in system-out.
 
     ``excuse`` (from gate.stages.predict) makes an explained failure of the whole-program
     JIT run a warning: it ran, and failed as predicted because a library outside the
-    project ships no PTX, and the project's own PTX was proved by loading it.
+    project ships no PTX, and the project's own PTX was proved by loading it. A run that
+    did not pass names ``log``, its log in the evidence folder.
     """
     name = f"{done.entry_point.name} [{done.path.value}]"
     classname = f"gate.execute.{done.path.value}"
+    where = f" (log: {log})" if log and not done.passed else ""
     message = f"{done.path.title}: {done.reason()}"
     if excuse is not None and not done.passed:
         return Check(
             name,
             classname,
             CheckState.WARNED,
-            f"{message}; {excuse}",
+            f"{message}; {excuse}{where}",
             duration=done.result.duration,
             output=done.result.output(),
             path=done.path,
@@ -217,7 +225,7 @@ def execution_check(done: Run, excuse: str | None = None) -> Check:
         name,
         classname,
         CheckState.of(done.passed),
-        message,
+        message + where,
         duration=done.result.duration,
         output=done.result.output(),
         cause=done.cause(),

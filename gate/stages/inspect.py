@@ -191,6 +191,7 @@ def run(
     dump_sass: str = "auto",
     use_cuobjdump: bool = True,
     use_cache: bool = True,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> InspectOutcome:
     """Inspect the smoke program and every configured artifact (wheels library by library).
 
@@ -200,6 +201,7 @@ def run(
     none): an artifact last written before then is stale (:func:`freshness_check`).
     Full SASS dumps are left running (``InspectOutcome.deferred``): the caller must call
     its ``finish()`` before the evidence is complete.
+    ``progress`` hears (files done, files in all, the one read now) before each file.
     """
     deferred = Deferred()
     devices: tuple[Capability, ...] = (capability or smoke_requirement.target.capability,)
@@ -217,7 +219,9 @@ def run(
                 wanted += [(lib, spec.kernels, False, True) for lib in libraries]
             else:
                 wanted.append((spec.path, spec.kernels, False, False))
-        for path, kernels, is_smoke, in_wheel in wanted:
+        for i, (path, kernels, is_smoke, in_wheel) in enumerate(wanted):
+            if progress is not None:
+                progress(i, len(wanted), path.name)
             prefix = "" if is_smoke else f"artifacts/{unique_name(path.name, seen)}/"
             artifact = inspect_artifact(
                 path,

@@ -17,6 +17,7 @@ no other stage: the stages that judge runs (libraries, predict) import it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import tempfile
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from gate import proc
 from gate.config import EntryPoint
+from gate.evidence import EvidenceDir
 from gate.record import Execution
 from gate.rules.causes import Cause, ExecPath, RuntimeFailure, classify
 from gate.stages import loaded
@@ -81,13 +83,15 @@ class Run:
         return self.record().passed
 
     def reason(self) -> str:
-        """Why it failed (or 'passed'), in one phrase, with the run's own details."""
+        """Why it failed (or 'passed'), in one phrase, with the run's own details: the line
+        of its output that carries the error (the build's finder, proc.Result.error_line)."""
+        known = self.failure.text if self.failure is not None else None
         return (
             self.record()
             .facts()
             .reason(
                 timeout=self.entry_point.timeout,
-                last_line=self.result.last_line(),
+                error_line=self.result.error_line(known),
                 expected_output=self.entry_point.expected_output,
             )
         )
@@ -98,21 +102,38 @@ class Run:
 
 
 def run_entry_point(
-    entry: EntryPoint, path: ExecPath, log_name: str | None = None, *, record_loaded: bool = True
+    entry: EntryPoint,
+    path: ExecPath,
+    log_name: str | None = None,
+    *,
+    record_loaded: bool = True,
+    evidence: EvidenceDir | None = None,
 ) -> Run:
-    """Run ``entry`` once on ``path`` in a fresh process with its own empty JIT cache folder."""
+    """Run ``entry`` once on ``path`` in a fresh process with its own empty JIT cache folder.
+
+    With ``evidence``, the run's log there grows as the program prints (``tail -f``);
+    the caller writes the whole log (:func:`log_text`) once it ends.
+    """
     env_set, env_unset = PATH_ENV[path]
     cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-"))
     log_dir = Path(tempfile.mkdtemp(prefix="cuda-gate-ld-"))
+    name = log_name or path.log_name
     try:
         extra = loaded.loader_env(log_dir) if record_loaded else {}
-        result = proc.run(
-            entry.argv,
-            env_set={**dict(entry.env), **extra, **env_set, "CUDA_CACHE_PATH": str(cache_dir)},
-            env_unset=env_unset,
-            cwd=entry.cwd,
-            timeout=entry.timeout,
-        )
+        with contextlib.ExitStack() as stack:
+            live = (
+                stack.enter_context(evidence.live(name, _live_head(entry, path)))
+                if evidence is not None
+                else None
+            )
+            result = proc.run(
+                entry.argv,
+                env_set={**dict(entry.env), **extra, **env_set, "CUDA_CACHE_PATH": str(cache_dir)},
+                env_unset=env_unset,
+                cwd=entry.cwd,
+                timeout=entry.timeout,
+                sink=live.write if live is not None else None,
+            )
         cache_clean = not any(cache_dir.rglob("*"))
         found = loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or ".")) if record_loaded else ()
     finally:
@@ -127,7 +148,7 @@ def run_entry_point(
         entry_point=entry,
         path=path,
         result=result,
-        log_name=log_name or path.log_name,
+        log_name=name,
         output_ok=re.search(entry.expected_output, output) is not None,
         cache_clean=cache_clean,
         failure=None if result.ok else classify(output),
@@ -139,6 +160,20 @@ def run_both(entry: EntryPoint, log_names: Sequence[str] | None = None) -> tuple
     """Native first, then JIT; each a fresh process."""
     names = list(log_names) if log_names else [p.log_name for p in ExecPath]
     return tuple(run_entry_point(entry, p, n) for p, n in zip(ExecPath, names, strict=True))
+
+
+def _live_head(entry: EntryPoint, path: ExecPath) -> str:
+    """The top of a run's log while it runs: the whole log replaces it at the end."""
+    return "\n".join(
+        [
+            f"# entry point: {entry.name}",
+            f"# path: {path.title}",
+            f"# command: {proc.command_line(entry.argv, entry.env)}",
+            f"# cwd: {entry.cwd or '.'}",
+            "# running: this log grows as the program prints, and is written whole when it ends",
+            "",
+        ]
+    )
 
 
 def log_text(run: Run) -> str:
