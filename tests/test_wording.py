@@ -5,9 +5,16 @@ from __future__ import annotations
 import pytest
 
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.wording import kernels_by, no_code_for, plural, short_name, some_names
-from gate.rules.routes import Path
-from gate.rules.targets import Capability, Target
+from gate.reader.wording import (
+    kernels_by,
+    library_on,
+    no_code_for,
+    plural,
+    short_name,
+    some_names,
+)
+from gate.rules.routes import Path, Route
+from gate.rules.targets import Capability, Target, Version
 
 pytestmark = pytest.mark.unit
 
@@ -88,3 +95,39 @@ def test_a_verdict_never_says_1_of_1_or_nothing() -> None:
     )
     assert two.predict(Capability(9, 0)).verdict() == "no code for 1 of 3 kernels (c)"
     assert two.predict(Capability(7, 5)).verdict() == "no code for any of its 3 kernels"
+
+
+H200 = Capability(9, 0)
+SM90 = Route(Path.EXACT_SASS, Target.parse("sm_90"))
+JIT = Route(Path.PTX_JIT, Target.parse("compute_80"), Version(9, 2), Version(13, 2))
+
+
+@pytest.mark.parametrize(
+    ("route", "runs", "has_ptx", "said"),
+    [
+        (SM90, True, True, "runs from exact SASS (sm_90)"),
+        (
+            SM90, True, False,
+            "runs from exact SASS (sm_90); no PTX for 9.0: forced JIT cannot run its kernels",
+        ),
+        (JIT, True, True, "runs through PTX JIT (compute_80, ISA 9.2, driver >= 13.2)"),
+        (Route(Path.NONE), False, False, "NOTHING RUNS HERE (no code for 9.0)"),
+        (
+            Route(Path.OTHER_DEVICES), False, False,
+            "NOTHING RUNS HERE (only a/f builds for other devices)",
+        ),
+        (
+            JIT, False, True,
+            (
+                "NOTHING RUNS HERE (its PTX needs a newer driver: PTX JIT (compute_80, ISA 9.2, "
+                "driver >= 13.2))"
+            ),
+        ),
+        # The project's library, judged per kernel: its best target runs, not every kernel.
+        (SM90, False, False, "NOTHING RUNS HERE (not every kernel has code for 9.0)"),
+    ],
+)  # fmt: skip
+def test_a_loaded_library_says_how_it_runs_or_why_nothing_does(
+    route: Route, runs: bool, has_ptx: bool, said: str
+) -> None:
+    assert library_on(route, H200, runs=runs, has_ptx=has_ptx) == said

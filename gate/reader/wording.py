@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gate.rules import kernels
-from gate.rules.routes import Path
+from gate.rules.routes import Path, Route
+from gate.rules.targets import Capability
 
 NAMES_SHOWN = 3  # kernels named in a phrase; the rest are counted
 _NAME_WIDTH = 60
@@ -72,9 +73,29 @@ def kernels_by(path: Path, count: int, route: str | None = None) -> str:
     ``route`` is the route as :meth:`gate.rules.routes.Route.describe` says it (with its
     target); without it, the path's name alone.
     """
-    counted = plural(count, "kernel")
+    return f"{plural(count, 'kernel')} {reached(path, route)}"
+
+
+def reached(path: Path, route: str | None = None) -> str:
+    """How code reaches the device by ``path``: ``from exact SASS (sm_90)``, ``through PTX
+    JIT (...)``, ``with no code``, ``only for other devices``."""
     if path is Path.NONE:
-        return f"{counted} with no code"
+        return "with no code"
     if path is Path.OTHER_DEVICES:
-        return f"{counted} {path.value}"
-    return f"{counted} {_HOW[path]} {route or path.value}"
+        return str(path.value)
+    return f"{_HOW[path]} {route or path.value}"
+
+
+def library_on(route: Route, cap: Capability, *, runs: bool | None, has_ptx: bool) -> str:
+    """How one loaded library runs on ``cap``, from its best route (per target) and whether
+    anything (the project's: every kernel) runs: ``runs from exact SASS (sm_90); no PTX for
+    9.0: forced JIT cannot run its kernels``, ``NOTHING RUNS HERE (no code for 9.0)``."""
+    if runs is False:
+        why = {
+            Path.NONE: f"no code for {cap}",
+            Path.OTHER_DEVICES: "only a/f builds for other devices",
+            Path.PTX_JIT: f"its PTX needs a newer driver: {route.describe()}",
+        }.get(route.path, f"not every kernel has code for {cap}")
+        return f"NOTHING RUNS HERE ({why})"
+    said = f"runs {reached(route.path, route.describe())}"
+    return said if has_ptx else f"{said}; no PTX for {cap}: forced JIT cannot run its kernels"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.reader.listing import Kind, Listing
+from gate.record import LOADED_LIST
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.routes import Path as RoutePath
@@ -427,7 +428,6 @@ def _code_summary(prediction: Prediction) -> str:
 
 
 _NAMED = 3  # sources named with their targets in a code summary, per kind
-LOADED_LIST = "loaded-libraries.txt"  # the evidence file listing every loaded library
 
 
 def _targets(source: Source) -> str:
