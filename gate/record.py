@@ -45,6 +45,7 @@ from gate.rules.targets import Capability, Target, Version
 from gate.rules.verdict import Check, CheckState, Stage, StageStatus, Verdict, decide
 
 RESULT_FILE = "result.json"
+LOADED_LIST = "loaded-libraries.txt"  # every library the runs loaded, how each runs here
 RESULT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")

@@ -103,7 +103,7 @@ def test_foreign_target_build_has_nothing_for_this_device(build_and_inspect: Bui
     art = build_and_inspect("foreign", ("sm_120",), ("compute_120",))
     found = inspection.listing_checks(art.name, art.listing, SM90, ("write_value",))
     assert len(failed(found)) == 4
-    assert art.listing.predict(Capability(9, 0)).verdict() == "no code for 1 of 1 kernel"
+    assert art.listing.predict(Capability(9, 0)).verdict() == "no code for its 1 kernel"
 
 
 def test_evidence_holds_the_listings(build_and_inspect: Builder) -> None:

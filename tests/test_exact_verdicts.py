@@ -269,7 +269,7 @@ def test_ptx_of_an_isa_newer_than_the_driver_is_read_with_the_driver_it_needs(
     app = isa_too_new(tmp_path / "isa")
     done = gate("inspect", "--no-detect", "--names", "--device", "9.0", str(app), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "PTX JIT (compute_90, ISA 9.2, driver >= 13.2): 1 kernel" in done.stdout
+    assert "1 kernel through PTX JIT (compute_90, ISA 9.2, driver >= 13.2)\n" in done.stdout
     assert "SASS   sm_80" in done.stdout
 
 
@@ -305,12 +305,15 @@ def test_a_library_judged_as_a_whole_by_default_and_per_kernel_with_strict(
     base = ("inspect", "--no-detect", "--require-device", "12.1")
     whole = gate(*base, "--names", lib, cwd=tmp_path)
     assert whole.returncode == 0, whole.stderr  # something in it runs there, as in the run
-    assert "no code for 1 of 2 kernels; 1 kernel only for other devices" in whole.stdout
+    assert (
+        "device 12.1: no code for 1 of 2 kernels (ampere); 1 kernel only for other devices: "
+        "1 kernel from compatible SASS (sm_120)\n"
+    ) in whole.stdout
     headers = gate(*base, lib, cwd=tmp_path)
     assert headers.returncode == 0, headers.stderr  # the same answer without names
     strict = gate(*base, "--strict", lib, cwd=tmp_path)
     assert strict.returncode == 1
     assert (
-        f"{lib}: on 12.1: no code for 1 of 2 kernels; 1 kernel only for other devices"
+        f"{lib}: on 12.1: no code for 1 of 2 kernels (ampere); 1 kernel only for other devices"
         in strict.stderr
     )

@@ -70,7 +70,7 @@ def test_closed_stdout_keeps_a_failing_checks_status(tmp_path: Path) -> None:
     assert "Traceback" not in stderr
     assert "Exception ignored" not in stderr
     assert stderr.strip().splitlines()[-1] == (
-        "cuda-gate: error: 200 artifact/device pair(s) without code for a required device (7.5)"
+        "cuda-gate: error: 200 artifact/device pairs without code for a required device (7.5)"
     )
 
 

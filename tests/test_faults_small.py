@@ -237,7 +237,7 @@ def test_inspect_of_a_fifo_says_not_a_regular_file(tmp_path: Path) -> None:
     assert result.returncode == ExitCode.BAD_INPUT, result.stderr
     assert result.stderr.splitlines() == [
         f"cuda-gate: error: {pipe}: not a regular file (a FIFO)",
-        "cuda-gate: error: 1 of 1 artifacts could not be read",
+        "cuda-gate: error: the artifact could not be read",
     ]
 
 

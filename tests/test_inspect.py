@@ -109,7 +109,7 @@ def test_console_table_and_one_line_errors(
     out, err = capsys.readouterr()
     assert code == ExitCode.BAD_INPUT
     assert "sm_120f" in out
-    assert "device 9.0: native: exact SASS (sm_90): 3 kernels" in out
+    assert "device 9.0: native: 3 kernels from exact SASS (sm_90)\n" in out
     lines = err.strip().splitlines()
     assert lines[0].startswith(f"cuda-gate: error: {bad}: ")
     assert lines[-1] == "cuda-gate: error: 1 of 2 artifacts could not be read"
@@ -150,10 +150,10 @@ def test_counts_agree_with_their_nouns() -> None:
 
     text = console(artifact_json(_one_kernel_report(names=True), [Capability(9, 0)]))
     assert ", 1 kernel\n" in text
-    assert "exact SASS (sm_90): 1 kernel\n" in text
+    assert "device 9.0: native: 1 kernel from exact SASS (sm_90)\n" in text
     assert "1 kernels" not in text
     text = console(artifact_json(_one_kernel_report(names=True), [Capability(10, 0)]))
-    assert "no code for 1 of 1 kernel:" in text
+    assert "device 10.0: no code for its 1 kernel\n" in text  # said once, no "nothing:"
 
 
 def test_without_names_no_per_kernel_count_is_invented(capsys: pytest.CaptureFixture[str]) -> None:
@@ -162,7 +162,7 @@ def test_without_names_no_per_kernel_count_is_invented(capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert code == 0
     verdict = "nothing built for this device (only a/f builds for other devices)"
-    assert f"device 10.0: {verdict}: " in out
+    assert f"device 10.0: {verdict}\n" in out  # not again as "only for other devices"
     # What a route stands for is said once per artifact, not on every device line.
     assert out.count("routes per target, each standing for every kernel (--names: per kernel)") == 1
     assert " of 1 kernel" not in out
@@ -215,5 +215,5 @@ def test_require_device_fails_with_one_line_per_artifact(
     (line, summary) = lines
     assert line.startswith(f"cuda-gate: error: {cubin}: ")
     assert reason in line
-    assert summary.startswith("cuda-gate: error: 1 artifact/device pair(s) without code")
+    assert summary.startswith("cuda-gate: error: 1 artifact/device pair without code")
     assert "device " in captured.out  # the required device is shown like --device

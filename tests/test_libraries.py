@@ -100,7 +100,8 @@ def test_the_same_file_through_a_symlink_is_one_library(tmp_path: Path) -> None:
     [library] = found.libraries
     assert library.entry_points == ("a", "b")
     listed = (tmp_path / "ev" / "loaded-libraries.txt").read_text(encoding="utf-8")
-    assert listed.count("[device code]") == 3  # every path is listed; judged once
+    # Every path is listed, each with how it runs here; judged once.
+    assert listed.count("[device code: runs from compatible SASS (sm_120)]") == 3
 
 
 def test_a_strict_library_is_judged_per_kernel(tmp_path: Path) -> None:

@@ -345,7 +345,8 @@ def test_the_runs_against_the_prediction(
                 "on "
                 "the device (error 209)): check that PTX is present and that the driver supports "
                 "its "
-                "ISA version. app: SASS sm_90; PTX none | libtorch_cuda.so: SASS sm_90; PTX none. "
+                "ISA version. app: SASS sm_90; PTX none | 1 library outside the project, with SASS "
+                "for 9.0 and without PTX for it (loaded-libraries.txt lists it). "
                 "Inspection said so: app: 1 kernel without PTX that JIT-compiles for 9.0."
             ),
         ),
@@ -357,7 +358,8 @@ def test_the_runs_against_the_prediction(
                 "app: native passes; whole-program forced JIT cannot run because libtorch_cuda.so "
                 "ships no PTX for 9.0 (the run: no kernel image is available for execution on the "
                 "device (error 209)). app: SASS sm_90; PTX compute_90 ISA 9.0 (driver >= 13.0) | "
-                "libtorch_cuda.so: SASS sm_90; PTX none."
+                "1 library outside the project, with SASS for 9.0 and without PTX for it "
+                "(loaded-libraries.txt lists it)."
             ),
         ),
         (
@@ -423,15 +425,77 @@ def test_no_diagnosis_when_both_pass_or_a_path_did_not_run() -> None:
     assert predict.diagnose([run(ExecPath.NATIVE, 1, NO_IMAGE)], [p]) == []
 
 
-def test_the_code_summary_names_at_most_four_sources() -> None:
-    sources = [vendor(f"lib{i}.so", "sm_90") for i in range(6)]
+def failed_both(*sources: Source) -> str:
+    """The diagnosis of an entry point whose two runs failed with no known cause."""
     (found,) = predict.diagnose(
         [run(ExecPath.NATIVE, 1, "x\n"), run(ExecPath.JIT, 1, "x\n")], [prediction(*sources)]
     )
+    return found
+
+
+def test_the_code_summary_counts_the_libraries_that_have_code_for_the_device() -> None:
+    # torch: dozens of libraries with SASS for the device and no PTX: one phrase, not a
+    # target list each.
+    found = failed_both(own("sm_90"), *[vendor(f"lib{i}.so", "sm_80", "sm_90") for i in range(37)])
     assert found.endswith(
-        "lib2.so: SASS sm_90; PTX none | lib3.so: SASS sm_90; PTX none; device 9.0."
+        "errors. app: SASS sm_90; PTX none | 37 libraries outside the project, all with SASS for "
+        "9.0 and none with PTX for it (loaded-libraries.txt lists each); device 9.0."
     )
-    assert "lib4.so" not in found
+    assert "lib0.so" not in found
+    mixed = [vendor("liba.so", "sm_90"), vendor("libb.so", "sm_90", "compute_90")]
+    mixed.append(vendor("libc.so", "sm_80", "compute_80"))  # JITs for 9.0: no SASS for it
+    assert failed_both(*mixed).endswith(
+        "errors. 3 libraries outside the project, 2 with SASS for 9.0 and 2 with PTX for it "
+        "(loaded-libraries.txt lists each); device 9.0."
+    )
+
+
+def test_the_code_summary_names_the_libraries_with_nothing_for_the_device() -> None:
+    bare = [vendor(f"libold{i}.so", "sm_75") for i in range(5)]
+    found = failed_both(*bare, vendor("libok.so", "sm_90"))
+    assert found.endswith(
+        "errors. libold0.so: SASS sm_75; PTX none | libold1.so: SASS sm_75; PTX none | "
+        "libold2.so: SASS sm_75; PTX none | 2 more libraries with nothing for 9.0 | 1 other "
+        "library outside the project, with SASS for 9.0 and without PTX for it "
+        "(loaded-libraries.txt lists each); device 9.0."
+    )
+    # Only a/f builds for other devices is nothing for this one too.
+    assert failed_both(vendor("libh.so", "sm_100a")).endswith(
+        "errors. libh.so: SASS sm_100a; PTX none (loaded-libraries.txt lists it); device 9.0."
+    )
+
+
+def test_the_projects_own_code_is_named_first_wherever_it_was_loaded() -> None:
+    sources = [vendor(f"lib{i}.so", "sm_90") for i in range(5)]
+    sources += [own("sm_90", name=f"own{i}.so") for i in range(4)]
+    assert failed_both(*sources).endswith(
+        "errors. own0.so: SASS sm_90; PTX none | own1.so: SASS sm_90; PTX none | own2.so: SASS "
+        "sm_90; PTX none | 1 more artifact of the project's | 5 libraries outside the project, "
+        "all with SASS for 9.0 and none with PTX for it (loaded-libraries.txt lists each); "
+        "device 9.0."
+    )
+    three = [own("sm_90", name=f"own{i}.so") for i in range(3)]
+    three += [vendor(f"libold{i}.so", "sm_75") for i in range(3)]
+    assert " more " not in failed_both(*three)  # three of each are named, none counted
+
+
+def test_entry_points_diagnosed_and_proved_alike_are_said_once() -> None:
+    same = prediction(own("sm_90", "compute_90"), vendor("libtorch_cuda.so", "sm_90"))
+    names = ("check-float32", "check-float16", "other")
+    predictions = [
+        predict.Prediction(n, H200, same.sources, same.native, same.jit, ()) for n in names
+    ]
+    runs = [run(ExecPath.NATIVE, name=n) for n in names] + [
+        run(ExecPath.JIT, 1, NO_IMAGE, name=n) for n in names[:2]
+    ]
+    runs.append(run(ExecPath.JIT, 1, "segfault\n", name="other"))
+    found = predict.diagnose(runs, predictions)
+    assert [d.split(": native passes")[0] for d in found] == [
+        "check-float32, check-float16",
+        "other",
+    ]
+    proved = predict.paths_proved(runs, predictions, frozenset({"app"}))
+    assert [p.split(": ")[0] for p in proved] == ["check-float32, check-float16, other"]
 
 
 def test_an_excused_jit_run_says_what_was_predicted_and_proved() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.record import LoadedLibrary
 from gate.render import text as report
 from gate.rules.causes import ExecPath
 from gate.rules.verdict import Check, CheckState
@@ -95,6 +96,59 @@ def test_a_loaded_library_without_ptx_for_the_device_is_named_as_blocking_forced
         device=Device(Capability.parse("9.0"), Target.parse("sm_90"), "probe", None),
     )
     said = " ".join(report.console(record).split())
-    assert "libtorch_cuda.so: exact SASS (sm_90); no PTX for 9.0: forced JIT cannot run" in said
-    assert "libok.so: exact SASS (sm_90) " in said + " "
-    assert "libok.so: exact SASS (sm_90); no PTX" not in said
+    assert (
+        "libtorch_cuda.so: runs from exact SASS (sm_90); no PTX for 9.0: forced JIT cannot run "
+        "its kernels"
+    ) in said
+    assert "libok.so: runs from exact SASS (sm_90) " in said + " "
+    assert "libok.so: runs from exact SASS (sm_90); no PTX" not in said
+
+
+def _golden(name: str, path: str, *, runs: bool, declared: bool = False) -> LoadedLibrary:
+    """A loaded library as the run records it, its listing read from a golden file."""
+    from gate.reader.read import read_artifact
+
+    listing = read_artifact(Path(__file__).parent / "golden" / name).listing
+    return LoadedLibrary(path, "0" * 64, declared, ("app",), "loaded/x/", listing, runs=runs)
+
+
+def test_many_loaded_libraries_are_counted_once_and_those_that_matter_named() -> None:
+    from dataclasses import replace
+
+    from gate.reader.listing import DeviceEntry, Kind, Listing
+    from gate.record import Device
+    from gate.rules.targets import Capability, Target
+
+    # On 9.0: sm_90a.cubin runs from exact SASS and has no PTX (as torch's libraries);
+    # multi.o is the project's; an sm_75-only library has nothing for 9.0.
+    vendors = [_golden("sm_90a.cubin", f"/site/lib{i}.so", runs=True) for i in range(37)]
+    turing = Listing((DeviceEntry(Kind.SASS, Target.parse("sm_75"), ("k",)),))
+    old = LoadedLibrary(
+        "/site/libold.so", "1" * 64, False, ("app",), "loaded/y/", turing, runs=False
+    )
+    record = replace(
+        make_record(
+            loaded=[
+                *vendors,
+                old,
+                _golden("multi.o", "/site/_C.so", runs=True, declared=True),
+            ]
+        ),
+        device=Device(Capability.parse("9.0"), Target.parse("sm_90"), "probe", None),
+    )
+    console = report.console(record, total=100)
+    section = console.split("Loaded libraries with device code:\n")[1].split("\n\n")[0]
+    said = [" ".join(item.split()) for item in section.split("  - ")[1:]]
+    assert said[0] == "libold.so: NOTHING RUNS HERE (no code for 9.0); SASS sm_75; PTX none"
+    assert said[1].startswith("_C.so (project): runs from exact SASS (sm_90)")
+    assert said[2] == (
+        "37 other libraries run here: 37 from exact SASS (sm_90a); all 37 ship no PTX for 9.0 "
+        "(lib0.so, lib1.so, lib10.so and 34 more): forced JIT cannot run their kernels "
+        "(loaded-libraries.txt lists each)"
+    )
+    assert len(said) == 3
+    assert "lib5.so" not in console  # counted, not listed
+    markdown = report.markdown(record, [])
+    for text in (console, markdown):  # each says it once
+        assert " ".join(text.split()).count("37 other libraries run here") == 1
+        assert text.count("Loaded libraries with device code") == 1

@@ -220,18 +220,30 @@ def _exit_status(
     """BadInputError when nothing was read or a file could not be; NotAcceptedError when a
     required device lacks code."""
     from gate.errors import BadInputError, NotAcceptedError
+    from gate.reader.wording import plural
 
     if not reports:
         shown = ", ".join(str(p) for p in args.paths)
         raise BadInputError(f"{shown}: no file to inspect (no ELF file, archive, wheel or fatbin)")
     failed = [r for r in reports if r.error]
     if failed:
-        raise BadInputError(f"{len(failed)} of {len(reports)} artifacts could not be read")
+        raise BadInputError(_unreadable(len(failed), len(reports)))
     if unmet:
         devices = ", ".join(str(c) for c in required)
-        raise NotAcceptedError(
-            f"{len(unmet)} artifact/device pair(s) without code for a required device ({devices})"
-        )
+        pairs = plural(len(unmet), "artifact/device pair")
+        raise NotAcceptedError(f"{pairs} without code for a required device ({devices})")
+
+
+def _unreadable(failed: int, read: int) -> str:
+    """``1 of 3 artifacts could not be read``; ``the artifact could not be read`` (1 of 1);
+    ``none of the 3 artifacts could be read``."""
+    if failed < read:
+        return f"{failed:,} of {read:,} artifacts could not be read"
+    return (
+        "the artifact could not be read"
+        if read == 1
+        else (f"none of the {read:,} artifacts could be read")
+    )
 
 
 def detect_devices() -> list[Any]:

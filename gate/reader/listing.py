@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from gate.reader.wording import kernels_by, no_code_for, plural
 from gate.rules.routes import Path, Route, general, judge, ptx_route, route
 from gate.rules.targets import Capability, Target, Version
 
@@ -109,9 +110,9 @@ class DevicePrediction:
             return f"nothing built for this device ({plural(elsewhere, 'kernel')} only for others)"
         if self.native:
             return "native" + note
-        missing = sum(len(ks) for r, ks in self.by_route if r.path is Path.NONE)
+        missing = [k for r, ks in self.by_route if r.path is Path.NONE for k in ks]
         if missing:
-            return f"no code for {missing} of {plural(expected, 'kernel')}{note}"
+            return no_code_for(missing, expected) + note
         if not self.runnable:
             return "PTX JIT needs a newer driver" + note
         jit_only = all(k.route.path is Path.PTX_JIT for k in self.kernels if k.route.expected())
@@ -142,11 +143,6 @@ def missing_by_target(
             if k is kind and len(present) < len(everything):
                 out[str(target)] = [name for name in ordered if name not in present]
     return out
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 kernel``, ``3 kernels``: a count with its noun agreeing."""
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
 @dataclass(frozen=True)
@@ -188,7 +184,7 @@ class LibraryRoutes:
             return f"{self.capability}: {self.best.describe()} (per target; no kernel names read)"
         if not self.kernels:
             return f"{self.capability}: no kernels"
-        parts = ", ".join(f"{n:,} {path.value}" for path, n in self.counts)
+        parts = ", ".join(kernels_by(path, n) for path, n in self.counts)
         head = f"{self.capability}: {plural(self.kernels, 'kernel')}"
         return f"{head}: {parts}; best {self.best.describe()}"
 

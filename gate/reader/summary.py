@@ -21,9 +21,9 @@ from gate.reader.listing import (
     Kind,
     Listing,
     missing_by_target,
-    plural,
 )
 from gate.reader.read import ArtifactReport
+from gate.reader.wording import kernels_by, plural
 from gate.rules.routes import Path, Route, judge
 from gate.rules.targets import Capability, Target, Version
 
@@ -295,8 +295,12 @@ def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
         lines.append("  routes per target, each standing for every kernel (--names: per kernel)")
     for dev in art["devices"]:
         parts = [
-            f"{r['route']}" + (f": {plural(r['kernels'], 'kernel')}" if dev["per_kernel"] else "")
+            kernels_by(Path(r["path"]), r["kernels"], r["route"])
+            if dev["per_kernel"]
+            else r["route"]
             for r in dev["routes"]
+            # The verdict already says how many have no code or are only for other devices.
+            if Path(r["path"]) not in (Path.NONE, Path.OTHER_DEVICES)
         ]
         if not parts:
             lines.append(f"  device {dev['capability']}: {dev['verdict']}")

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TextIO
 
 from gate.reader.listing import Kind
-from gate.record import LoadedLibrary, RunRecord
+from gate.reader.wording import library_on, reached
+from gate.record import LOADED_LIST, LoadedLibrary, RunRecord
 from gate.rules.targets import Capability
 from gate.rules.verdict import Check, StageStatus, Verdict
 
@@ -135,18 +136,7 @@ def _sections(record: RunRecord) -> list[tuple[str, Sequence[str]]]:
     if any(s.status is not StageStatus.RAN for s in record.stages):
         found.append(("Stages", stages))
     if record.loaded_libraries:
-        found.append(
-            (
-                "Loaded libraries with device code",
-                [
-                    f"{Path(lib.path).name}: {lib.route or 'not judged'}"
-                    + (" (project)" if lib.declared or lib.strict else "")
-                    + ("" if lib.runs is not False else " - NOTHING RUNS HERE")
-                    + _no_jit(lib, record.device.capability)
-                    for lib in record.loaded_libraries
-                ],
-            )
-        )
+        found.append(("Loaded libraries with device code", _loaded(record)))
     if record.paths_proved:
         found.append(("Paths proved", record.paths_proved))
     if record.diagnoses:
@@ -156,13 +146,75 @@ def _sections(record: RunRecord) -> list[tuple[str, Sequence[str]]]:
     return found
 
 
-def _no_jit(library: LoadedLibrary, cap: Capability | None) -> str:
-    """A note for a library that runs natively but has no PTX for forced JIT on ``cap``."""
-    if cap is None or library.runs is False:
+_GROUPS = 3  # routes of the libraries not named, counted each; the rest counted together
+_NAMED = 3  # libraries outside the project that run here, named one a line; more are counted
+
+
+def _loaded(record: RunRecord) -> list[str]:
+    """The loaded libraries that matter for the verdict, each on a line: the project's, and
+    any where nothing runs; the rest (torch: dozens) counted by route in one line. Every
+    one is listed in loaded-libraries.txt, its device code in its loaded/ folder."""
+    cap = record.device.capability
+    named: list[str] = []
+    rest: list[LoadedLibrary] = []
+    for lib in record.loaded_libraries:
+        own = lib.declared or lib.strict
+        if own or lib.runs is False or cap is None:
+            named.append(_one(lib, cap, own=own))
+        else:
+            rest.append(lib)
+    if cap is not None and len(rest) > _NAMED:
+        named.append(_the_rest(rest, cap, other=bool(named)))
+    elif cap is not None:  # a few: each on its own line, as short as the count would be
+        named += [_one(lib, cap, own=False) for lib in rest]
+    return named
+
+
+def _one(lib: LoadedLibrary, cap: Capability | None, *, own: bool) -> str:
+    name = Path(lib.path).name + (" (project)" if own else "")
+    if cap is None:
+        return f"{name}: {lib.route or 'not judged'}"
+    route = lib.listing.target_route(cap)
+    has_ptx = lib.listing.ptx_route(cap) is not None
+    how = library_on(route, cap, runs=lib.runs, has_ptx=has_ptx)
+    if lib.runs is False:  # what it does carry explains why
+        sass = " ".join(str(t) for t in lib.listing.targets(Kind.SASS)) or "none"
+        ptx = " ".join(str(t) for t in lib.listing.targets(Kind.PTX)) or "none"
+        how += f"; SASS {sass}; PTX {ptx}"
+    return f"{name}: {how}"
+
+
+def _the_rest(libs: Sequence[LoadedLibrary], cap: Capability, *, other: bool) -> str:
+    """``37 other libraries run here: 35 from exact SASS (sm_90), 2 from compatible SASS
+    (sm_86); none of them ships PTX for 9.0: ...``, naming the evidence file."""
+    groups: dict[str, int] = {}
+    for lib in libs:
+        route = lib.listing.target_route(cap)
+        said = reached(route.path, route.describe())
+        groups[said] = groups.get(said, 0) + 1
+    ranked = sorted(groups.items(), key=lambda g: -g[1])  # stable: first seen among equals
+    parts = [f"{n:,} {said}" for said, n in ranked[:_GROUPS]]
+    if len(ranked) > _GROUPS:
+        parts.append(f"{sum(n for _, n in ranked[_GROUPS:]):,} by other routes")
+    n = len(libs)
+    head = f"{n:,} {'other ' if other else ''}{'library runs' if n == 1 else 'libraries run'}"
+    return f"{head} here: {', '.join(parts)}{_without_ptx(libs, cap)} ({LOADED_LIST} lists each)"
+
+
+def _without_ptx(libs: Sequence[LoadedLibrary], cap: Capability) -> str:
+    """``; all 37 ship no PTX for 9.0 (libtorch_cuda.so, ... and 34 more): ...``, the
+    largest named first (most bytes of device code); empty when every one has PTX."""
+    bare = [lib for lib in libs if lib.listing.ptx_route(cap) is None]
+    if not bare:
         return ""
-    if any(e.target.ptx_jits_for(cap) for e in library.listing.of_kind(Kind.PTX)):
-        return ""
-    return f"; no PTX for {cap}: forced JIT cannot run its kernels"
+    bare.sort(key=lambda lib: (-sum(e.size for e in lib.listing.entries), Path(lib.path).name))
+    names = ", ".join(Path(lib.path).name for lib in bare[:_NAMED])
+    if len(bare) > _NAMED:
+        names += f" and {len(bare) - _NAMED:,} more"
+    which = f"all {len(bare):,}" if len(bare) == len(libs) else f"{len(bare):,} of them"
+    verb = "ships" if len(bare) == 1 else "ship"
+    whose = "its" if len(bare) == 1 else "their"
+    return f"; {which} {verb} no PTX for {cap} ({names}): forced JIT cannot run {whose} kernels"
 
 
 def markdown(record: RunRecord, facts: Sequence[tuple[str, str]]) -> str:

@@ -35,7 +35,8 @@ from gate.reader import read as reader
 from gate.reader import summary
 from gate.reader.cache import loaded_library
 from gate.reader.listing import Kind, Listing
-from gate.record import LoadedLibrary
+from gate.reader.wording import library_on
+from gate.record import LOADED_LIST, LoadedLibrary
 from gate.rules.causes import Cause
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import Route
@@ -146,7 +147,7 @@ def judge(
             found = runtime_compiler(path)
             if found:
                 _add(compilers.setdefault(done.entry_point.name, []), found)
-    with_code = _with_code(evidence, users, use_cache=use_cache, prefetch=prefetch)
+    with_code, listed = _with_code(users, use_cache=use_cache, prefetch=prefetch)
     by_digest = {a.sha256: a for a in artifacts}
     by_name = {a.path.name: a for a in artifacts}
     prefixes: set[str] = set()
@@ -189,6 +190,7 @@ def judge(
         )
         for entry, names in compilers.items()
     ]
+    evidence.write_text(LOADED_LIST, _listing_text(listed, libraries, cap))
     by_entry = {
         name: tuple(lib for lib in libraries if name in lib.entry_points)
         for name in dict.fromkeys(d.entry_point.name for d in runs)
@@ -214,14 +216,17 @@ def write_views(evidence: EvidenceDir, judged: Judged, cap: Capability) -> None:
         evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
 
 
+_Listed = tuple[Path, str, list[str], str | None]  # path, mark, loaded by, digest if code
+
+
 def _with_code(
-    evidence: EvidenceDir,
     users: dict[Path, list[str]],
     *,
     use_cache: bool = True,
     prefetch: Prefetch | None = None,
-) -> dict[str, tuple[Path, reader.ArtifactReport, list[str]]]:
-    """Per SHA-256, the libraries with device code; loaded-libraries.txt lists them all.
+) -> tuple[dict[str, tuple[Path, reader.ArtifactReport, list[str]]], list[_Listed]]:
+    """Per SHA-256, the libraries with device code; and every loaded path with its mark,
+    for loaded-libraries.txt.
 
     The same bytes loaded through two paths (a symlink, a copy) are one library.
     """
@@ -230,10 +235,10 @@ def _with_code(
             prefetch = own.enter_context(Prefetch(use_cache=use_cache))
         prefetch.add(users)
         reads = [prefetch.get(path) for path in users]
-    lines: list[str] = []
+    listed: list[_Listed] = []
     found: dict[str, tuple[Path, reader.ArtifactReport, list[str]]] = {}
     for (path, entry_names), (mark, read) in zip(users.items(), reads, strict=True):
-        lines.append(f"{path}  [{mark}]  loaded by {', '.join(entry_names)}\n")
+        listed.append((path, mark, entry_names, read[1] if read else None))
         if read is None:
             continue
         report, digest = read
@@ -242,8 +247,24 @@ def _with_code(
                 _add(found[digest][2], name)
         else:
             found[digest] = (path, report, list(entry_names))
-    evidence.write_text("loaded-libraries.txt", "".join(lines) or "nothing recorded\n")
-    return found
+    return found, listed
+
+
+def _listing_text(listed: Sequence[_Listed], judged: Sequence[Library], cap: Capability) -> str:
+    """loaded-libraries.txt: every object the runs loaded, one a line, and for each with
+    device code how it runs on ``cap`` (the full list the summary counts)."""
+    by_digest = {lib.sha256: lib for lib in judged}
+    lines = []
+    for path, mark, entry_names, digest in listed:
+        lib = by_digest.get(digest) if digest else None
+        if lib is not None:
+            has_ptx = lib.listing.ptx_route(cap) is not None
+            how = library_on(lib.route, cap, runs=lib.runs, has_ptx=has_ptx)
+            said = f"{mark}{' (project)' if lib.own else ''}: {how}"
+        else:
+            said = mark
+        lines.append(f"{path}  [{said}]  loaded by {', '.join(entry_names)}\n")
+    return "".join(lines) or "nothing recorded\n"
 
 
 def _not_the_artifact(library: Library, twin: Inspected) -> Check:

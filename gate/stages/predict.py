@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.reader.listing import Kind, Listing
+from gate.record import LOADED_LIST
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
+from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import jit_support, min_driver, ptx_route, sass_route
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import Check, CheckState
@@ -333,48 +335,63 @@ def _all_proved(names: Sequence[str], proved: frozenset[str]) -> bool:
 
 
 def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str]:
-    """The seed's diagnosis for each failure combination, with the evidence behind it."""
-    out: list[str] = []
+    """The seed's diagnosis for each failure combination, with the evidence behind it.
+
+    Entry points diagnosed alike (four checks of one torch extension) are named together,
+    so a diagnosis is said once.
+    """
+    found: list[tuple[str, str]] = []
     for prediction in predictions:
         pair = {r.path: r for r in runs if r.entry_point.name == prediction.entry}
         native, jit = pair.get(ExecPath.NATIVE), pair.get(ExecPath.JIT)
         if native is None or jit is None or (native.passed and jit.passed):
             continue
-        code = _code_summary(prediction.sources)
-        name = prediction.entry
-        if not native.passed and jit.passed:
-            out.append(
-                f"{name}: native fails ({native.reason()}) but PTX JIT passes: revisit the native "
-                f"target and the final link step. {code}; device {prediction.capability}."
-            )
-        elif native.passed and prediction.jit_blocked_by_library:
-            out.append(
-                f"{name}: native passes; whole-program forced JIT cannot run because "
-                f"{prediction.jit.basis} (the run: {jit.reason()}). {code}."
-            )
-        elif native.passed:
-            note = ""
-            if jit.failure is not None and jit.failure.cause() is Cause.UNSUPPORTED_PTX:
-                note = " The driver is older than the PTX ISA needs."
-            if prediction.jit.can_run is False:
-                note += f" Inspection said so: {prediction.jit.basis}."
-            out.append(
-                f"{name}: native passes but PTX JIT fails ({jit.reason()}): check that PTX is "
-                f"present and that the driver supports its ISA version. {code}.{note}"
-            )
-        elif _both_for_want_of_code(prediction, native, jit):
-            out.append(
-                f"{name}: both paths fail, each for its own reason: native: "
-                f"{prediction.native.basis} ({native.reason()}); forced JIT: "
-                f"{prediction.jit.basis} ({jit.reason()}). {code}; device {prediction.capability}."
-            )
-        else:
-            out.append(
-                f"{name}: both paths fail (native: {native.reason()}; JIT: {jit.reason()}): "
-                "investigate the toolchain, runtime libraries and device state using these "
-                f"errors. {code}; device {prediction.capability}."
-            )
-    return out
+        found.append((prediction.entry, _diagnosis(prediction, native, jit)))
+    return _merged(found)
+
+
+def _diagnosis(prediction: Prediction, native: Run, jit: Run) -> str:
+    """One entry point's diagnosis, without its name."""
+    code = _code_summary(prediction)
+    if not native.passed and jit.passed:
+        return (
+            f"native fails ({native.reason()}) but PTX JIT passes: revisit the native "
+            f"target and the final link step. {code}; device {prediction.capability}."
+        )
+    if native.passed and prediction.jit_blocked_by_library:
+        return (
+            f"native passes; whole-program forced JIT cannot run because "
+            f"{prediction.jit.basis} (the run: {jit.reason()}). {code}."
+        )
+    if native.passed:
+        note = ""
+        if jit.failure is not None and jit.failure.cause() is Cause.UNSUPPORTED_PTX:
+            note = " The driver is older than the PTX ISA needs."
+        if prediction.jit.can_run is False:
+            note += f" Inspection said so: {prediction.jit.basis}."
+        return (
+            f"native passes but PTX JIT fails ({jit.reason()}): check that PTX is "
+            f"present and that the driver supports its ISA version. {code}.{note}"
+        )
+    if _both_for_want_of_code(prediction, native, jit):
+        return (
+            f"both paths fail, each for its own reason: native: "
+            f"{prediction.native.basis} ({native.reason()}); forced JIT: "
+            f"{prediction.jit.basis} ({jit.reason()}). {code}; device {prediction.capability}."
+        )
+    return (
+        f"both paths fail (native: {native.reason()}; JIT: {jit.reason()}): "
+        "investigate the toolchain, runtime libraries and device state using these "
+        f"errors. {code}; device {prediction.capability}."
+    )
+
+
+def _merged(said: Sequence[tuple[str, str]]) -> list[str]:
+    """``a, b: text`` for entry points whose text is the same, in first-seen order."""
+    names: dict[str, list[str]] = {}
+    for entry, text in said:
+        names.setdefault(text, []).append(entry)
+    return [f"{', '.join(entries)}: {text}" for text, entries in names.items()]
 
 
 def _both_for_want_of_code(prediction: Prediction, native: Run, jit: Run) -> bool:
@@ -387,26 +404,78 @@ def _both_for_want_of_code(prediction: Prediction, native: Run, jit: Run) -> boo
     )
 
 
-def _code_summary(sources: Sequence[Source]) -> str:
-    if not sources:
+def _code_summary(prediction: Prediction) -> str:
+    """The code behind a verdict, compactly: the targets of the project's own code and of
+    the libraries outside it that have nothing for the device (at most three named), the
+    rest of them counted in one phrase; every one is in loaded-libraries.txt."""
+    cap = prediction.capability
+    own = [s for s in prediction.sources if s.own]
+    vendors = [s for s in prediction.sources if not s.own]
+    bare = [s for s in vendors if _nothing_for(s.listing, cap)]
+    parts = [_targets(s) for s in own[:_NAMED]]
+    if len(own) > _NAMED:
+        parts.append(f"{count(len(own) - _NAMED, 'more artifact')} of the project's")
+    parts += [_targets(s) for s in bare[:_NAMED]]
+    if len(bare) > _NAMED:
+        parts.append(f"{_libraries(len(bare) - _NAMED, 'more')} with nothing for {cap}")
+    rest = [s for s in vendors if s not in bare]
+    if rest:
+        parts.append(_the_rest(rest, cap, other=bool(bare)))
+    if not parts:
         return "No inspected device code"
-    parts = []
-    for s in sources[:4]:
-        sass = " ".join(str(t) for t in s.listing.targets(Kind.SASS)) or "none"
-        ptx = []
-        for e in s.listing.of_kind(Kind.PTX):
-            need = min_driver(e.ptx_isa) if e.ptx_isa else None
-            text = f"{e.target} ISA {e.ptx_isa or '?'}" + (f" (driver >= {need})" if need else "")
-            ptx.append(text)
-        parts.append(f"{s.name}: SASS {sass}; PTX {', '.join(dict.fromkeys(ptx)) or 'none'}")
-    return " | ".join(parts)
+    listed = f" ({LOADED_LIST} lists {'it' if len(vendors) == 1 else 'each'})" if vendors else ""
+    return " | ".join(parts) + listed
+
+
+_NAMED = 3  # sources named with their targets in a code summary, per kind
+
+
+def _targets(source: Source) -> str:
+    """``app: SASS sm_80 sm_90; PTX compute_90 ISA 9.0 (driver >= 13.0)``."""
+    sass = " ".join(str(t) for t in source.listing.targets(Kind.SASS)) or "none"
+    ptx = []
+    for e in source.listing.of_kind(Kind.PTX):
+        need = min_driver(e.ptx_isa) if e.ptx_isa else None
+        ptx.append(f"{e.target} ISA {e.ptx_isa or '?'}" + (f" (driver >= {need})" if need else ""))
+    return f"{source.name}: SASS {sass}; PTX {', '.join(dict.fromkeys(ptx)) or 'none'}"
+
+
+def _nothing_for(listing: Listing, cap: Capability) -> bool:
+    """No SASS that runs on ``cap`` and no PTX that JIT-compiles for it (gate.rules.routes)."""
+    return listing.target_route(cap).path in (RoutePath.NONE, RoutePath.OTHER_DEVICES)
+
+
+def _the_rest(sources: Sequence[Source], cap: Capability, *, other: bool) -> str:
+    """``37 libraries outside the project, all with SASS for 9.0 and none with PTX for it``."""
+    n = len(sources)
+    sass = sum(1 for s in sources if sass_route(s.listing.targets(Kind.SASS), cap) is not None)
+    ptx = sum(1 for s in sources if s.listing.ptx_route(cap) is not None)
+    return (
+        f"{_libraries(n, 'other' if other else '')} outside the project, {_with(sass, n)} SASS "
+        f"for {cap} and {_with(ptx, n)} PTX for it"
+    )
+
+
+def _libraries(n: int, adjective: str) -> str:
+    """``1 library``, ``3 other libraries``."""
+    word = f"{adjective} " if adjective else ""
+    return count(n, f"{word}library", f"{word}libraries")
+
+
+def _with(k: int, n: int) -> str:
+    """How many of ``n`` have something: ``with``/``without`` (of one), ``all with``, ``none
+    with``, ``3 with``."""
+    if n == 1:
+        return "with" if k else "without"
+    return "all with" if k == n else "none with" if k == 0 else f"{k} with"
 
 
 def paths_proved(
     runs: Sequence[Run], predictions: Sequence[Prediction], proved: frozenset[str]
 ) -> list[str]:
-    """Per entry point, which paths were proved for which code (the verdict's fine print)."""
-    out = []
+    """Per entry point, which paths were proved for which code (the verdict's fine print);
+    entry points proved alike are named together."""
+    out: list[tuple[str, str]] = []
     for prediction in predictions:
         pair = {r.path: r for r in runs if r.entry_point.name == prediction.entry}
         native, jit = pair.get(ExecPath.NATIVE), pair.get(ExecPath.JIT)
@@ -431,5 +500,5 @@ def paths_proved(
             words.append(proved_own)
         else:
             words.append("forced JIT NOT proved")
-        out.append(f"{prediction.entry}: {'; '.join(words)}")
-    return out
+        out.append((prediction.entry, "; ".join(words)))
+    return _merged(out)
