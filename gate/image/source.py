@@ -28,6 +28,9 @@ ARCHIVES = ("oci-archive", "docker-archive")
 RUNTIMES = ("podman", "docker")
 PREFIXES = ("oci", *ARCHIVES, *RUNTIMES)
 _TAR_MAGIC_AT = 257
+# docker-archive writes manifest.json after every layer's four members: look past
+# a few hundred layers, never through a whole rootfs tarball (not an image).
+_HEADERS_LOOKED_AT = 4096
 _TOP_FILES = frozenset(("index.json", "manifest.json", "oci-layout"))
 
 
@@ -77,14 +80,14 @@ def _split_ref(rest: str) -> tuple[Path, str | None]:
 
 
 def _image_tarball(path: Path) -> bool:
-    """A tar file with an image's top-level files (checked from the first headers only)."""
+    """A tar file with an image's top-level files (looked for among its first headers)."""
     try:
         with path.open("rb") as handle:
             head = handle.read(512)
         if head[_TAR_MAGIC_AT : _TAR_MAGIC_AT + 5] != b"ustar":
             return False
         with tarfile.open(path, "r:") as tar:
-            for _, member in zip(range(64), tar, strict=False):
+            for _, member in zip(range(_HEADERS_LOOKED_AT), tar, strict=False):
                 if member.name.removeprefix("./") in _TOP_FILES:
                     return True
     except (OSError, tarfile.TarError):
