@@ -40,6 +40,7 @@ LAYERS = (
     ("gate.buildcache", 5),
     ("gate.evidence", 5),
     ("gate.cuobjdump", 5),
+    ("gate.image", 5),  # container images: reads with gate.reader, saves through gate.proc
     ("gate.record", 6),
     ("gate.render", 7),
     ("gate.attest", 8),

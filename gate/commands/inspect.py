@@ -13,6 +13,7 @@ nothing to judge (no device code, LTO IR only) and a path with no file at all fa
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gate.commands.stdout import Stdout
     from gate.reader.limits import Limits
+    from gate.render.live import Counter
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +34,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(every .so inside, read from the zip), raw cubins and fatbins, and folders of "
         "them; predict the route each kernel takes per device. Needs no CUDA toolkit.",
     )
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        type=str,  # not Path: it would fold the "//" of a transport such as docker://
+        metavar="PATH",
+        help="files and folders; and container images: an OCI layout folder, an oci-archive "
+        "or docker-archive tarball (recognised by content, or named oci:DIR, oci-archive:TAR, "
+        "docker-archive:TAR), or a local runtime's image as podman:NAME or docker:NAME",
+    )
+    parser.add_argument(
+        "--platform",
+        type=_platform,
+        default=None,
+        metavar="OS/ARCH",
+        help="the image to read from a multi-platform index, as linux/arm64 or linux/arm/v7 "
+        "(default: the only one, else this machine's)",
+    )
     parser.add_argument(
         "--device",
         action="append",
@@ -129,6 +147,17 @@ def _limits(args: argparse.Namespace) -> Limits:
     return Limits.from_env().overridden(**given)
 
 
+def _platform(text: str) -> Any:  # noqa: ANN401  (a Platform: imported only when used)
+    """An image platform as typed, refused when malformed (argparse type: exit 2)."""
+    from gate.errors import ConfigError
+    from gate.image.platforms import Platform
+
+    try:
+        return Platform.parse(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(e.message) from e
+
+
 def _capability_text(text: str) -> str:
     """A device as typed, refused when it is no capability (argparse type: exit 2).
 
@@ -148,8 +177,8 @@ def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
     from gate.commands.stdout import Stdout
     from gate.demangle import demangle
+    from gate.image.reports import Seen, read_sources, with_images
     from gate.reader import summary as inspect_view
-    from gate.reader.read import read_paths
     from gate.render.live import Counter, LiveLine
     from gate.rules.targets import parse_target_or_capability
 
@@ -166,35 +195,48 @@ def handle(args: argparse.Namespace) -> int:
     scan = not args.no_scan
     names = args.names or args.strict
     limits = _limits(args)
-    reports = []
+    read: list[Any] = []  # gate.image.reports.Found: a report and its place in an image
     unmet = []
     # Only names are worth caching: headers alone are read faster than the file is hashed.
     cache = names and not args.no_cache
     # A long read says how far it is: on a terminal in place, in a log every 10 s.
     count = Counter("inspect", say=_say, live=LiveLine(sys.stderr))
-    found = read_paths(
-        args.paths, names=names, scan=scan, limits=limits, cache=cache, progress=count
-    )
-    for report in found:
-        reports.append(report)
+    seen = Seen(say=None if args.json else functools.partial(_above, out, count))
+    for found in read_sources(
+        args.paths, platform=args.platform, names=names, scan=scan, limits=limits,
+        cache=cache, on_image=seen, progress=count,
+    ):  # fmt: skip
+        report = found.report
+        read.append(found)
         count.clear()  # the table and the errors never share a line with it
         if report.error:
             _say(f"cuda-gate: error: {report.error}")
         elif not args.json:
             art = inspect_view.artifact_json(report, caps, with_entries=False)
-            out.write(inspect_view.console(art, demangle=demangle), flush=count.live is not None)
+            text = inspect_view.console(art, demangle=demangle)
+            if found.origin:
+                text += found.origin.console()
+            out.write(text, flush=count.live is not None)
         for cap in required:
             reason = inspect_view.unmet(report, cap, per_kernel=args.strict)
             if reason:
                 unmet.append(reason)
                 _say(f"cuda-gate: error: {reason}")
     count.clear()
+    reports = [f.report for f in read]
     if args.json or args.output:
-        _write_document(args, inspect_view.document(reports, caps, names=names, scan=scan), out)
+        doc = inspect_view.document(reports, caps, names=names, scan=scan)
+        _write_document(args, with_images(doc, seen.images, [f.origin for f in read]), out)
     out.flush()
     _exit_status(args, reports, unmet, required)
     out.done()
     return 0
+
+
+def _above(out: Stdout, count: Counter, text: str) -> None:
+    """Text on stdout, the live progress line cleared first."""
+    count.clear()
+    out.write(text, flush=count.live is not None)
 
 
 def _say(line: str) -> None:
