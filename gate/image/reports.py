@@ -23,8 +23,8 @@ from gate.image.platforms import Platform
 from gate.image.source import Source, opened, parse
 from gate.reader.artifacts import shown
 from gate.reader.limits import Limits
-from gate.reader.listing import plural
 from gate.reader.read import ArtifactReport, Progress, read_paths
+from gate.reader.wording import plural
 
 
 @dataclass(frozen=True, slots=True)
