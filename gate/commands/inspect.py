@@ -99,6 +99,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(by SHA-256, reader version and mode; $CUDA_GATE_CACHE_DIR, else "
         "$XDG_CACHE_HOME/cuda-gate, else ~/.cache/cuda-gate)",
     )
+    env = parser.add_argument_group(
+        "environments",
+        "A virtual environment, a site-packages folder, a folder of wheels or a requirements "
+        "lock (name==version lines, wheels beside it) is read by distribution: one verdict "
+        "line per distribution per device and a summary; --require-device then fails "
+        "distributions, and one with no device code needs none.",
+    )
+    env.add_argument(
+        "--by-distribution",
+        action="store_true",
+        help="read every PATH by distribution (wheels, folders), even one that is no environment",
+    )
+    env.add_argument(
+        "--cuda-runtime",
+        type=_runtime_text,
+        default=None,
+        metavar="X.Y",
+        help="the CUDA runtime that loads builds chosen by runtime (libx_cuda128.so): only "
+        "the build named for it counts (default: every build, best first)",
+    )
+    env.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every group of identical artifacts and every name",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
         "--output", type=Path, default=None, help="also write the JSON document to this file"
@@ -144,11 +169,25 @@ def _capability_text(text: str) -> str:
     return text
 
 
+def _runtime_text(text: str) -> str:
+    """A CUDA runtime version (12.8), refused when it is none (argparse type: exit 2)."""
+    from gate.errors import ConfigError
+    from gate.rules.targets import Version
+
+    try:
+        Version.parse(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(e.message) from e
+    return text
+
+
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
+    from gate.commands import environment
     from gate.commands.stdout import Stdout
     from gate.demangle import demangle
     from gate.reader import summary as inspect_view
+    from gate.reader.distributions import is_environment
     from gate.reader.read import read_paths
     from gate.rules.targets import parse_target_or_capability
 
@@ -165,6 +204,10 @@ def handle(args: argparse.Namespace) -> int:
     scan = not args.no_scan
     names = args.names or args.strict
     limits = _limits(args)
+    if args.by_distribution or any(is_environment(p) for p in args.paths):
+        environment.handle(args, caps, required, limits, out)
+        out.done()
+        return 0
     reports = []
     unmet = []
     # Only names are worth caching: headers alone are read faster than the file is hashed.
