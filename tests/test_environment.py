@@ -215,8 +215,7 @@ def test_require_device_fails_exactly_the_distributions_that_cannot_run(
     assert failed == ["hopper"]
     code = main(["inspect", "--no-detect", "--require-device", "12.1", "--cuda-runtime", "12.4",
                  str(venv)])  # fmt: skip
-    err = capsys.readouterr().err
-    assert "quant 2.0: does not run on 12.1" in err
+    assert "quant 2.0: does not run on 12.1" in capsys.readouterr().err
 
 
 def test_json_keeps_the_grouping_and_validates(
