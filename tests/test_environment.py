@@ -198,7 +198,7 @@ def test_inspect_prints_one_line_per_distribution_and_a_summary(
     assert rows["fastlib"].endswith("12.1    compatible SASS (sm_120)")
     assert rows["quant"].endswith("compatible SASS (sm_120) with CUDA runtime 12.8")
     assert "mixed: 1 compatible SASS, 1 only for other devices; does not run" in rows["hopper"]
-    assert "    12.1 only for other devices: 1 library: hopper/libh.so" in out
+    assert "    12.1 only for other devices: 1 file: hopper/libh.so" in out
     assert any(line.startswith("no device code (") and "puresrc 0.1" in line for line in out)
     assert "alternatives loaded by CUDA runtime" in "\n".join(out)
     header = next(i for i, line in enumerate(out) if line.startswith("summary"))
@@ -258,3 +258,38 @@ def test_a_folder_of_wheels_and_a_lock_are_read_by_distribution(
     assert "missing==2.0: no wheel for it" in captured.err
     assert "fast " in captured.out
     assert "old " not in captured.out
+
+
+def test_identical_artifacts_collapse_into_one_line_with_a_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = tmp_path / "cubins-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for i in range(40):
+            z.write(SM90A, f"cubins/k{i:02}.cubin")
+        z.write(SM120, "cubins/libk.so")
+        z.writestr("cubins-1.0.dist-info/METADATA", "Name: cubins\nVersion: 1.0\n")
+    args = ["inspect", "--no-detect", "--by-distribution", "--device", "12.1", str(wheel)]
+    assert main(args) == 0
+    short = capsys.readouterr().out.splitlines()
+    others = (
+        "    12.1 only for other devices: 40 files: "
+        "cubins/k00.cubin, cubins/k01.cubin, cubins/k02.cubin, +37 more"
+    )
+    assert short[2:5] == [
+        (
+            "cubins        1.0      12.1    mixed: 1 compatible SASS, 40 only for other devices; "
+            "does not run"
+        ),
+        "    12.1 compatible SASS (sm_120): 1 file: cubins/libk.so",
+        others,
+    ]
+    assert len(short) == 7  # a title, the table's head, 3 lines, the summary's 2
+    assert main([*args, "--verbose"]) == 0
+    long = capsys.readouterr().out.splitlines()
+    every = ", ".join(f"cubins/k{i:02}.cubin" for i in range(40))
+    assert f"    40 files [SASS sm_90a] 12.1: only for other devices: {every}" in long
+    assert (
+        "    1 file [SASS sm_80..sm_120 (2), PTX compute_80] 12.1: compatible SASS (sm_120): "
+        "cubins/libk.so"
+    ) in long

@@ -34,8 +34,10 @@ from gate.reader.artifacts import shown
 from gate.reader.limits import Limits
 from gate.reader.read import ArtifactReport, read_found
 
-# Folders never walked into under a root: an image's virtual file systems and caches.
-_SKIP = frozenset({"proc", "sys", "dev", "__pycache__", ".git"})
+# Folders never searched for site-packages: caches anywhere, and at the top of a root
+# an image's virtual file systems.
+_SKIP = frozenset({"__pycache__", ".git"})
+_SKIP_TOP = frozenset({"proc", "sys", "dev"})
 _SITE = frozenset({"site-packages", "dist-packages"})
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([^\s;#\\]+)")
 
@@ -119,8 +121,9 @@ def site_packages(root: Path) -> tuple[Path, ...]:
     every folder named site-packages or dist-packages (not searched inside)."""
     found = [root] if _holds_dist_info(root) else []
     for folder, dirs, _ in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP)
         here = Path(folder)
+        top = _SKIP_TOP if here == root else frozenset()
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP and d not in top)
         if here.name in _SITE and here != root:
             found.append(here)
             dirs[:] = []

@@ -110,7 +110,7 @@ def _block(v: DistributionVerdict, name_w: int, ver_w: int, verbose: bool) -> li
             f"{name:<{name_w}}  {version:<{ver_w}}  {dev.capability!s:<6}  {verdict_text(dev)}"
         )
     for s in v.sets:
-        lines += _set_lines(s, v, verbose)
+        lines += _set_lines(s, v)
     for dev in v.devices:
         if dev.category is Category.MIXED:
             lines += _mixed_lines(dev, verbose)
@@ -121,7 +121,7 @@ def _block(v: DistributionVerdict, name_w: int, ver_w: int, verbose: bool) -> li
     return lines
 
 
-def _set_lines(s: VariantSet, v: DistributionVerdict, verbose: bool) -> list[str]:
+def _set_lines(s: VariantSet, v: DistributionVerdict) -> list[str]:
     lines = [f"    alternatives {s.rule.says}: {s.family}"]
     for dev in v.devices:
         part = next((p for p in dev.parts if p.variants is s), None)
@@ -131,7 +131,8 @@ def _set_lines(s: VariantSet, v: DistributionVerdict, verbose: bool) -> list[str
         ranked = sorted(part.builds, key=lambda b: _COLUMNS.index(b[1].category) if b[1] else 99)
         for label, found in ranked:
             by.setdefault(found.detail() if found else "no device code", []).append(label)
-        text = "; ".join(f"{what}: {_names(labels, verbose)}" for what, labels in by.items())
+        # Build labels are short: all of them, whatever the verbosity.
+        text = "; ".join(f"{what}: {', '.join(labels)}" for what, labels in by.items())
         lines.append(f"      {dev.capability}: {text}")
     return lines
 
@@ -148,7 +149,7 @@ def _mixed_lines(dev: DeviceVerdict, verbose: bool) -> list[str]:
 
 
 def _count(names: Sequence[str]) -> str:
-    return f"{len(names):,} " + ("library" if len(names) == 1 else "libraries")
+    return plural(len(names), "file")
 
 
 def identical(v: DistributionVerdict) -> list[tuple[str, tuple[str, ...], list[str]]]:
