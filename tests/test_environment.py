@@ -293,3 +293,35 @@ def test_identical_artifacts_collapse_into_one_line_with_a_count(
         "    1 file [SASS sm_80..sm_120 (2), PTX compute_80] 12.1: compatible SASS (sm_120): "
         "cubins/libk.so"
     ) in long
+
+
+def test_unreadable_files_are_one_line_each_and_the_rest_is_judged(
+    venv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = venv / "lib" / "python3.12" / "site-packages"
+    (site / "fastlib" / "libk2.so").write_bytes(SM120.read_bytes()[:20000])
+    code = main(["inspect", "--no-detect", "--device", "12.1", str(venv)])
+    captured = capsys.readouterr()
+    assert code == ExitCode.BAD_INPUT
+    errors = captured.err.splitlines()
+    assert errors[0].startswith(f"cuda-gate: error: {site}/fastlib/libk2.so: ")
+    assert errors[-1] == "cuda-gate: error: 1 error(s) reading the environment"
+    assert "Traceback" not in captured.err
+    assert any(line.startswith("quant ") for line in captured.out.splitlines())
+
+
+def test_bad_arguments_are_refused_in_one_line(
+    venv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["inspect", "--no-detect", "--cuda-runtime", "twelve", str(venv)])
+    assert raised.value.code == ExitCode.USAGE
+    assert "--cuda-runtime" in capsys.readouterr().err
+    assert main(["inspect", "--no-detect", "--by-distribution", "/nonexistent/env"]) == (
+        ExitCode.BAD_INPUT
+    )
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[0] == (
+        "cuda-gate: error: /nonexistent/env: no such file or folder"
+    )
+    assert captured.out == ""  # no empty table

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gate.commands.stdout import Stdout
+    from gate.reader.distributions import Audit
     from gate.reader.limits import Limits
     from gate.reader.verdicts import DistributionVerdict
     from gate.rules.targets import Capability, Version
@@ -27,12 +28,9 @@ def handle(
     out: Stdout,
 ) -> None:
     """Read and judge every distribution, print the report, raise the exit's error."""
-    from gate.reader import envview
     from gate.reader.distributions import audit_paths
-    from gate.reader.verdicts import judge_all
 
     names = args.names or args.strict
-    runtime = _runtime(args.cuda_runtime)
     audit = audit_paths(
         args.paths,
         names=names,
@@ -40,11 +38,29 @@ def handle(
         limits=limits,
         cache=names and not args.no_cache,
     )
+    report(args, audit, caps, required, out)
+
+
+def report(
+    args: argparse.Namespace,
+    audit: Audit,
+    caps: list[Capability],
+    required: list[Capability],
+    out: Stdout,
+) -> None:
+    """Judge the groups of an audit already read (by :func:`audit_paths`, or an image laid
+    out in a folder and read by :func:`gate.reader.distributions.audit_root`), print the
+    table or the JSON document, raise the exit's error (BadInputError, NotAcceptedError)."""
+    from gate.reader import envview
+    from gate.reader.verdicts import judge_all
+
+    names = args.names or args.strict
+    runtime = _runtime(args.cuda_runtime)
     verdicts = judge_all(audit.groups, caps, runtime=runtime, strict=args.strict)
     errors = [*audit.errors, *(e for v in verdicts for e in v.errors)]
     for error in errors:
         print(f"cuda-gate: error: {error}", file=sys.stderr, flush=True)
-    if not args.json:
+    if not args.json and verdicts:
         out.write(envview.console(verdicts, caps, verbose=args.verbose, runtime=runtime))
     unmet = [line for v in verdicts for line in _unmet(v, required)]
     for line in unmet:

@@ -8,6 +8,10 @@ each kernel takes per device. ``--require-device`` turns a device without code i
 by the rule the run judges libraries by (gate.rules.routes.judge): something in each file
 runs there, or with ``--strict`` every kernel built for that device does. A file with
 nothing to judge (no device code, LTO IR only) and a path with no file at all fail too.
+
+A virtual environment, a site-packages folder, a folder of wheels or a requirements lock
+(or any path with ``--by-distribution``) is read by distribution instead
+(:mod:`gate.commands.environment`): one verdict line per distribution per device.
 """
 
 from __future__ import annotations
