@@ -30,6 +30,7 @@ GOLDEN = Path(__file__).parent / "golden"
 SM120 = GOLDEN / "libkernels.so"  # sm_80, sm_120 SASS, compute_80 PTX
 SM90_PTX = GOLDEN / "debug.fatbin"  # sm_90 SASS, compute_90 PTX
 SM90A = GOLDEN / "sm_90a.cubin"  # sm_90a only
+HOST_ONLY = Path(shutil.which("true") or "/bin/true")  # an ELF file with no device code
 
 
 @pytest.mark.parametrize(
@@ -120,7 +121,7 @@ def venv(tmp_path: Path) -> Path:
         {
             "quant/libquant_cuda118.so": SM90_PTX,
             "quant/libquant_cuda128.so": SM120,
-            "quant/libquant_cpu.so": GOLDEN / "multi.o",
+            "quant/libquant_cpu.so": HOST_ONLY,
         },
     )
     _install(site, "hopper", "3.0", {"hopper/libh.so": SM90A, "hopper/libk.so": SM120})
@@ -215,7 +216,17 @@ def test_require_device_fails_exactly_the_distributions_that_cannot_run(
     assert failed == ["hopper"]
     code = main(["inspect", "--no-detect", "--require-device", "12.1", "--cuda-runtime", "12.4",
                  str(venv)])  # fmt: skip
-    assert "quant 2.0: does not run on 12.1" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "quant 2.0: does not run on 12.1" in captured.err
+    assert (
+        "      12.1 (CUDA runtime 12.4 loads no build): compatible SASS (sm_120): cuda128; "
+        "PTX JIT (compute_90, ISA 9.0, driver >= 13.0): cuda118; no device code: cpu\n"
+    ) in captured.out
+    assert main(["inspect", "--no-detect", "--device", "12.1", "--cuda-runtime", "11.8",
+                 str(venv)]) == 0  # fmt: skip
+    rows = capsys.readouterr().out.splitlines()
+    assert any(r.startswith("quant ") and r.endswith("with CUDA runtime 11.8") for r in rows)
+    assert any(r.startswith("      12.1 (CUDA runtime 11.8 loads cuda118): ") for r in rows)
 
 
 def test_json_keeps_the_grouping_and_validates(

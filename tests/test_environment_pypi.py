@@ -121,6 +121,7 @@ def test_require_device_fails_exactly_the_distribution_that_cannot_run(venv: Pat
     result = _inspect("--require-device", "12.1", "--cuda-runtime", "12.4", str(venv))
     assert result.returncode == ExitCode.NOT_ACCEPTED
     assert "bitsandbytes 0.50.2: does not run on 12.1" in result.stderr
+    assert "      12.1 (CUDA runtime 12.4 loads cuda124): " in result.stdout
     # 9.0 runs everything, each library natively.
     assert _inspect("--require-device", "9.0", str(venv)).returncode == 0
 

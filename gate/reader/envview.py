@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from gate import __version__
+from gate.reader.distributions import Owner
 from gate.reader.listing import plural
-from gate.reader.variants import VariantSet
+from gate.reader.variants import Selector, VariantSet
 from gate.reader.verdicts import (
     Category,
     DeviceVerdict,
@@ -91,17 +92,24 @@ def console(
     ver_w = max([len(v.group.distribution.version) for v in with_code] + [7])
     lines.append(f"{'distribution':<{name_w}}  {'version':<{ver_w}}  {'device':<6}  verdict")
     for v in with_code:
-        lines += _block(v, name_w, ver_w, verbose)
+        lines += _block(v, (name_w, ver_w), verbose, runtime)
     if without:
-        shown = [
-            f"{v.group.distribution.name} {v.group.distribution.version}".strip() for v in without
-        ]
+        shown = [_title(v) for v in without]
         lines.append(f"no device code ({len(without)}): {_names(shown, verbose)}")
     lines += _summary(verdicts, caps)
     return "\n".join(lines) + "\n"
 
 
-def _block(v: DistributionVerdict, name_w: int, ver_w: int, verbose: bool) -> list[str]:
+def _title(v: DistributionVerdict) -> str:
+    """``pip 24.0``; a folder (no version) by its name alone."""
+    dist = v.group.distribution
+    return dist.name if dist.owner is Owner.FOLDER else f"{dist.name} {dist.version}"
+
+
+def _block(
+    v: DistributionVerdict, widths: tuple[int, int], verbose: bool, runtime: Version | None
+) -> list[str]:
+    name_w, ver_w = widths
     dist = v.group.distribution
     lines = []
     for i, dev in enumerate(v.devices):
@@ -110,7 +118,7 @@ def _block(v: DistributionVerdict, name_w: int, ver_w: int, verbose: bool) -> li
             f"{name:<{name_w}}  {version:<{ver_w}}  {dev.capability!s:<6}  {verdict_text(dev)}"
         )
     for s in v.sets:
-        lines += _set_lines(s, v)
+        lines += _set_lines(s, v, runtime)
     for dev in v.devices:
         if dev.category is Category.MIXED:
             lines += _mixed_lines(dev, verbose)
@@ -121,7 +129,7 @@ def _block(v: DistributionVerdict, name_w: int, ver_w: int, verbose: bool) -> li
     return lines
 
 
-def _set_lines(s: VariantSet, v: DistributionVerdict) -> list[str]:
+def _set_lines(s: VariantSet, v: DistributionVerdict, runtime: Version | None) -> list[str]:
     lines = [f"    alternatives {s.rule.says}: {s.family}"]
     for dev in v.devices:
         part = next((p for p in dev.parts if p.variants is s), None)
@@ -133,7 +141,11 @@ def _set_lines(s: VariantSet, v: DistributionVerdict) -> list[str]:
             by.setdefault(found.detail() if found else "no device code", []).append(label)
         # Build labels are short: all of them, whatever the verbosity.
         text = "; ".join(f"{what}: {', '.join(labels)}" for what, labels in by.items())
-        lines.append(f"      {dev.capability}: {text}")
+        loads = ""
+        if runtime is not None and s.rule.selector is Selector.CUDA_RUNTIME:
+            named = [v.label for v in s.loaded(runtime)]
+            loads = f" (CUDA runtime {runtime} loads {', '.join(named) or 'no build'})"
+        lines.append(f"      {dev.capability}{loads}: {text}")
     return lines
 
 
