@@ -15,8 +15,10 @@ import os
 import shutil
 import sys
 import zipfile
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from gate import proc
@@ -130,6 +132,8 @@ def test_the_wheels_folder_and_the_json_document_agree(wheels: list[Path]) -> No
     result = _inspect("--json", "--device", "12.1", str(wheels[0].parent))
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
+    schema = resources.files("gate").joinpath("schemas/environment.schema.json").read_text()
+    jsonschema.validate(doc, json.loads(schema))
     by = {d["name"]: d for d in doc["distributions"]}
     assert {n: by[n]["devices"][0]["category"] for n in NAMES} == {
         "bitsandbytes": "compatible SASS",
