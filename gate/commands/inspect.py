@@ -8,6 +8,10 @@ each kernel takes per device. ``--require-device`` turns a device without code i
 by the rule the run judges libraries by (gate.rules.routes.judge): something in each file
 runs there, or with ``--strict`` every kernel built for that device does. A file with
 nothing to judge (no device code, LTO IR only) and a path with no file at all fail too.
+
+A virtual environment, a site-packages folder, a folder of wheels or a requirements lock
+(or any path with ``--by-distribution``) is read by distribution instead
+(:mod:`gate.commands.environment`): one verdict line per distribution per device.
 """
 
 from __future__ import annotations
@@ -117,6 +121,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(by SHA-256, reader version and mode; $CUDA_GATE_CACHE_DIR, else "
         "$XDG_CACHE_HOME/cuda-gate, else ~/.cache/cuda-gate)",
     )
+    env = parser.add_argument_group(
+        "environments",
+        "A virtual environment, a site-packages folder, a folder of wheels or a requirements "
+        "lock (name==version lines, wheels beside it) is read by distribution: one verdict "
+        "line per distribution per device and a summary; --require-device then fails "
+        "distributions, and one with no device code needs none.",
+    )
+    env.add_argument(
+        "--by-distribution",
+        action="store_true",
+        help="read every PATH by distribution (wheels, folders), even one that is no environment",
+    )
+    env.add_argument(
+        "--cuda-runtime",
+        type=_runtime_text,
+        default=None,
+        metavar="X.Y",
+        help="the CUDA runtime that loads builds chosen by runtime (libx_cuda128.so): only "
+        "the build named for it counts (default: every build, best first)",
+    )
+    env.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every group of identical artifacts and every name",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
         "--output", type=Path, default=None, help="also write the JSON document to this file"
@@ -173,28 +202,41 @@ def _capability_text(text: str) -> str:
     return text
 
 
+def _runtime_text(text: str) -> str:
+    """A CUDA runtime version (12.8), refused when it is none (argparse type: exit 2)."""
+    from gate.errors import ConfigError
+    from gate.rules.targets import Version
+
+    try:
+        Version.parse(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(e.message) from e
+    return text
+
+
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
+    from gate.commands import environment
     from gate.commands.stdout import Stdout
     from gate.demangle import demangle
     from gate.image.reports import Seen, read_sources, with_images
     from gate.reader import summary as inspect_view
+    from gate.reader.distributions import is_environment
     from gate.render.live import Counter, LiveLine
-    from gate.rules.targets import parse_target_or_capability
 
     # Names come from files and binaries: never let one that cannot be encoded (a
     # terminal or pipe that is not UTF-8) stop the table half-way.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
     out = Stdout()  # a closed pipe (| head) stops the table, not the checks
-    caps = [parse_target_or_capability(d) for d in args.device or ()]
-    if args.device is None and not args.no_detect:
-        caps = detect_devices()
-    required = list(dict.fromkeys(parse_target_or_capability(d) for d in args.require_device))
-    caps = list(dict.fromkeys([*caps, *required]))
+    caps, required = _devices(args)
     scan = not args.no_scan
     names = args.names or args.strict
     limits = _limits(args)
+    if args.by_distribution or any(is_environment(Path(p)) for p in args.paths):
+        environment.handle(args, caps, required, limits, out)
+        out.done()
+        return 0
     read: list[Any] = []  # gate.image.reports.Found: a report and its place in an image
     unmet = []
     # Only names are worth caching: headers alone are read faster than the file is hashed.
@@ -231,6 +273,18 @@ def handle(args: argparse.Namespace) -> int:
     _exit_status(args, reports, unmet, required)
     out.done()
     return 0
+
+
+def _devices(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    """The devices to predict for (``--device``, else those detected) and the required ones,
+    which are predicted for too."""
+    from gate.rules.targets import parse_target_or_capability
+
+    caps = [parse_target_or_capability(d) for d in args.device or ()]
+    if args.device is None and not args.no_detect:
+        caps = detect_devices()
+    required = list(dict.fromkeys(parse_target_or_capability(d) for d in args.require_device))
+    return list(dict.fromkeys([*caps, *required])), required
 
 
 def _above(out: Stdout, count: Counter, text: str) -> None:

@@ -119,26 +119,44 @@ def read_paths(
     count = _Count(len(everything or ()), progress)
     for found in artifacts.discover(paths) if everything is None else everything:
         count.next(found.path if isinstance(found, artifacts.Unreadable) else shown(found.path))
-        if isinstance(found, artifacts.Unreadable):
-            yield ArtifactReport(found.path, "unknown", error=found.message)
-            continue
-        try:
-            if found.kind == "zip":
-                yield from read_wheel(
-                    found.path, names=names, scan=scan, limits=limits, progress=count.members
-                )
-            elif found.kind == "archive":
-                yield from read_archive(found.path, names=names, scan=scan, limits=limits)
-            elif found.kind == "duplicate":
-                continue
-            elif cache:
-                from gate.reader.cache import inspect_file  # noqa: PLC0415  (cache imports this)
+        yield from read_found(
+            found, names=names, scan=scan, limits=limits, cache=cache, members=count.members
+        )
 
-                yield inspect_file(found.path, names=names, scan=scan, limits=limits)[0]
-            else:
-                yield read_artifact(found.path, names=names, scan=scan, limits=limits)
-        except BadInputError as e:
-            yield ArtifactReport(shown(found.path), "unknown", error=e.message)
+
+def read_found(
+    found: artifacts.Found | artifacts.Unreadable,
+    *,
+    names: bool = True,
+    scan: bool = True,
+    limits: Limits | None = None,
+    cache: bool = False,
+    members: Progress | None = None,
+) -> Iterator[ArtifactReport]:
+    """Reports for one file :func:`gate.reader.artifacts.discover` found (several for a
+    wheel or an archive); a failure becomes a report with ``error``. ``members`` hears of
+    each member of a wheel as it is read."""
+    limits = limits or Limits.from_env()
+    if isinstance(found, artifacts.Unreadable):
+        yield ArtifactReport(found.path, "unknown", error=found.message)
+        return
+    try:
+        if found.kind == "zip":
+            yield from read_wheel(
+                found.path, names=names, scan=scan, limits=limits, progress=members
+            )
+        elif found.kind == "archive":
+            yield from read_archive(found.path, names=names, scan=scan, limits=limits)
+        elif found.kind == "duplicate":
+            return
+        elif cache:
+            from gate.reader.cache import inspect_file  # noqa: PLC0415  (cache imports this)
+
+            yield inspect_file(found.path, names=names, scan=scan, limits=limits)[0]
+        else:
+            yield read_artifact(found.path, names=names, scan=scan, limits=limits)
+    except BadInputError as e:
+        yield ArtifactReport(shown(found.path), "unknown", error=e.message)
 
 
 class _Count:

@@ -1,0 +1,325 @@
+"""Environments read by distribution: who owns each artifact, from ``*.dist-info``/``RECORD``.
+
+What can be audited: a virtual environment (or any folder tree: an image's files laid
+out in a folder), a ``site-packages`` folder, a folder of wheels, single wheels, and a
+requirements lock whose pinned wheels lie on disk. Every site-packages folder under a
+root (a folder holding ``*.dist-info``, or one named ``site-packages``/``dist-packages``)
+gives its distributions: name and version from ``METADATA``, files from ``RECORD``.
+Each wheel is one distribution (name and version from the ``METADATA`` inside it).
+Files no distribution owns are grouped by their folder.
+
+The entry points, for ``inspect`` and for image readers that lay files out first:
+
+``audit_paths(paths, ...) -> Audit``
+    Roots, site-packages folders, wheels and lock files, grouped.
+``audit_root(root, ...) -> Audit``
+    One folder tree (a venv, an image's root file system), grouped.
+"""
+
+from __future__ import annotations
+
+import csv
+import enum
+import io
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+
+from gate.errors import BadInputError
+from gate.reader import artifacts
+from gate.reader.artifacts import shown
+from gate.reader.limits import Limits
+from gate.reader.read import ArtifactReport, read_found
+
+# Folders never searched for site-packages: caches anywhere, and at the top of a root
+# an image's virtual file systems.
+_SKIP = frozenset({"__pycache__", ".git"})
+_SKIP_TOP = frozenset({"proc", "sys", "dev"})
+_SITE = frozenset({"site-packages", "dist-packages"})
+_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([^\s;#\\]+)")
+
+
+class Owner(enum.Enum):
+    """What a group of files is: an installed distribution, a wheel, or a plain folder."""
+
+    DIST_INFO = "dist-info"
+    WHEEL = "wheel"
+    FOLDER = "folder"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Who owns a group of artifacts: name and version (``-`` for a folder) and where."""
+
+    name: str
+    version: str
+    owner: Owner
+    source: str  # the dist-info folder, the wheel, or the folder, as shown
+
+
+@dataclass(frozen=True)
+class Group:
+    """One distribution (or folder) and the artifacts read from it, with their paths
+    inside it (``bitsandbytes/libbitsandbytes_cuda128.so``), in the same order."""
+
+    distribution: Distribution
+    reports: tuple[ArtifactReport, ...]
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Every group found under the paths, and the errors that are not any group's."""
+
+    groups: tuple[Group, ...]
+    errors: tuple[str, ...]
+
+    def __add__(self, other: Audit) -> Audit:
+        return Audit(self.groups + other.groups, self.errors + other.errors)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    names: bool
+    scan: bool
+    limits: Limits
+    cache: bool
+
+    def read(self, found: artifacts.Found | artifacts.Unreadable) -> Iterator[ArtifactReport]:
+        return read_found(
+            found, names=self.names, scan=self.scan, limits=self.limits, cache=self.cache
+        )
+
+
+def is_environment(path: Path) -> bool:
+    """Whether a folder is read by distribution: a venv, a site-packages folder, a tree
+    holding one (``lib/python3.X/site-packages``), or a folder of wheels."""
+    if not path.is_dir():
+        return path.suffix == ".txt" and path.is_file()
+    if (path / "pyvenv.cfg").is_file() or _holds_dist_info(path):
+        return True
+    try:
+        if any(p.suffix == ".whl" for p in path.iterdir()):
+            return True
+    except OSError:
+        return False
+    return any(path.glob("lib*/python3*/site-packages")) or any(path.glob("Lib/site-packages"))
+
+
+def _holds_dist_info(folder: Path) -> bool:
+    try:
+        return any(p.name.endswith(".dist-info") and p.is_dir() for p in folder.iterdir())
+    except OSError:
+        return False
+
+
+def site_packages(root: Path) -> tuple[Path, ...]:
+    """The site-packages folders under ``root``: itself if it holds ``*.dist-info``, and
+    every folder named site-packages or dist-packages (not searched inside)."""
+    found = [root] if _holds_dist_info(root) else []
+    for folder, dirs, _ in os.walk(root):
+        here = Path(folder)
+        top = _SKIP_TOP if here == root else frozenset()
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP and d not in top)
+        if here.name in _SITE and here != root:
+            found.append(here)
+            dirs[:] = []
+    return tuple(found)
+
+
+def installed(site: Path) -> Iterator[tuple[Distribution, frozenset[str]]]:
+    """Each distribution of one site-packages folder and the files its RECORD lists
+    (absolute, normalised); a dist-info without a readable RECORD owns nothing."""
+    for info in sorted(p for p in site.iterdir() if p.name.endswith(".dist-info")):
+        name, version = _metadata(info)
+        files: set[str] = set()
+        try:
+            text = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        for row in csv.reader(io.StringIO(text)):
+            if row and row[0]:
+                files.add(os.path.normpath(site / row[0]))
+        yield Distribution(name, version, Owner.DIST_INFO, shown(info)), frozenset(files)
+
+
+def _metadata(info: Path) -> tuple[str, str]:
+    """Name and Version from METADATA, else from the folder's name (``name-1.0.dist-info``)."""
+    stem = info.name.removesuffix(".dist-info")
+    name, _, version = stem.partition("-")
+    try:
+        text = (info / "METADATA").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return name, version or "?"
+    return _headers(text, name, version or "?")
+
+
+def _headers(text: str, name: str, version: str) -> tuple[str, str]:
+    headers = HeaderParser().parsestr(text, headersonly=True)
+    return headers.get("Name", name).strip() or name, headers.get("Version", version).strip()
+
+
+def wheel_distribution(path: Path) -> Distribution:
+    """A wheel's name and version from its METADATA (else its file name); BadInputError
+    when it is no readable zip."""
+    display = shown(path)
+    name, version = [*path.name.split("-"), "?"][:2]
+    with artifacts.open_zip(path, display) as archive:
+        for info in archive.zip.infolist():
+            parts = info.filename.split("/")
+            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
+                if info.file_size > 1 << 20:
+                    break
+                text = archive.zip.read(info).decode("utf-8", "replace")
+                name, version = _headers(text, name, version)
+                break
+    return Distribution(name, version, Owner.WHEEL, display)
+
+
+def audit_paths(
+    paths: Sequence[Path],
+    *,
+    names: bool = False,
+    scan: bool = True,
+    limits: Limits | None = None,
+    cache: bool = False,
+) -> Audit:
+    """Every path read by distribution: folders as roots, wheels, lock files."""
+    how = _Reading(names, scan, limits or Limits.from_env(), cache)
+    audit = Audit((), ())
+    for path in paths:
+        if path.is_dir():
+            audit += _root(path, how)
+        elif path.suffix == ".whl":
+            audit += _wheels([path], how)
+        elif path.suffix == ".txt" and path.is_file():
+            audit += _lock(path, how)
+        elif not path.exists():
+            audit += Audit((), (f"{shown(path)}: no such file or folder",))
+        else:
+            audit += _loose([path], path.parent, how)
+    return audit
+
+
+def audit_root(
+    root: Path,
+    *,
+    names: bool = False,
+    scan: bool = True,
+    limits: Limits | None = None,
+    cache: bool = False,
+) -> Audit:
+    """One folder tree (a venv, a site-packages folder, an image laid out in a folder)."""
+    return _root(root, _Reading(names, scan, limits or Limits.from_env(), cache))
+
+
+def _root(root: Path, how: _Reading) -> Audit:
+    owners: dict[str, Distribution] = {}
+    order: list[Distribution] = []
+    for site in site_packages(root):
+        for dist, files in installed(site):
+            order.append(dist)
+            for f in files:
+                owners.setdefault(f, dist)
+    wheels: list[Path] = []
+    owned: dict[Distribution, list[tuple[ArtifactReport, str]]] = {d: [] for d in order}
+    loose: dict[str, list[tuple[ArtifactReport, str]]] = {}
+    errors: list[str] = []
+    for found in artifacts.discover([root]):
+        if isinstance(found, artifacts.Unreadable):
+            errors.append(found.message)
+            continue
+        if found.kind == "zip":
+            if found.path.suffix == ".whl":
+                wheels.append(found.path)
+            continue  # other zips in an environment are data, not libraries
+        where = os.path.normpath(found.path)
+        owner = owners.get(where)
+        for report in how.read(found):
+            if owner is not None:
+                site = Path(owner.source).parent
+                owned[owner].append((report, _relative(found.path, site, report)))
+            else:
+                folder = shown(found.path.parent.relative_to(root)) if found.path != root else "."
+                loose.setdefault(folder, []).append((report, _relative(found.path, root, report)))
+    groups = [_group(d, owned[d]) for d in order]
+    for folder, items in sorted(loose.items()):
+        dist = Distribution(f"{folder}/" if folder != "." else "./", "-", Owner.FOLDER, folder)
+        groups.append(_group(dist, items))
+    return Audit(tuple(groups), tuple(errors)) + _wheels(wheels, how)
+
+
+def _relative(path: Path, base: Path, report: ArtifactReport) -> str:
+    """A report's path inside its group: relative to the site-packages or root folder,
+    with an archive member's name kept."""
+    rel = shown(os.path.relpath(path, base))
+    shown_path = shown(path)
+    return rel + report.path[len(shown_path) :] if report.path.startswith(shown_path) else rel
+
+
+def _group(dist: Distribution, items: list[tuple[ArtifactReport, str]]) -> Group:
+    return Group(dist, tuple(r for r, _ in items), tuple(m for _, m in items))
+
+
+def _wheels(paths: Sequence[Path], how: _Reading) -> Audit:
+    groups, errors = [], []
+    for path in paths:
+        try:
+            dist = wheel_distribution(path)
+        except BadInputError as e:
+            errors.append(e.message)
+            continue
+        reports = tuple(how.read(artifacts.Found(path, "zip")))
+        prefix = f"{dist.source}!"
+        members = tuple(r.path.removeprefix(prefix) for r in reports)
+        groups.append(Group(dist, reports, members))
+    return Audit(tuple(groups), tuple(errors))
+
+
+def _loose(paths: Sequence[Path], base: Path, how: _Reading) -> Audit:
+    items = []
+    for found in artifacts.discover(paths):
+        for report in how.read(found):
+            items.append((report, report.path.removeprefix(shown(base) + "/")))
+    folder = shown(base)
+    return Audit((_group(Distribution(f"{folder}/", "-", Owner.FOLDER, folder), items),), ())
+
+
+def pinned(text: str) -> tuple[tuple[str, str], ...]:
+    """``(name, version)`` of each ``name==version`` line of a requirements lock."""
+    return tuple((m.group(1), m.group(2)) for line in text.splitlines() if (m := _PIN.match(line)))
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _lock(path: Path, how: _Reading) -> Audit:
+    """A requirements lock, each pin resolved to a wheel in the lock's folder (or its
+    ``wheels/`` folder); a pin with no wheel on disk is an error line."""
+    try:
+        pins = pinned(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError as e:
+        return Audit((), (f"{shown(path)}: cannot read: {e.strerror or e}",))
+    if not pins:
+        return Audit((), (f"{shown(path)}: no pinned requirement (name==version) in it",))
+    folders = [path.parent, path.parent / "wheels"]
+    available: dict[tuple[str, str], Path] = {}
+    for folder in folders:
+        for wheel in sorted(folder.glob("*.whl")) if folder.is_dir() else ():
+            parts = wheel.name.split("-")
+            if len(parts) >= 2:
+                available.setdefault((_normal(parts[0]), parts[1]), wheel)
+    chosen, errors = [], []
+    for name, version in pins:
+        match = available.get((_normal(name), version))
+        if match is None:
+            errors.append(
+                f"{shown(path)}: {name}=={version}: no wheel for it in {shown(path.parent)}"
+            )
+        else:
+            chosen.append(match)
+    return _wheels(chosen, how) + Audit((), tuple(errors))
