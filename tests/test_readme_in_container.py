@@ -36,7 +36,8 @@ from tests.test_readme_first_hour import SYSTEM_PATH, first_block, project_copy
 README_PACKAGES = ("python3", "python3-venv", "g++", "git")
 USER = "1000:1000"
 HOME, PROJECT = "/home/user", "/src/cuda-gate"
-PIP_FILES = (Path("/etc/pip.conf"), Path("/etc/ssl/certs"))
+# pip's machine-wide settings (its site configuration files) and the certificates.
+PIP_FILES = (Path("/etc/pip.conf"), Path("/etc/xdg/pip"), Path("/etc/ssl/certs"))
 
 
 @pytest.fixture
@@ -51,12 +52,15 @@ def podman(tmp_path: Path) -> Iterator[Podman]:
 
 def pip_settings() -> list[str]:
     """The machine's pip settings as podman options: the PIP_* and proxy variables, and,
-    read-only, /etc/pip.conf, the certificates and every absolute path those name."""
+    read-only, pip's machine-wide configuration, the certificates and every local path
+    (``/...``, ``file:///...``) those name: a wheel folder, a local index, constraints."""
     names = {k: v for k, v in os.environ.items() if k.startswith("PIP_") or k.endswith("_proxy")}
     options = [f"--env={name}={value}" for name, value in sorted(names.items())]
     texts = list(names.values())
-    texts += [p.read_text(encoding="utf-8") for p in PIP_FILES if p.is_file()]
-    named = {Path(w) for t in texts for w in re.split(r"[\s=,;]+", t) if w.startswith("/")}
+    configs = [p / "pip.conf" if p.is_dir() else p for p in PIP_FILES]
+    texts += [c.read_text(encoding="utf-8") for c in configs if c.is_file()]
+    words = (w.removeprefix("file://") for t in texts for w in re.split(r"[\s=,;]+", t))
+    named = {Path(w) for w in words if w.startswith("/")}
     # A certificate file inside a folder already mounted is mounted with it.
     paths = {p for p in named | set(PIP_FILES) if p.exists() and p != Path("/")}
     for path in sorted(p for p in paths if not any(p.is_relative_to(q) and p != q for q in paths)):
