@@ -1,4 +1,6 @@
-"""`cuda-gate inspect` of container images, as a real process, with real nvcc-built libraries.
+"""`cuda-gate inspect --by-file` of container images, as a real process, with real nvcc-built
+libraries: each file's table, named in the image, with its layer (the per-distribution
+report of an image is tests/test_image_environment*.py's).
 
 A layout written by hand (two layers, a whiteout, an opaque folder), and podman's own
 images: imported from a tiny busybox rootfs, built on with ``podman build`` (a real
@@ -9,11 +11,9 @@ podman tests need podman (and busybox-static); under ``CI=true`` they fail witho
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tarfile
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,27 +23,12 @@ import pytest
 
 from gate import proc
 from gate.errors import ExitCode
+from tests.containers import BUSYBOX, Podman, missing, need, podman_store
 from tests.oci_layouts import Layout, Member, folder, opaque, symlink, whiteout
 
 pytestmark = pytest.mark.integration
 
 SOURCE = "__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }\n"
-BUSYBOX = Path("/bin/busybox")
-
-
-def need(tool: str, why: str) -> str:
-    """The tool's path, or stop: a failure under CI=true, else a skip saying why."""
-    found = shutil.which(tool)
-    if found:
-        return found
-    return missing(f"{tool} not found: {why}")
-
-
-def missing(message: str) -> str:
-    """Stop the test for want of a tool: a failure under CI=true, else a skip."""
-    if os.environ.get("CI", "").strip().lower() == "true":
-        pytest.fail(f"{message} (CI=true: these tests must run, not skip)", pytrace=False)
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +47,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 def inspect(*args: str, env: dict[str, str] | None = None) -> proc.Result:
     return proc.run(
-        [sys.executable, "-m", "gate", "inspect", "--no-detect", *args],
+        [sys.executable, "-m", "gate", "inspect", "--no-detect", "--by-file", *args],
         env_set=env,
         timeout=300,
     )
@@ -141,36 +126,6 @@ def test_a_corrupted_blob_and_a_hostile_name_are_one_line_each_and_exit_6(
     assert "../../../tmp/escaped.so: a path leaving the image; refusing" in lines[1]
     assert lines[2] == "cuda-gate: error: none of the 2 artifacts could be read"
     assert not Path("/tmp/escaped.so").exists()
-
-
-@dataclass(frozen=True)
-class Podman:
-    """podman with a store of its own under a temp folder (never the machine's)."""
-
-    program: str
-    env: dict[str, str]
-
-    def __call__(self, *args: str) -> str:
-        result = proc.run([self.program, *args], env_set=self.env, timeout=300)
-        assert result.ok, result.output()
-        return result.stdout.strip()
-
-    def digest(self, name: str) -> str:
-        return self("image", "inspect", "--format", "{{.Digest}}", name)
-
-
-def podman_store(root: Path) -> Podman:
-    program = need("podman", "apt-get install -y podman runc busybox-static")
-    root.mkdir(parents=True)
-    (root / "containers.conf").write_text("[containers]\ndefault_ulimits = []\n")
-    (root / "storage.conf").write_text(
-        f'[storage]\ndriver = "vfs"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n'
-    )
-    env = {
-        "CONTAINERS_CONF": str(root / "containers.conf"),
-        "CONTAINERS_STORAGE_CONF": str(root / "storage.conf"),
-    }
-    return Podman(program, env)
 
 
 @pytest.fixture(scope="module")
