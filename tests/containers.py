@@ -1,5 +1,8 @@
 """Real containers for tests: podman as root with its own store, and fresh Debian root trees.
 
+Two handles on podman: :class:`Podman` (argv lists, for running containers) and
+:class:`PodmanStore` (a callable, for importing, building and saving images).
+
 podman runs on the test machines with four adjustments (/work/shared/CONTAINERS.md): runc
 and cgroupfs (crun refuses the hosts' hybrid cgroups), no default ulimits (the sandbox
 refuses raising RLIMIT_NOFILE), the vfs storage driver (no overlay needed), and a store of
@@ -24,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from gate import proc
 
 ROOT = Path(__file__).resolve().parent.parent
 ROOTFS_CACHE = ROOT / ".work" / "rootfs"
@@ -163,3 +168,53 @@ def cuda_toolkit() -> Path:
         if binary.is_file() and binary.read_bytes()[:4] == b"\x7fELF":
             return folder.resolve()
     pytest.fail(f"no CUDA toolkit found (looked in {', '.join(map(str, candidates))})")
+
+
+BUSYBOX = Path("/bin/busybox")
+
+
+def need(tool: str, why: str) -> str:
+    """The tool's path, or stop: a failure under CI=true, else a skip saying why."""
+    found = shutil.which(tool)
+    if found:
+        return found
+    return missing(f"{tool} not found: {why}")
+
+
+def missing(message: str) -> str:
+    """Stop the test for want of a tool: a failure under CI=true, else a skip."""
+    if os.environ.get("CI", "").strip().lower() == "true":
+        pytest.fail(f"{message} (CI=true: these tests must run, not skip)", pytrace=False)
+    pytest.skip(message)
+
+
+@dataclass(frozen=True)
+class PodmanStore:
+    """podman as a callable with a store of its own under a temp folder (never the machine's),
+    for tests that only import, build and save images."""
+
+    program: str
+    env: dict[str, str]
+
+    def __call__(self, *args: str) -> str:
+        result = proc.run([self.program, *args], env_set=self.env, timeout=300)
+        assert result.ok, result.output()
+        return result.stdout.strip()
+
+    def digest(self, name: str) -> str:
+        return self("image", "inspect", "--format", "{{.Digest}}", name)
+
+
+def podman_store(root: Path) -> PodmanStore:
+    """podman with its configuration and image store under ``root`` (created here)."""
+    program = need("podman", "apt-get install -y podman runc busybox-static")
+    root.mkdir(parents=True)
+    (root / "containers.conf").write_text("[containers]\ndefault_ulimits = []\n")
+    (root / "storage.conf").write_text(
+        f'[storage]\ndriver = "vfs"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n'
+    )
+    env = {
+        "CONTAINERS_CONF": str(root / "containers.conf"),
+        "CONTAINERS_STORAGE_CONF": str(root / "storage.conf"),
+    }
+    return PodmanStore(program, env)
