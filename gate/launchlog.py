@@ -1,4 +1,4 @@
-"""What the launch recorder wrote about one process: modules loaded, loads asked for, kernels launched.
+"""What the launch recorder wrote about one process: modules loaded, loads, kernels launched.
 
 The recorder (``gate/cuda/launchrec.cpp``, a CUPTI injection library) writes one
 ``launches.<pid>.json`` per process of an entry point, shaped as

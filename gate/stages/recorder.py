@@ -121,7 +121,9 @@ def _wheel_folders() -> list[Path]:
     return out
 
 
-def build(nvcc: str, workdir: Path, *, use_cache: bool = True, cupti: Cupti | None = None) -> Recorder:
+def build(
+    nvcc: str, workdir: Path, *, use_cache: bool = True, cupti: Cupti | None = None
+) -> Recorder:
     """Compile the recorder with the toolkit's nvcc against ``cupti`` (found when not given)."""
     cupti = cupti or find_cupti(nvcc)
     if cupti is None:
@@ -161,7 +163,9 @@ def build(nvcc: str, workdir: Path, *, use_cache: bool = True, cupti: Cupti | No
     )
     if not result.ok:
         said = result.last_line() or f"exit status {result.returncode}"
-        return Recorder(None, f"kernel launches not recorded: the recorder did not build ({said})", result)
+        return Recorder(
+            None, f"kernel launches not recorded: the recorder did not build ({said})", result
+        )
     return Recorder(output, f"launches recorded with CUPTI from the {cupti.source}", result)
 
 
@@ -170,7 +174,9 @@ class PendingBuild:
 
     def __init__(self, nvcc: str, workdir: Path, *, use_cache: bool = True) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="launch-recorder")
-        self._future: Future[Recorder] = self._pool.submit(build, nvcc, workdir, use_cache=use_cache)
+        self._future: Future[Recorder] = self._pool.submit(
+            build, nvcc, workdir, use_cache=use_cache
+        )
 
     def result(self) -> Recorder:
         """The recorder, waiting for its build; an unexpected error is a note, not a crash."""
