@@ -296,7 +296,7 @@ def read_image(data: bytes, digest: str) -> tuple[str, Listing]:
     if b".target" in data[: 1 << 16]:
         info = read_ptx(data, 0, len(data.rstrip(b"\0")), display)
         if info.target is not None:
-            target = Target.parse(info.target)
+            target = Target.parse(info.target).as_ptx()  # .target sm_80: compute_80 PTX
             return "PTX", Listing((DeviceEntry(Kind.PTX, target, info.kernels),))
     return "unknown", Listing(())
 
