@@ -122,21 +122,28 @@ def _wheel_folders() -> list[Path]:
 
 
 def build(
-    nvcc: str, workdir: Path, *, use_cache: bool = True, cupti: Cupti | None = None
+    nvcc: str,
+    workdir: Path,
+    *,
+    use_cache: bool = True,
+    cupti: Cupti | None = None,
+    search_wheels: bool = True,
+    folder: Path | None = None,
 ) -> Recorder:
-    """Compile the recorder with the toolkit's nvcc against ``cupti`` (found when not given)."""
-    cupti = cupti or find_cupti(nvcc)
+    """Compile the recorder with the toolkit's nvcc against ``cupti`` (found when not given);
+    ``folder`` is the build cache's (default: the inspection cache's)."""
+    cupti = cupti or find_cupti(nvcc, search_wheels=search_wheels)
     if cupti is None:
         return Recorder(
             None,
             "kernel launches not recorded: no CUPTI found (neither the toolkit's extras/CUPTI "
             "nor the nvidia-cuda-cupti wheel; pip install 'cuda-gate[launches]')",
         )
-    folder = workdir / "launch-recorder"
-    folder.mkdir(parents=True, exist_ok=True)
-    source = folder / SOURCE
+    here = workdir / "launch-recorder"
+    here.mkdir(parents=True, exist_ok=True)
+    source = here / SOURCE
     source.write_text(cuda_source(SOURCE), encoding="utf-8")
-    output = folder / LIBRARY
+    output = here / LIBRARY
     lib_dir = cupti.library.parent
     argv = [
         nvcc,
@@ -145,9 +152,9 @@ def build(
         "-Xcompiler",
         "-fPIC,-fvisibility=hidden",
         f"-I{cupti.include}",
-        str(source),
+        SOURCE,  # relative to the build folder: the cache key holds no workdir
         "-o",
-        str(output),
+        LIBRARY,
         f"-L{lib_dir}",
         f"-l:{cupti.library.name}",
         f"-Xlinker=-rpath={lib_dir}",
@@ -157,9 +164,10 @@ def build(
         argv,
         output=output,
         inputs=[source, cupti.include / "cupti_version.h"],
-        cwd=folder,
+        cwd=here,
         timeout=BUILD_TIMEOUT,
         use_cache=use_cache,
+        folder=folder,
     )
     if not result.ok:
         said = result.last_line() or f"exit status {result.returncode}"
