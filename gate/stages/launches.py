@@ -133,6 +133,10 @@ def coverage_check(
     message = cov.line() + (f"; {ran}" if ran else "")
     missing = unmet(required, cov) if required else ()
     text = [f"{artifact.name} [{path.value}]: {cov.line()}"]
+    for run in runs:  # and per entry point: which of them ran which kernels
+        own = launch_counts(run.launches)
+        mine = coverage(cov.carried, {k: v.count for k, v in own.items()})
+        text.append(f"  {run.entry_point.name}: {mine.figures} launched")
     text += [f"  {c:>8}  {demangle(s)}  {_route_text(launched[s], path)}" for s, c in cov.launched]
     text += [f"  {'never':>8}  {demangle(s)}" for s in cov.never]
     if missing:
