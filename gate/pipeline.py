@@ -44,7 +44,7 @@ from gate.rules.hosts import host_for
 from gate.rules.require import Requirement
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState, Stage, StageStatus
-from gate.stages import build, environment, execute, inspect, probe, report
+from gate.stages import build, environment, execute, inspect, probe, recorder, report
 from gate.stages.build import SMOKE_KERNEL
 from gate.store import StoreSettings, publish, run_meta_from_evidence
 
@@ -391,6 +391,12 @@ class _Stages:
         assert env.toolkit is not None  # noqa: S101 - the environment stage ran
         options, config = self.options, self.config
         tool_paths = tools(env.toolkit.nvcc, options.python, config.python)
+        # The launch recorder compiles while the project builds and is inspected.
+        pending = (
+            recorder.PendingBuild(env.toolkit.nvcc, self.workdir, use_cache=options.use_cache)
+            if probed.capability is not None
+            else None
+        )
         began = self.p.start("build")
         # The device in front needs code built for it; a target named with --target
         # keeps its own form (sm_90a needs sm_90a).
@@ -460,6 +466,13 @@ class _Stages:
             self.p.skip("execute", "no CUDA device; see the probe stage", ExitCode.NO_DEVICE)
             return found
         began = self.p.start("execute")
+        launch_recorder = pending.result() if pending is not None else None
+        if launch_recorder is not None:
+            # Said once: no CUPTI, or the user's own injection library kept in place.
+            _, unused = launch_recorder.env_for(self.workdir, {})
+            if launch_recorder.library is None or unused:
+                note = unused or launch_recorder.note
+                found = self.found = replace(found, notes=(*found.notes, note))
         ran = execute.run(
             self.evidence,
             config=config,
@@ -469,6 +482,7 @@ class _Stages:
             driver_cuda=driver,
             use_cache=options.use_cache,
             side_by_side=probed.shared,
+            recorder=launch_recorder,
         )
         self.finish("execute", began, ran, Cause.INTERNAL)
         return replace(

@@ -39,6 +39,7 @@ LAYERS = (
     ("gate.machine", 5),
     ("gate.buildcache", 5),
     ("gate.evidence", 5),
+    ("gate.launchlog", 4),  # the launch recorder's record, decoded
     ("gate.cuobjdump", 5),
     ("gate.image", 5),  # container images: reads with gate.reader, saves through gate.proc
     ("gate.record", 6),

@@ -28,6 +28,8 @@ every table sits under ``tool.cuda-gate``)::
     [[artifact]]               # final artifacts: globs (``**`` allowed) or wheels (*.whl)
     path = "build/libkernels.so"
     kernels = ["scale_f64"]    # optional: kernels this artifact must carry too
+    require_launch = ["scale_f64"]  # optional: kernels the entry points must launch on
+                               # both paths ("all": every kernel it carries)
 
     [[entry_point]]            # each runs natively and through forced PTX JIT
     name = "app-f32"           # optional: entry-1, ...; letters, digits, . _ -
@@ -104,7 +106,7 @@ _TOP_KEYS = frozenset(
     | {"strict_libraries", "signing", "store", "host", "stale_artifacts"}
 )
 _BUILD_KEYS = frozenset({"name", "command", "cwd", "env", "timeout"})
-_ARTIFACT_KEYS = frozenset({"path", "kernels"})
+_ARTIFACT_KEYS = frozenset({"path", "kernels", "require_launch"})
 _ENTRY_KEYS = _BUILD_KEYS | {"expected_returncode", "expected_output"}
 _SIGNING_KEYS = frozenset({"key_file"})
 
@@ -168,6 +170,8 @@ class ArtifactSpec:
     key: str
     pattern: str
     kernels: tuple[str, ...] = ()
+    # Kernels the entry points must launch on each path; "all": every kernel carried.
+    require_launch: str | tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -389,7 +393,21 @@ def _artifact(table: dict[str, Any], at: tv.At) -> ArtifactSpec:
         key=str(at),
         pattern=tv.text(table["path"], at.child("path")),
         kernels=tv.texts(table.get("kernels", []), at.child("kernels")),
+        require_launch=_require_launch(table.get("require_launch", []), at.child("require_launch")),
     )
+
+
+def _require_launch(value: object, at: tv.At) -> str | tuple[str, ...]:
+    """``"all"`` or a list of kernel names (as ``kernels`` takes them)."""
+    if isinstance(value, str):
+        if value != "all":
+            raise at.fail(f'expected "all" or a list of kernel names, got {tv.quote(value)}')
+        return value
+    names = tv.texts(value, at)
+    for i, name in enumerate(names):
+        if not name.strip():
+            raise at.child(i).fail("a kernel name is empty")
+    return names
 
 
 def _entry(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> EntryPointSpec:
