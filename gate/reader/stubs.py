@@ -9,10 +9,9 @@ all read it from here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gate.demangle import demangle
 from gate.reader.listing import Kind, Listing
 from gate.reader.sass import readable
 from gate.rules.stubs import Body, Severity, severity
@@ -34,11 +33,7 @@ class Stub:
         body = Body.TRAP if self.trap else Body.EMPTY
         return severity(body, runs_here=bool(self.devices), code_elsewhere=self.has_code, own=own)
 
-    def describe_kernel(self) -> str:
-        """The kernel as people read it: demangled."""
-        return demangle(self.kernel)
-
-    def describe(self) -> str:
+    def describe(self, demangle: Callable[[str], str]) -> str:
         """``guarded(float*): trap stub in sm_121 SASS, present but traps on 12.1``."""
         what = "trap stub" if self.trap else "empty"
         where = " ".join(str(t) for t in self.targets)

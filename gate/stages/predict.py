@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate.demangle import demangle
 from gate.reader.listing import Kind, Listing
 from gate.reader.stubs import stubs_of
 from gate.record import LOADED_LIST
@@ -364,7 +365,7 @@ def _traps(prediction: Prediction, runs: Sequence[Run]) -> str:
         return ""
     cap = prediction.capability
     named = [
-        f"{stub.describe_kernel()} in {source.name} ({' '.join(map(str, stub.targets))} SASS)"
+        f"{demangle(stub.kernel)} in {source.name} ({' '.join(map(str, stub.targets))} SASS)"
         for source in prediction.sources
         if source.own
         for stub in stubs_of(source.listing, (cap,))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gate.demangle import demangle
 from gate.reader.listing import Kind, Listing
 from gate.reader.stubs import stubs_of, unread_targets
 from gate.render.text import count
@@ -37,13 +38,15 @@ def stub_check(
     title = f"{name}: no kernel is a trap stub or empty"
     found = stubs_of(listing, devices)
     unread = unread_targets(listing)
-    note = f"; not checked: SASS of {', '.join(unread)} (before sm_70) is not read" * bool(unread)
+    note = ""
+    if unread:
+        note = f"; not checked: SASS of {', '.join(unread)} (before sm_70) is not read"
     if not found:
         kernels = count(len(listing.kernels()), "kernel")
         said = f"{kernels}: code in every SASS target read{note}"
         return Check(title, "gate.inspect", CheckState.PASSED, said)
     ranked = sorted(found, key=lambda s: _ORDER[s.severity(own=True)])
-    message = "; ".join(s.describe() for s in ranked[:_SHOWN])
+    message = "; ".join(s.describe(demangle) for s in ranked[:_SHOWN])
     if len(found) > _SHOWN:
         message += f"; and {count(len(found) - _SHOWN, 'more kernel')}"
     worst = min((s.severity(own=own) for s in found), key=_ORDER.__getitem__)
