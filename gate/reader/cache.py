@@ -35,7 +35,7 @@ from gate.rules.targets import Target, Version
 
 FORMAT = "cuda-gate-inspection-cache"
 # Bump when what the reader reports for the same bytes changes without a release.
-READER_FORMAT = 1
+READER_FORMAT = 2  # 2: trap stubs and empty kernels per cubin
 ENV_DIR = "CUDA_GATE_CACHE_DIR"
 # Hashed this many bytes at a time; a multiple of the page size.
 _HASH_STEP = 16 << 20
@@ -187,6 +187,8 @@ def _entry_json(e: DeviceEntry) -> list[Any]:
         e.producer,
         e.debug,
         e.name,
+        list(e.traps),
+        list(e.empty),
     ]
 
 
@@ -200,7 +202,8 @@ def _report(doc: dict[str, Any]) -> ArtifactReport:
     versions: dict[str, Version] = {}
     entries = []
     for row in doc["entries"]:
-        kind, target, kernels, isa, section, compression, stored, size, producer, debug, name = row
+        (kind, target, kernels, isa, section, compression, stored, size, producer, debug, name,
+         traps, empty) = row  # fmt: skip
         parsed = targets.get(target)
         if parsed is None:
             parsed = targets[target] = Target.parse(target)
@@ -211,6 +214,8 @@ def _report(doc: dict[str, Any]) -> ArtifactReport:
         else:
             version = None
         if kernels and not all(isinstance(k, str) for k in kernels):
+            raise TypeError("kernel names must be strings")
+        if (traps or empty) and not all(isinstance(k, str) for k in (*traps, *empty)):
             raise TypeError("kernel names must be strings")
         entries.append(
             DeviceEntry(
@@ -225,6 +230,8 @@ def _report(doc: dict[str, Any]) -> ArtifactReport:
                 producer if producer is None else str(producer),
                 bool(debug),
                 name if name is None else str(name),
+                tuple(traps),
+                tuple(empty),
             )
         )
     elf_class = doc["elf_class"]

@@ -96,6 +96,8 @@ class _Decoded:
     kernels: tuple[str, ...]
     producer: str | None
     variant: Variant
+    traps: tuple[str, ...] = ()
+    empty: tuple[str, ...] = ()
 
 
 def read_paths(
@@ -340,6 +342,8 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
         stored_size=elf.size,
         size=elf.size,
         producer=info.producer,
+        traps=info.traps,
+        empty=info.empty,
     )
     return ArtifactReport(
         display, "cubin", elf.elf_class, elf.machine_name, Listing((entry,)), names
@@ -387,6 +391,8 @@ def _listing(
                 d.producer if d else None,
                 debug,
                 e.ident or None,
+                d.traps if d else (),
+                d.empty if d else (),
             )
         )
     return Listing(tuple(entries))
@@ -509,7 +515,11 @@ def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _
     data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
     cubin = read_cubin(data, start, size, where)
     return _Decoded(
-        cubin.kernels, cubin.producer, Variant.ARCH if cubin.arch_specific else Variant.NONE
+        cubin.kernels,
+        cubin.producer,
+        Variant.ARCH if cubin.arch_specific else Variant.NONE,
+        cubin.traps,
+        cubin.empty,
     )
 
 
