@@ -94,7 +94,7 @@ def link_all(dists: list[Dist], into: Path) -> None:
             target = into / SITE / path.relative_to(d.root / SITE)
             if path.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
-            else:
+            elif not target.exists():  # a namespace's __init__.py: the first one stays
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.link(path, target)
 
