@@ -27,6 +27,7 @@ from tests.pypi_wheels import SMALL, fetch, folder
 
 pytestmark = pytest.mark.integration
 
+
 def _unavailable(why: str) -> None:
     """Skip with the reason; under CI a missing input is a failure, not a skip."""
     if os.environ.get("CI") == "true":
