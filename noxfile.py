@@ -166,6 +166,8 @@ def mutation(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Time `cuda-gate inspect` against cuobjdump on large real libraries."""
+    """Time `cuda-gate inspect` against cuobjdump on large real libraries (`-- --corpus`:
+    over a corpus of real CUDA wheels)."""
     _install(session, "[test]")
-    session.run("python", "benchmarks/bench_inspect.py", *session.posargs)
+    script = "bench_corpus.py" if "--corpus" in session.posargs else "bench_inspect.py"
+    session.run("python", f"benchmarks/{script}", *session.posargs)
