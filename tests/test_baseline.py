@@ -229,8 +229,10 @@ def test_diff_json_is_versioned_and_matches_its_schema(
         ("dropped_target", "compute_121 dropped"),
         (
             "lost_native_route",
-            "device 12.1 lost its native route: exact SASS (sm_121) -> "
-            "PTX JIT (compute_90, ISA 9.0, driver >= 13.0)",
+            (
+                "device 12.1 lost its native route: exact SASS (sm_121) -> "
+                "PTX JIT (compute_90, ISA 9.0, driver >= 13.0)"
+            ),
         ),
     }
 

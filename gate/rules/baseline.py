@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from gate.errors import ConfigError
 from gate.rules.causes import Cause
+from gate.rules.compat import rules
 from gate.rules.routes import Route, min_driver, route
 from gate.rules.targets import Capability, Target, Version
 from gate.rules.verdict import Check, CheckState
@@ -293,11 +294,14 @@ def _isa(was: CodeFacts, now: CodeFacts, policy: Policy) -> tuple[list[Row], lis
 def needs_newer_driver(old: Version, new: Version) -> bool:
     """Whether PTX of ISA ``new`` needs a newer driver than PTX of ISA ``old``.
 
-    An ISA no rule gives a driver for needs a driver newer than every known one.
+    An ISA newer than every rule (``compat.json``) needs a driver newer than every known
+    one; an ISA older than every rule makes no claim.
     """
+    if new <= old:
+        return False
     old_need, new_need = min_driver(old), min_driver(new)
     if new_need is None:
-        return new > old
+        return new > rules().max_known_isa()
     return old_need is not None and new_need > old_need
 
 
