@@ -359,3 +359,14 @@ def test_baseline_from_a_run_stored_in_seaweedfs(tmp_path: Path, server: WeedSer
     other = gate(["diff", "v1", "v2", "--runner-class", "h200"], project.path, env)
     assert other.returncode == 13, other.stderr
     assert "no complete run of runner class h200 is stored for v1" in other.stderr
+    # The release's baseline job: the run downloaded where the store's credentials are,
+    # for a GPU job that gets only the folder (gate.yml).
+    fetched = tmp_path / "fetched"
+    got = gate(["evidence", "baseline", "v1", "--dest", str(fetched)], project.path, env)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert f"of spark-01 at {v1.revision[:12]} (not accepted) into {fetched}" in got.stdout
+    assert hashlib.sha256((fetched / "result.json").read_bytes()).hexdigest() == digest
+    none = gate(["evidence", "baseline", "latest-accepted", "--dest", str(tmp_path / "n")],
+                project.path, env)  # fmt: skip
+    assert none.returncode == 13, none.stdout + none.stderr
+    assert not (tmp_path / "n").exists()
