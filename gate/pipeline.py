@@ -22,6 +22,7 @@ from typing import Protocol
 from gate import __version__, git, machine, proc
 from gate.attest import manifest
 from gate.attest.signing import Signer
+from gate.baseline.resolve import Found, compare_records
 from gate.checksums import Checksums
 from gate.config import Config
 from gate.errors import ConfigError, EvidenceError, ExitCode, GateError, Interrupted, NoDeviceError
@@ -38,7 +39,10 @@ from gate.record import (
     RunRecord,
 )
 from gate.redact import Redactor
+from gate.render.diff import headline
 from gate.render.live import REDRAW_EVERY, Counter, LiveLine, heartbeat_setting
+from gate.rules.baseline import CLASSNAME
+from gate.rules.baseline import checks as baseline_checks
 from gate.rules.causes import Cause
 from gate.rules.hosts import host_for
 from gate.rules.require import Requirement
@@ -83,6 +87,7 @@ class RunOptions:
     debug: bool = False  # print an internal error's traceback (always in the evidence)
     first_line: str = ""  # said once the folders are locked (which configuration, ...)
     prebuilt: Checksums | None = None  # gate these files instead of building (--prebuilt)
+    baseline: Found | None = None  # the run to compare with (--baseline), read before the run
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,8 @@ def _locked_run(
         paths_proved=found.paths_proved,
         notes=found.notes,
     )
+    if options.baseline is not None:
+        record = _compared(record, options.baseline, config, p)
     began = p.start("report")
     report.write(evidence, record, config.source)
     p.done("report", began)
@@ -287,6 +294,26 @@ def _locked_run(
             stored, store_error = f"evidence not stored: {e.one_line()}", e
             p.done("store", began, e)
     return Outcome(record, evidence.root, written.message, stored, store_error, interrupted)
+
+
+def _compared(record: RunRecord, baseline: Found, config: Config, p: _Progress) -> RunRecord:
+    """The record with its comparison against ``baseline`` and a check per artifact; when
+    inspect did not run, one check that did not run either (never a silent pass)."""
+    inspected = any(s.name == "inspect" and s.status is StageStatus.RAN for s in record.stages)
+    if not inspected:
+        p.checks.append(
+            Check(
+                "comparison with the baseline",
+                CLASSNAME,
+                CheckState.NOT_RUN,
+                f"not run: the inspect stage did not complete ({baseline.reference})",
+            )
+        )
+        return replace(record, checks=tuple(p.checks))
+    compared = compare_records(baseline, record, config.baseline, config.devices)
+    p.checks += baseline_checks(compared.diff, compared.describe())
+    p.say(f"baseline: {headline(compared.diff, compared.describe())}")
+    return replace(record, checks=tuple(p.checks), baseline=compared)
 
 
 class _Stages:
