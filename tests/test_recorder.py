@@ -96,3 +96,37 @@ def test_a_users_injection_library_is_kept(tmp_path: Path) -> None:
     env, note = mine.env_for(tmp_path, {"CUDA_INJECTION64_PATH": "/x.so"}, environ={})
     assert env == {}
     assert "/x.so" in note
+
+
+@pytest.mark.parametrize(
+    ("wheel", "toolkit", "said"),
+    [
+        (
+            (13, 5),
+            (13, 0),
+            "the nvidia-cuda-cupti wheel is CUDA 13.5, newer than the toolkit (CUDA 13.0)",
+        ),
+        ((13, 0), (13, 0), None),
+        ((12, 8), (13, 0), None),  # an older CUPTI's headers build with a newer toolkit
+        ((13, 1), (13, 0), "pip install 'nvidia-cuda-cupti~=13.0.0'"),
+        (None, (13, 0), None),  # a toolkit's own CUPTI: always its own release
+        ((13, 5), None, None),  # a toolkit that does not say: build and see
+    ],
+)
+def test_a_cupti_wheel_newer_than_the_toolkit_is_said_not_built(
+    wheel: tuple[int, int] | None, toolkit: tuple[int, int] | None, said: str | None
+) -> None:
+    found = recorder.Cupti(Path("/i"), Path("/l/libcupti.so.13"), "nvidia-cuda-cupti wheel", wheel)
+    note = recorder.mismatch(found, toolkit)
+    assert (note is None) == (said is None)
+    if said is not None:
+        assert note is not None
+        assert said in note
+        assert note.startswith("kernel launches not recorded")
+
+
+def test_the_toolkit_version_is_the_release_nvcc_names() -> None:
+    version = recorder.toolkit_version(nvcc())
+    done = subprocess.run([nvcc(), "--version"], capture_output=True, text=True, check=True)
+    assert version is not None
+    assert f"release {version[0]}.{version[1]}," in done.stdout

@@ -20,10 +20,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import re
 import shutil
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from gate import buildcache, proc
@@ -44,6 +46,7 @@ class Cupti:
     include: Path
     library: Path  # libcupti.so.N itself
     source: str  # "toolkit (…/extras/CUPTI)" or "nvidia-cuda-cupti wheel (…)"
+    version: tuple[int, int] | None = None  # the wheel's major.minor (a toolkit's is its own)
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,38 @@ def find_cupti(nvcc: str, *, search_wheels: bool = True) -> Cupti | None:
     for folder in _wheel_folders():
         library = _cupti_library(folder / "include", (folder / "lib",))
         if library is not None:
-            return Cupti(folder / "include", library, f"nvidia-cuda-cupti wheel ({folder})")
+            return Cupti(
+                folder / "include", library, f"nvidia-cuda-cupti wheel ({folder})", _wheel_version()
+            )
     return None
+
+
+def _wheel_version() -> tuple[int, int] | None:
+    try:
+        found = re.match(r"(\d+)\.(\d+)", metadata.version("nvidia-cuda-cupti"))
+    except metadata.PackageNotFoundError:
+        return None
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def toolkit_version(nvcc: str) -> tuple[int, int] | None:
+    """The toolkit's CUDA release as nvcc says it (``release 13.0, V13.0.88``), or None."""
+    result = proc.run([nvcc, "--version"], timeout=60)
+    found = re.search(r"release (\d+)\.(\d+)", result.stdout) if result.ok else None
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def mismatch(cupti: Cupti, toolkit: tuple[int, int] | None) -> str | None:
+    """Why a CUPTI wheel cannot build with this toolkit, or None: a newer CUPTI's headers
+    include the runtime headers of its own CUDA release, which an older toolkit lacks."""
+    if cupti.version is None or toolkit is None or cupti.version <= toolkit:
+        return None
+    have, want = ".".join(map(str, cupti.version)), ".".join(map(str, toolkit))
+    return (
+        f"kernel launches not recorded: the nvidia-cuda-cupti wheel is CUDA {have}, newer than "
+        f"the toolkit (CUDA {want}), whose headers it needs; pip install "
+        f"'nvidia-cuda-cupti~={want}.0'"
+    )
 
 
 def _cupti_library(include: Path, libs: tuple[Path, ...]) -> Path | None:
@@ -139,6 +172,9 @@ def build(
             "kernel launches not recorded: no CUPTI found (neither the toolkit's extras/CUPTI "
             "nor the nvidia-cuda-cupti wheel; pip install 'cuda-gate[launches]')",
         )
+    wrong = mismatch(cupti, toolkit_version(nvcc))
+    if wrong is not None:
+        return Recorder(None, wrong)
     here = workdir / "launch-recorder"
     here.mkdir(parents=True, exist_ok=True)
     source = here / SOURCE
@@ -170,7 +206,7 @@ def build(
         folder=folder,
     )
     if not result.ok:
-        said = result.last_line() or f"exit status {result.returncode}"
+        said = result.error_line() or f"exit status {result.returncode}"
         return Recorder(
             None, f"kernel launches not recorded: the recorder did not build ({said})", result
         )
