@@ -53,6 +53,11 @@ def test_recorder_builds_is_cached_and_writes_a_record_without_a_device(tmp_path
     again = recorder.build(tool, tmp_path / "b", cupti=where, folder=tmp_path / "cache")
     assert again.build is not None
     assert again.build.reused  # kept like the probe
+    # Loaded into every process of every run, it must carry no device code of its own (the
+    # static runtime would bring an sm_75 cubin the run then judges as a loaded library).
+    from gate.reader.read import read_artifact
+
+    assert read_artifact(built.library).listing.entries == ()
     out = tmp_path / "launches"
     out.mkdir()
     env, note = built.env_for(out, {}, environ={})

@@ -337,6 +337,19 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
   }
 }
 
+// The fatbin a registration wrapper points at: what nvcc's __fatBinC_Wrapper_t (magic
+// 0x466243B1, a version, then the fatbin's address) hands to cuLibraryLoadData and
+// cuModuleLoadFatBinary; any other image is itself.
+const char *unwrapped(const char *image) {
+  if (image == nullptr) return nullptr;
+  uint32_t magic;
+  memcpy(&magic, image, 4);
+  if (magic != 0x466243B1u) return image;
+  const char *data;
+  memcpy(&data, image + 8, sizeof data);
+  return data;
+}
+
 // How many bytes an image handed to cuModuleLoadData & co. holds: a fatbin says so in
 // its header, an ELF cubin ends with its section headers, PTX is a C string.
 size_t image_size(const char *image) {
@@ -447,6 +460,7 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
   l.api = cb->functionName;
   l.file = load_file;
   const char *image = static_cast<const char *>(load_image(id, cb->functionParams));
+  image = unwrapped(image);
   if (image != nullptr) {
     l.size = image_size(image);
     l.image = keep_image(image, l.size, &l.fnv64, &l.note);

