@@ -318,8 +318,11 @@ def extract_member(
     """
     written = 0
     for piece in _pieces(archive, info, name, limits):
-        out.write(piece)
-        written += len(piece)
+        done = 0
+        with memoryview(piece) as view:
+            while done < len(view):  # an unbuffered file may take part of a piece
+                done += out.write(view[done:])
+        written += done
     if written != info.file_size:
         raise BadInputError(f"{name}: broken zip member: size differs from the declared one")
     return written
@@ -378,7 +381,8 @@ def inflated(archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits) -> 
     import tempfile  # noqa: PLC0415  (wheels only: keeps the common path's start-up short)
 
     try:
-        scratch = tempfile.TemporaryFile(prefix="cuda-gate-member-")  # noqa: SIM115  (closed below)
+        # Unbuffered: a write that fails (a full disk) fails here, not again when it closes.
+        scratch = tempfile.TemporaryFile(buffering=0, prefix="cuda-gate-member-")  # noqa: SIM115
     except OSError as e:
         raise ScratchError(
             f"{name}: cannot make a temporary file to inflate it into: {e.strerror or e} ({_WHERE})"
@@ -386,7 +390,6 @@ def inflated(archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits) -> 
     with scratch:
         try:
             size = extract_member(archive, info, name, limits, scratch)
-            scratch.flush()
             buf = mmap.mmap(scratch.fileno(), size, access=mmap.ACCESS_READ)
         except OSError as e:
             raise ScratchError(
