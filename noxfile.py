@@ -169,3 +169,10 @@ def bench(session: nox.Session) -> None:
     """Time `cuda-gate inspect` against cuobjdump on large real libraries."""
     _install(session, "[test]")
     session.run("python", "benchmarks/bench_inspect.py", *session.posargs)
+
+
+@nox.session(name="bench-memory", default=False)
+def bench_memory(session: nox.Session) -> None:
+    """Peak memory of `cuda-gate inspect` against cuobjdump, per library and per wheel."""
+    _install(session, "[test]")
+    session.run("python", "benchmarks/bench_memory.py", *session.posargs)
