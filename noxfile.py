@@ -166,13 +166,9 @@ def mutation(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Time `cuda-gate inspect` against cuobjdump on large real libraries."""
+    """Time `cuda-gate inspect` against cuobjdump on large real libraries (`-- --corpus`:
+    over a corpus of real CUDA wheels; `-- --memory`: peak memory per library and wheel)."""
     _install(session, "[test]")
-    session.run("python", "benchmarks/bench_inspect.py", *session.posargs)
-
-
-@nox.session(name="bench-memory", default=False)
-def bench_memory(session: nox.Session) -> None:
-    """Peak memory of `cuda-gate inspect` against cuobjdump, per library and per wheel."""
-    _install(session, "[test]")
-    session.run("python", "benchmarks/bench_memory.py", *session.posargs)
+    scripts = {"--corpus": "bench_corpus.py", "--memory": "bench_memory.py"}
+    script = next((v for k, v in scripts.items() if k in session.posargs), "bench_inspect.py")
+    session.run("python", f"benchmarks/{script}", *session.posargs)

@@ -237,13 +237,14 @@ def render(
     return "\n".join(lines)
 
 
-def merge(old: str, block: str) -> str:
-    """``old`` with its generated part replaced by ``block`` (put first if it has none)."""
-    marked = f"{BEGIN}\n{block.strip()}\n{END}\n"
-    start, end = old.find(BEGIN), old.find(END)
+def merge(old: str, block: str, begin: str = BEGIN, end_marker: str = END) -> str:
+    """``old`` with its generated part (between ``begin`` and ``end_marker``) replaced by
+    ``block`` (put first if it has none)."""
+    marked = f"{begin}\n{block.strip()}\n{end_marker}\n"
+    start, end = old.find(begin), old.find(end_marker)
     if start < 0 or end < start:
         return marked + ("\n" + old if old else "")
-    rest = old[end + len(END) :].lstrip("\n")
+    rest = old[end + len(end_marker) :].lstrip("\n")
     return old[:start] + marked + ("\n" + rest if rest else "")
 
 

@@ -10,6 +10,7 @@ Memory, unlike time, does not move with the machine's load; timings are left to
 bench_inspect.py. Writes its part of benchmarks/RESULTS.md between two marker lines.
 
     python benchmarks/bench_memory.py [WHEEL_OR_LIBRARY ...] [--runs 3] [--no-write]
+    nox -s bench -- --memory [WHEEL_OR_LIBRARY ...]
 
 With no input, the nvidia-cublas==13.10.0.20 wheel (downloaded with pip into
 ``--cache`` when missing) and its libcublasLt.so.13.
@@ -190,6 +191,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / ".work" / "bench")
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print only, keep RESULTS.md")
+    parser.add_argument("--memory", action="store_true", help="(how `nox -s bench` picks this)")
     args = parser.parse_args()
     tool = cuobjdump.find()
     inputs = args.inputs or fetch(args.cache)

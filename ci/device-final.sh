@@ -3,7 +3,8 @@
 # overhead on the torch example (1 cold + OVERHEAD_RUNS-1 warm runs). Output in $OUT:
 # gpu-tier.log, overhead.log, overhead.json. Needs .whl/ (../shared/tools/device-wheelhouse).
 # PROFILE=1 runs the overhead runs under cProfile (profile/ in $OUT; the figures are then
-# inflated); SKIP_TIER=1 leaves the gpu tier out.
+# inflated); SKIP_TIER=1 leaves the gpu tier out, SKIP_OVERHEAD=1 the benchmark; TESTS names
+# test files for the tier (default: all of them).
 set -uo pipefail
 out=${OUT:-$PWD/device-out}
 mkdir -p "$out"
@@ -20,9 +21,11 @@ PY
 python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
 py=/tmp/cg-test/bin/python
 if [ -z "${SKIP_TIER:-}" ]; then
-  "$py" -m pytest -p no:cacheprovider -rA -m gpu --durations=8 > "$out/gpu-tier.log" 2>&1
+  # shellcheck disable=SC2086
+  "$py" -m pytest -p no:cacheprovider -rA -m gpu --durations=8 ${TESTS:-} > "$out/gpu-tier.log" 2>&1
   echo "gpu tier exit status: $?" >> "$out/gpu-tier.log"
 fi
+[ -n "${SKIP_OVERHEAD:-}" ] && exit 0
 profile=()
 [ -n "${PROFILE:-}" ] && profile=(--profile "$out/profile")
 "$py" benchmarks/overhead.py --config examples/torch-extension/cuda-gate.toml \

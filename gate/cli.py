@@ -30,6 +30,7 @@ COMMANDS = (
     "upload",
     "evidence",
     "init",
+    "diff",
 )
 
 

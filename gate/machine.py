@@ -142,6 +142,23 @@ def nvcc_path(explicit: str | None = None) -> str:
     return proc.which("nvcc", extra_dirs=[str(p) for p in extra])
 
 
+# nvcc compiles the host side with gcc/g++ from PATH (or -ccbin, NVCC_CCBIN). Without one it
+# says only "Failed to preprocess host compiler properties" (CUDA 12-13); a gcc without g++
+# or binutils fails on the missing part.
+_NO_HOST_COMPILER = re.compile(
+    r"Failed to preprocess host compiler properties|cannot execute '(?:cc1plus|as|ld)'"
+)
+HOST_COMPILER_HINT = (
+    "nvcc found no working host C++ compiler: it runs gcc/g++ from PATH (or -ccbin, "
+    "NVCC_CCBIN); install g++ (Debian/Ubuntu: apt install g++)"
+)
+
+
+def nvcc_failure_hint(output: str) -> str | None:
+    """What to do about a failed nvcc build, where its output says (HOST_COMPILER_HINT)."""
+    return HOST_COMPILER_HINT if _NO_HOST_COMPILER.search(output) else None
+
+
 def smi_capabilities() -> tuple[Capability, ...]:
     """Every GPU's compute capability as nvidia-smi's ``compute_cap`` reports it, in order.
 

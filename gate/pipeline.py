@@ -22,6 +22,7 @@ from typing import Protocol
 from gate import __version__, git, machine, proc
 from gate.attest import manifest
 from gate.attest.signing import Signer
+from gate.baseline.resolve import Found, compare_records
 from gate.checksums import Checksums
 from gate.config import Config
 from gate.errors import ConfigError, EvidenceError, ExitCode, GateError, Interrupted, NoDeviceError
@@ -38,13 +39,16 @@ from gate.record import (
     RunRecord,
 )
 from gate.redact import Redactor
+from gate.render.diff import headline
 from gate.render.live import REDRAW_EVERY, Counter, LiveLine, heartbeat_setting
+from gate.rules.baseline import CLASSNAME
+from gate.rules.baseline import checks as baseline_checks
 from gate.rules.causes import Cause
 from gate.rules.hosts import host_for
 from gate.rules.require import Requirement
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState, Stage, StageStatus
-from gate.stages import build, environment, execute, inspect, probe, report
+from gate.stages import build, environment, execute, inspect, probe, recorder, report
 from gate.stages.build import SMOKE_KERNEL
 from gate.store import StoreSettings, publish, run_meta_from_evidence
 
@@ -83,6 +87,7 @@ class RunOptions:
     debug: bool = False  # print an internal error's traceback (always in the evidence)
     first_line: str = ""  # said once the folders are locked (which configuration, ...)
     prebuilt: Checksums | None = None  # gate these files instead of building (--prebuilt)
+    baseline: Found | None = None  # the run to compare with (--baseline), read before the run
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,8 @@ def _locked_run(
         paths_proved=found.paths_proved,
         notes=found.notes,
     )
+    if options.baseline is not None:
+        record = _compared(record, options.baseline, config, p)
     began = p.start("report")
     report.write(evidence, record, config.source)
     p.done("report", began)
@@ -287,6 +294,26 @@ def _locked_run(
             stored, store_error = f"evidence not stored: {e.one_line()}", e
             p.done("store", began, e)
     return Outcome(record, evidence.root, written.message, stored, store_error, interrupted)
+
+
+def _compared(record: RunRecord, baseline: Found, config: Config, p: _Progress) -> RunRecord:
+    """The record with its comparison against ``baseline`` and a check per artifact; when
+    inspect did not run, one check that did not run either (never a silent pass)."""
+    inspected = any(s.name == "inspect" and s.status is StageStatus.RAN for s in record.stages)
+    if not inspected:
+        p.checks.append(
+            Check(
+                "comparison with the baseline",
+                CLASSNAME,
+                CheckState.NOT_RUN,
+                f"not run: the inspect stage did not complete ({baseline.reference})",
+            )
+        )
+        return replace(record, checks=tuple(p.checks))
+    compared = compare_records(baseline, record, config.baseline, config.devices)
+    p.checks += baseline_checks(compared.diff, compared.describe())
+    p.say(f"baseline: {headline(compared.diff, compared.describe())}")
+    return replace(record, checks=tuple(p.checks), baseline=compared)
 
 
 class _Stages:
@@ -391,6 +418,12 @@ class _Stages:
         assert env.toolkit is not None  # noqa: S101 - the environment stage ran
         options, config = self.options, self.config
         tool_paths = tools(env.toolkit.nvcc, options.python, config.python)
+        # The launch recorder compiles while the project builds and is inspected.
+        pending = (
+            recorder.PendingBuild(env.toolkit.nvcc, self.workdir, use_cache=options.use_cache)
+            if probed.capability is not None
+            else None
+        )
         began = self.p.start("build")
         # The device in front needs code built for it; a target named with --target
         # keeps its own form (sm_90a needs sm_90a).
@@ -460,6 +493,13 @@ class _Stages:
             self.p.skip("execute", "no CUDA device; see the probe stage", ExitCode.NO_DEVICE)
             return found
         began = self.p.start("execute")
+        launch_recorder = pending.result() if pending is not None else None
+        if launch_recorder is not None:
+            # Said once: no CUPTI, or the user's own injection library kept in place.
+            _, unused = launch_recorder.env_for(self.workdir, {})
+            if launch_recorder.library is None or unused:
+                note = unused or launch_recorder.note
+                found = self.found = replace(found, notes=(*found.notes, note))
         ran = execute.run(
             self.evidence,
             config=config,
@@ -469,6 +509,7 @@ class _Stages:
             driver_cuda=driver,
             use_cache=options.use_cache,
             side_by_side=probed.shared,
+            recorder=launch_recorder,
         )
         self.finish("execute", began, ran, Cause.INTERNAL)
         return replace(

@@ -18,9 +18,12 @@ loaded libraries, how the device runs them; 3 gives each check one ``state``
 ``skipped``, which stages set differently, and the execution path it stands for,
 and records each required target with its form (``requirements``) and what the run
 did not do, with no check standing for it (``notes``: no cuobjdump to cross-check
-with). Versions 1 and 2 are still read: a check they mark skipped reads as not run, so
-a stored run is judged by today's rule (a check that did not run never counts as
-passed); their stored verdict is not compared with it.
+with); 4 adds each entry's ``size`` (bytes of device code) and, for a run compared
+with a baseline (``--baseline``), the comparison (``baseline``: gate.comparison).
+Versions 1 and 2 are still read: a check they mark skipped reads as not run, so a
+stored run is judged by today's rule (a check that did not run never counts as passed);
+their stored verdict is not compared with it. Versions 1 to 3 read with every size 0
+(unknown) and no baseline.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gate import jsonutil
+from gate.comparison import Baseline
 from gate.errors import BadInputError, ConfigError
 from gate.git import SourceInfo
 from gate.machine import ContainerInfo, DriverInfo, ToolkitInfo
@@ -46,8 +50,8 @@ from gate.rules.verdict import Check, CheckState, Stage, StageStatus, Verdict, d
 
 RESULT_FILE = "result.json"
 LOADED_LIST = "loaded-libraries.txt"  # every library the runs loaded, how each runs here
-RESULT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+RESULT_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
 
 
@@ -198,6 +202,7 @@ class RunRecord:
     diagnoses: tuple[str, ...] = ()
     paths_proved: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # what the run did not do, and why (no check stands for it)
+    baseline: Baseline | None = None  # what --baseline compared the run with, and found
 
     @property
     def verdict(self) -> Verdict:
@@ -314,6 +319,7 @@ class RunRecord:
             "diagnoses": list(self.diagnoses),
             "paths_proved": list(self.paths_proved),
             "notes": list(self.notes),
+            "baseline": None if self.baseline is None else self.baseline.to_json(),
         }
 
     def dumps(self) -> str:
@@ -352,6 +358,7 @@ def listing_json(listing: Listing, inspector: str) -> dict[str, Any]:
                 "target": str(e.target),
                 "ptx_isa": _str(e.ptx_isa),
                 "kernels": list(e.kernels),
+                "size": e.size,
             }
             for e in listing.entries
         ],
@@ -537,6 +544,9 @@ class _Parser:
             diagnoses=tuple(self.strings(data, "diagnoses")),
             paths_proved=tuple(self.strings(data, "paths_proved")),
             notes=tuple(self.strings(data, "notes")),
+            baseline=None
+            if data.get("baseline") is None
+            else Baseline.from_json(data["baseline"], self.where),
         )
         self.same_verdict(self.obj(data, "verdict"), record, version)
         return record
@@ -618,12 +628,16 @@ class _Parser:
             kernels = e.get("kernels", [])
             if not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels):
                 raise self.fail("an entry's 'kernels' is not a list of strings")
+            size = e.get("size", 0)  # absent before version 4: unknown
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise self.fail("an entry's 'size' is not a number of bytes")
             entries.append(
                 DeviceEntry(
                     kind,
                     self.parsed(Target, target_text),
                     tuple(kernels),
                     self.parsed(Version, self.text(e, "ptx_isa", optional=True)),
+                    size=size,
                 )
             )
         return Listing(tuple(entries))

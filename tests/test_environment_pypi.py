@@ -23,16 +23,9 @@ import pytest
 
 from gate import proc
 from gate.errors import ExitCode, ToolError
+from tests.pypi_wheels import SMALL, fetch, folder
 
 pytestmark = pytest.mark.integration
-
-ROOT = Path(__file__).resolve().parent.parent
-WHEELS = {
-    "nvidia-cuda-cupti==13.0.85": "nvidia_cuda_cupti-13.0.85-*.whl",
-    "nvidia-cuda-cupti-cu12==12.1.105": "nvidia_cuda_cupti_cu12-12.1.105-*.whl",
-    "bitsandbytes==0.50.2": "bitsandbytes-0.50.2-*.whl",
-}
-_PLATFORMS = ("manylinux_2_25_x86_64", "manylinux_2_24_x86_64", "manylinux1_x86_64")
 
 
 def _unavailable(why: str) -> None:
@@ -45,22 +38,12 @@ def _unavailable(why: str) -> None:
 @pytest.fixture(scope="session")
 def wheels() -> list[Path]:
     """The three wheels, from the cache or downloaded into it."""
-    cache = Path(os.environ.get("GATE_TEST_WHEELS") or ROOT / ".work" / "wheels")
-    cache.mkdir(parents=True, exist_ok=True)
     found = []
-    for requirement, pattern in WHEELS.items():
-        if not list(cache.glob(pattern)):
-            platforms = [a for p in _PLATFORMS for a in ("--platform", p)]
-            try:
-                proc.run_checked(
-                    [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                     "--only-binary=:all:", *platforms, "--python-version", "3.12",
-                     "-d", str(cache), requirement],
-                    what=f"pip download {requirement}", timeout=600,
-                )  # fmt: skip
-            except ToolError as e:
-                _unavailable(f"cannot download {requirement}: {e.one_line()}")
-        found.append(sorted(cache.glob(pattern))[0])
+    for wheel in SMALL:
+        try:
+            found.append(fetch(wheel, folder()))
+        except ToolError as e:
+            _unavailable(f"cannot download {wheel.requirement}: {e.one_line()}")
     return found
 
 

@@ -44,6 +44,11 @@ LINK = """\
 main.cc:(.text+0x12): undefined reference to `launch_kernel'
 collect2: error: ld returned 1 exit status
 """
+# nvcc (CUDA 13.0) where PATH has no gcc.
+NO_GCC = """\
+gcc: No such file or directory
+nvcc fatal   : Failed to preprocess host compiler properties.
+"""
 
 
 @pytest.mark.unit
@@ -117,3 +122,43 @@ def test_a_long_build_step_shows_a_heartbeat_with_its_last_line(tmp_path: Path) 
     assert beats[0].startswith("[3/8] build: sh -c 'echo compiling kernels.cu; sleep 3; echo")
     assert beats[0].endswith(": compiling kernels.cu")
     assert " running 0m01s" in beats[0]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("output", "hinted"),
+    [
+        (NO_GCC, True),
+        ("gcc: fatal error: cannot execute 'as': execvp: No such file or directory\n", True),
+        ("gcc: fatal error: cannot execute 'cc1plus': execvp: No such file or directory\n", True),
+        (NVCC, False),
+    ],
+)  # fmt: skip
+def test_an_nvcc_without_a_host_compiler_is_told_to_install_one(output: str, hinted: bool) -> None:
+    from gate.machine import HOST_COMPILER_HINT, nvcc_failure_hint
+
+    assert nvcc_failure_hint(output) == (HOST_COMPILER_HINT if hinted else None)
+
+
+@pytest.mark.integration
+def test_a_machine_without_gxx_hears_that_nvcc_needs_it(tmp_path: Path) -> None:
+    """A fresh Debian with python3, venv and git but no g++ (tests/test_readme_in_container):
+    nvcc's own words alone do not say what is missing."""
+    import os
+    import shutil
+
+    nvcc = shutil.which("nvcc")
+    assert nvcc is not None, "nvcc is needed (the CI machine has it)"
+    done = subprocess.run(
+        [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store",
+         "--stop-after", "build", "--evidence", "ev", "--build-dir", str(tmp_path / "b")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "PATH": str(tmp_path), "CUDA_GATE_NVCC": nvcc},
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "cuda-gate: building the probe failed with exit status 1: nvcc fatal : Failed to "
+        "preprocess host compiler properties. (nvcc found no working host C++ compiler: it "
+        "runs gcc/g++ from PATH (or -ccbin, NVCC_CCBIN); install g++ (Debian/Ubuntu: apt "
+        "install g++))"
+    )

@@ -26,6 +26,7 @@ USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+)(.*)$", re.M)
 # The jobs that may mint an OIDC token or write attestations, and the callers that grant them.
 ID_TOKEN_JOBS = {
     ("gate.yml", "store"),
+    ("gate.yml", "baseline"),
     ("release.yml", "attest"),
     ("release.yml", "release"),
     ("release.yml", "cuda-gate"),
@@ -110,7 +111,7 @@ def test_every_job_uses_this_workflows_own_cuda_gate() -> None:
             assert sources, name
             assert {k: sources[-1][k] for k in OWN_SOURCE} == OWN_SOURCE
             assert set(step.get("with", {})) <= action_inputs, name
-    assert users == 5  # classes, gate, sign, store, report
+    assert users == 6  # classes, baseline, gate, sign, store, report
     for job in _jobs(WORKFLOWS / "release.yml").values():
         for step in job.get("steps", []):
             if step.get("uses") == "./":
@@ -224,7 +225,7 @@ def test_the_gated_bytes_are_the_attested_and_the_published_ones() -> None:
         f"{folder}/{n}" for n in ("libkernels.so", "app")
     }
     gate = _jobs(WORKFLOWS / "gate.yml")["gate"]
-    [fetch] = _steps_using(gate, DOWNLOAD)
+    [fetch] = [s for s in _steps_using(gate, DOWNLOAD) if "prebuilt" in s["name"]]
     assert fetch["with"] == {
         "name": "${{ inputs.prebuilt-artifact }}",
         "path": "${{ runner.temp }}/prebuilt",
@@ -372,3 +373,32 @@ def test_the_evidence_artifact_keeps_the_gates_marker() -> None:
         for step in job.get("steps", []):
             if str(step.get("uses", "")).startswith("actions/upload-artifact@"):
                 assert step["with"].get("include-hidden-files") is True, name
+
+
+def test_the_release_compares_each_class_with_its_last_accepted_release() -> None:
+    """The store is read where no project code runs; the GPU job gets a folder."""
+    release = _jobs(WORKFLOWS / "release.yml")["cuda-gate"]
+    assert release["with"]["baseline"] == "latest-accepted"
+    jobs = _jobs(WORKFLOWS / "gate.yml")
+    baseline = jobs["baseline"]
+    assert baseline["if"] == "${{ inputs.baseline != '' }}"
+    assert baseline["runs-on"] == "${{ fromJSON(inputs.control-runs-on) }}"
+    checkouts = [s for s in baseline["steps"] if "actions/checkout" in str(s.get("uses"))]
+    assert [s["with"]["path"] for s in checkouts] == ["cuda-gate"]  # never the project
+    runs = "\n".join(str(s.get("run", "")) for s in baseline["steps"])
+    assert '"$CUDA_GATE" evidence baseline "$BASELINE" --runner-class "$CLASS"' in runs
+    assert '[ "$status" -eq 13 ]' in runs  # none stored yet: said, not failed
+    [upload] = [s for s in baseline["steps"] if UPLOAD in str(s.get("uses"))]
+    assert upload["with"]["name"] == "gate-baseline-${{ matrix.name }}"
+    gate = jobs["gate"]
+    assert gate["needs"] == ["classes", "baseline"]
+    assert "'skipped'" not in gate["if"]
+    assert '["success", "skipped"]' in gate["if"]  # runs when no baseline was asked for
+    [download] = [
+        s for s in gate["steps"] if DOWNLOAD in str(s.get("uses")) and "baseline" in s["name"]
+    ]
+    assert download["with"]["name"] == "gate-baseline-${{ matrix.name }}"
+    [step] = [s for s in gate["steps"] if s.get("uses") == "./cuda-gate"]
+    assert "${{ steps.baseline.outputs.args }}" in step["with"]["args"]
+    [compare] = [s for s in gate["steps"] if s.get("id") == "baseline"]
+    assert 'echo "args=--baseline $RUNNER_TEMP/gate-baseline/run"' in compare["run"]

@@ -1,4 +1,6 @@
-"""`cuda-gate inspect` of container images, as a real process, with real nvcc-built libraries.
+"""`cuda-gate inspect --by-file` of container images, as a real process, with real nvcc-built
+libraries: each file's table, named in the image, with its layer (the per-distribution
+report of an image is tests/test_image_environment*.py's).
 
 A layout written by hand (two layers, a whiteout, an opaque folder), and podman's own
 images: imported from a tiny busybox rootfs, built on with ``podman build`` (a real
@@ -9,11 +11,9 @@ podman tests need podman (and busybox-static); under ``CI=true`` they fail witho
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tarfile
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,27 +23,12 @@ import pytest
 
 from gate import proc
 from gate.errors import ExitCode
+from tests.containers import BUSYBOX, PodmanStore, missing, need, podman_store
 from tests.oci_layouts import Layout, Member, folder, opaque, symlink, whiteout
 
 pytestmark = pytest.mark.integration
 
 SOURCE = "__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }\n"
-BUSYBOX = Path("/bin/busybox")
-
-
-def need(tool: str, why: str) -> str:
-    """The tool's path, or stop: a failure under CI=true, else a skip saying why."""
-    found = shutil.which(tool)
-    if found:
-        return found
-    return missing(f"{tool} not found: {why}")
-
-
-def missing(message: str) -> str:
-    """Stop the test for want of a tool: a failure under CI=true, else a skip."""
-    if os.environ.get("CI", "").strip().lower() == "true":
-        pytest.fail(f"{message} (CI=true: these tests must run, not skip)", pytrace=False)
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +47,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 def inspect(*args: str, env: dict[str, str] | None = None) -> proc.Result:
     return proc.run(
-        [sys.executable, "-m", "gate", "inspect", "--no-detect", *args],
+        [sys.executable, "-m", "gate", "inspect", "--no-detect", "--by-file", *args],
         env_set=env,
         timeout=300,
     )
@@ -143,38 +128,8 @@ def test_a_corrupted_blob_and_a_hostile_name_are_one_line_each_and_exit_6(
     assert not Path("/tmp/escaped.so").exists()
 
 
-@dataclass(frozen=True)
-class Podman:
-    """podman with a store of its own under a temp folder (never the machine's)."""
-
-    program: str
-    env: dict[str, str]
-
-    def __call__(self, *args: str) -> str:
-        result = proc.run([self.program, *args], env_set=self.env, timeout=300)
-        assert result.ok, result.output()
-        return result.stdout.strip()
-
-    def digest(self, name: str) -> str:
-        return self("image", "inspect", "--format", "{{.Digest}}", name)
-
-
-def podman_store(root: Path) -> Podman:
-    program = need("podman", "apt-get install -y podman runc busybox-static")
-    root.mkdir(parents=True)
-    (root / "containers.conf").write_text("[containers]\ndefault_ulimits = []\n")
-    (root / "storage.conf").write_text(
-        f'[storage]\ndriver = "vfs"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n'
-    )
-    env = {
-        "CONTAINERS_CONF": str(root / "containers.conf"),
-        "CONTAINERS_STORAGE_CONF": str(root / "storage.conf"),
-    }
-    return Podman(program, env)
-
-
 @pytest.fixture(scope="module")
-def podman_image(tmp_path_factory: pytest.TempPathFactory, library: bytes) -> Podman:
+def podman_image(tmp_path_factory: pytest.TempPathFactory, library: bytes) -> PodmanStore:
     """``localhost/gate-test:2``: a busybox rootfs imported, then a podman build on it that
     deletes one library and adds another (its layer holds a real whiteout)."""
     work = tmp_path_factory.mktemp("podman")
@@ -205,7 +160,7 @@ def podman_image(tmp_path_factory: pytest.TempPathFactory, library: bytes) -> Po
 
 
 def test_podman_tarballs_give_the_same_report_and_the_digest_podman_gives(
-    tmp_path: Path, podman_image: Podman
+    tmp_path: Path, podman_image: PodmanStore
 ) -> None:
     podman, name = podman_image, "localhost/gate-test:2"
     oci, plain, docker = tmp_path / "oci.tar", tmp_path / "plain.tar", tmp_path / "docker.tar"
@@ -235,7 +190,7 @@ def test_podman_tarballs_give_the_same_report_and_the_digest_podman_gives(
         assert images[kind]["digest"] == other.digest(name), kind
 
 
-def test_an_image_by_name_is_saved_through_podman_and_read(podman_image: Podman) -> None:
+def test_an_image_by_name_is_saved_through_podman_and_read(podman_image: PodmanStore) -> None:
     podman, name = podman_image, "localhost/gate-test:2"
     doc = document(f"podman:{name}", env=podman.env)
     (image,) = doc["images"]
@@ -248,7 +203,7 @@ def test_an_image_by_name_is_saved_through_podman_and_read(podman_image: Podman)
     assert "libgone" not in text.stdout
 
 
-def test_an_image_podman_does_not_have_is_its_error_and_exit_3(podman_image: Podman) -> None:
+def test_an_image_podman_does_not_have_is_its_error_and_exit_3(podman_image: PodmanStore) -> None:
     result = inspect("podman:localhost/not-there:1", env=podman_image.env)
     assert result.returncode == ExitCode.TOOL
     assert "podman image save failed with exit status 125" in result.stderr

@@ -137,7 +137,7 @@ def test_the_inspect_document_names_the_image_and_each_files_layer(
 ) -> None:
     layout = Layout(tmp_path / "img")
     digest = layout.image(two_layers())
-    code = main(["inspect", "--json", "--device", "9.0", f"oci:{layout.root}"])
+    code = main(["inspect", "--by-file", "--json", "--device", "9.0", f"oci:{layout.root}"])
     doc = json.loads(capsys.readouterr().out)
     schema = json.loads(
         resources.files("gate").joinpath("schemas/inspect.schema.json").read_text("utf-8")
@@ -161,7 +161,7 @@ def test_the_table_shows_the_image_line_and_the_layer_of_each_file(
     layout = Layout(tmp_path / "img")
     digest = layout.image(two_layers())
     tarball = archive(layout.root, tmp_path / "img.tar")
-    assert main(["inspect", "--device", "9.0", str(tarball)]) == 0
+    assert main(["inspect", "--by-file", "--device", "9.0", str(tarball)]) == 0
     out = capsys.readouterr().out
     assert f"image {tarball}: linux/amd64, 2 layers, digest {digest}" in out
     assert f"{tarball}!/usr/lib/libkernels.so  [ELF64 x86-64]" in out

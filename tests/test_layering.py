@@ -39,6 +39,8 @@ LAYERS = (
     ("gate.machine", 5),
     ("gate.buildcache", 5),
     ("gate.evidence", 5),
+    ("gate.launchlog", 4),  # the launch recorder's record, decoded
+    ("gate.comparison", 5),  # a run compared with a baseline: facts and JSON, no IO
     ("gate.cuobjdump", 5),
     ("gate.image", 5),  # container images: reads with gate.reader, saves through gate.proc
     ("gate.record", 6),
@@ -46,6 +48,7 @@ LAYERS = (
     ("gate.attest", 8),
     ("gate.store", 9),
     ("gate.github", 10),
+    ("gate.baseline", 10),  # finds a baseline run (a folder or the store) and compares
     ("gate.stages", 11),
     ("gate.pipeline", 12),
     ("gate.commands", 13),

@@ -154,7 +154,7 @@ def _edit_result(folder: Path, edit: Any) -> None:
     [
         (lambda d: d.pop("verdict"), "'verdict' is missing or not an object"),
         (lambda d: d.update(artifacts={}), "'artifacts' is missing or not a list of objects"),
-        (lambda d: d.update(version=4), "run record version 4 is not one this cuda-gate reads"),
+        (lambda d: d.update(version=5), "run record version 5 is not one this cuda-gate reads"),
         (lambda d: d["artifacts"][0].update(sha256="abc"), "artifacts/0/sha256"),
         (lambda d: d["executions"][0].update(path="sideways"), "execution path 'sideways'"),
         (lambda d: d["artifacts"][1].update(name="check"), "artifact names must be unique: check"),

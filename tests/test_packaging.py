@@ -64,3 +64,17 @@ def test_every_schema_id_is_on_one_domain() -> None:
     ]
     assert ids
     assert all(i.startswith("https://cuda-gate.dev/") for i in ids), ids
+
+
+def test_every_data_file_of_the_source_tree_is_installed() -> None:
+    """A file the package reads at run time (a CUDA source it compiles, a schema, a rules
+    table) must be in the installed package, not only in the checkout: the gate runs from an
+    installed wheel."""
+    source = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "gate").rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    }
+    installed = {str(f) for f in metadata.files("cuda-gate") or []}
+    assert source, "no data files found under gate/"
+    assert sorted(source - installed) == []

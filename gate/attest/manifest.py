@@ -178,6 +178,7 @@ def build_statement(
         ],
         "verdict": _pick(data["verdict"], "accepted", "statement", "reasons"),
         "evidence": [{"name": d.name, "sha256": d.sha256, "size": d.size} for d in digests],
+        "baseline": _baseline(data["baseline"]),
     }
     problem = validate_predicate(predicate)
     if problem:
@@ -187,6 +188,17 @@ def build_statement(
         "subject": [{"name": a["name"], "digest": {"sha256": a["sha256"]}} for a in artifacts],
         "predicateType": PREDICATE_TYPE,
         "predicate": predicate,
+    }
+
+
+def _baseline(compared: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The baseline as signed: which run (its result.json's digest) and what was lost."""
+    if compared is None:
+        return None
+    keys = ("reference", "location", "result_sha256", "revision", "runner", "run_id")
+    return {
+        **_pick(compared, *keys, "regressions", "warnings"),
+        "changes": compared["changes"],
     }
 
 

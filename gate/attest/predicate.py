@@ -10,8 +10,9 @@ disagrees with its own fields is refused.
 
 Version history: 1 (first release); 2 gives each check one ``state`` (passed, warned,
 failed, not-run) in place of ``passed`` and ``skipped``, and each run the CUDA
-runtime failure it printed. Version 1 is still read: a check it marks skipped reads as
-not run.
+runtime failure it printed; 3 adds ``baseline``: the run the device code was compared
+with (``--baseline``), named by its result.json's SHA-256, and what was lost against
+it. Versions 1 and 2 are still read: a check version 1 marks skipped reads as not run.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from gate.rules.causes import Cause, ExecPath, RuntimeFailure
 from gate.rules.verdict import Check, CheckState
 
 PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
-PREDICATE_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+PREDICATE_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,17 @@ class SignedVerdict:
 
 
 @dataclass(frozen=True)
+class SignedBaseline:
+    """The baseline a run was compared with, as signed: which run, and how many losses."""
+
+    reference: str
+    result_sha256: str
+    run_id: str | None
+    regressions: int
+    warnings: int
+
+
+@dataclass(frozen=True)
 class GatePredicate:
     """Everything a signed gate-run predicate says that its readers use."""
 
@@ -94,6 +106,7 @@ class GatePredicate:
     checks: tuple[Check, ...]
     verdict: SignedVerdict
     evidence: tuple[SignedFile, ...]
+    baseline: SignedBaseline | None = None
 
     @property
     def signed_class(self) -> str | None:
@@ -163,6 +176,19 @@ def _read(p: Mapping[str, Any], where: str) -> GatePredicate:
             bool(verdict["accepted"]), str(verdict["statement"]), tuple(verdict["reasons"])
         ),
         evidence=tuple(SignedFile(e["name"], e["sha256"], e["size"]) for e in p["evidence"]),
+        baseline=_baseline(p.get("baseline")),
+    )
+
+
+def _baseline(b: Mapping[str, Any] | None) -> SignedBaseline | None:
+    if b is None:
+        return None
+    return SignedBaseline(
+        str(b["reference"]),
+        str(b["result_sha256"]),
+        b.get("run_id"),
+        b["regressions"],
+        b["warnings"],
     )
 
 

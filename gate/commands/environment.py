@@ -1,20 +1,22 @@
 """`cuda-gate inspect` on an environment: one verdict line per distribution per device.
 
 Reached from :mod:`gate.commands.inspect` when a path is a virtual environment, a
-site-packages folder, a folder of wheels or a requirements lock (or with
-``--by-distribution``). ``--require-device`` fails the distributions that cannot run
-there, one line each; a distribution with no device code needs no device.
+site-packages folder, a folder of wheels, a requirements lock or a container image (or
+with ``--by-distribution``). ``--require-device`` fails the distributions that cannot
+run there, one line each; a distribution with no device code needs no device. An image
+adds its line above the table, each artifact's layer with ``--verbose``, and in the JSON
+document ``images`` and, per distribution, ``image`` (:mod:`gate.image.environment`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gate.commands.stdout import Stdout
+    from gate.image.environment import Located
     from gate.reader.distributions import Audit
     from gate.reader.limits import Limits
     from gate.reader.verdicts import DistributionVerdict
@@ -29,17 +31,18 @@ def handle(
     out: Stdout,
 ) -> None:
     """Read and judge every distribution, print the report, raise the exit's error."""
-    from gate.reader.distributions import audit_paths
+    from gate.image.environment import Reading, audit_sources
 
     names = args.names or args.strict
-    audit = audit_paths(
-        [Path(p) for p in args.paths],
+    how = Reading(
         names=names,
         scan=not args.no_scan,
         limits=limits,
         cache=names and not args.no_cache,
+        platform=args.platform,
     )
-    report(args, audit, caps, required, out)
+    located = audit_sources([str(p) for p in args.paths], how)
+    report(args, located.audit, caps, required, out, located=located)
 
 
 def report(
@@ -48,10 +51,16 @@ def report(
     caps: list[Capability],
     required: list[Capability],
     out: Stdout,
+    *,
+    located: Located | None = None,
 ) -> None:
     """Judge the groups of an audit already read (by :func:`audit_paths`, or an image laid
     out in a folder and read by :func:`gate.reader.distributions.audit_root`), print the
-    table or the JSON document, raise the exit's error (BadInputError, NotAcceptedError)."""
+    table or the JSON document, raise the exit's error (BadInputError, NotAcceptedError).
+
+    ``located`` (the same audit with the images read and each group's place in one) adds
+    the image lines, the layers (``--verbose``) and the JSON's ``images`` and ``image``."""
+    from gate.image.reports import image_console
     from gate.reader import envview
     from gate.reader.verdicts import judge_all
 
@@ -61,8 +70,13 @@ def report(
     errors = [*audit.errors, *(e for v in verdicts for e in v.errors)]
     for error in errors:
         print(f"cuda-gate: error: {error}", file=sys.stderr, flush=True)
+    places = located.places if located else (None,) * len(verdicts)
+    if not args.json and located:
+        out.write("".join(image_console(image) for image in located.images))
     if not args.json and verdicts:
-        out.write(envview.console(verdicts, caps, verbose=args.verbose, runtime=runtime))
+        notes = [place.lines() if place else () for place in places]
+        text = envview.console(verdicts, caps, verbose=args.verbose, runtime=runtime, notes=notes)
+        out.write(text)
     unmet = [line for v in verdicts for line in _unmet(v, required)]
     for line in unmet:
         print(f"cuda-gate: error: {line}", file=sys.stderr, flush=True)
@@ -70,6 +84,10 @@ def report(
         doc = envview.document(
             verdicts, caps, errors, names=names, scan=not args.no_scan, runtime=runtime
         )
+        if located and located.images:
+            doc["images"] = [image.to_json() for image in located.images]
+            for dist, place in zip(doc["distributions"], places, strict=True):
+                dist["image"] = place.to_json() if place else None
         _write(args, doc, out)
     out.flush()
     _exit(args, verdicts, errors, unmet, required)

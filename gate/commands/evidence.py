@@ -72,9 +72,52 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     prune.add_argument(
         "--dry-run", action="store_true", help="say what would be removed; remove nothing"
     )
+    _register_baseline(actions)
     listing.set_defaults(handler=list_command)
     get.set_defaults(handler=get_command)
     prune.set_defaults(handler=prune_command)
+
+
+def _register_baseline(actions: Any) -> None:  # noqa: ANN401 - argparse's private type
+    baseline = actions.add_parser(
+        "baseline",
+        help="download the run a --baseline reference names (latest-accepted, a revision, a tag)",
+        description="Download, and check against its index, the stored run that `cuda-gate "
+        "run --baseline REF` would compare with: where the store's credentials are, so the "
+        "job that runs project code gets a folder instead (exit 13 when none is stored).",
+    )
+    baseline.add_argument("reference", metavar="REF", help="latest-accepted, a revision, a tag")
+    baseline.add_argument(
+        "--runner-class",
+        metavar="CLASS",
+        help="whose runs (default: CUDA_GATE_RUNNER_CLASS)",
+    )
+    baseline.add_argument("--runner", metavar="NAME", help="one runner's runs instead")
+    baseline.add_argument("--dest", type=Path, required=True, help="an absent or empty folder")
+    baseline.add_argument("--store", metavar="URL", help="s3://bucket/prefix or a folder")
+    baseline.add_argument(
+        "--repository",
+        metavar="OWNER/REPO",
+        help="default: GITHUB_REPOSITORY or the git remote 'origin'",
+    )
+    baseline.set_defaults(handler=baseline_command)
+
+
+def baseline_command(args: argparse.Namespace) -> int:
+    """Download the stored run a baseline reference names into ``--dest``."""
+    from gate.baseline.resolve import from_store
+    from gate.commands.diff import which
+
+    found = from_store(
+        args.reference, which(args), args.dest, store_url=args.store, repository=args.repository
+    )
+    run = found.summary
+    assert run is not None  # noqa: S101 - from_store always says which stored run
+    print(
+        f"fetched baseline {args.reference}: run {run.run_id} of {run.runner} at "
+        f"{run.revision[:12]} ({run.state.value}) into {args.dest}"
+    )
+    return int(ExitCode.OK)
 
 
 def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:

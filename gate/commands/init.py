@@ -107,6 +107,15 @@ smoke = true
 # path-style = true
 # object-lock-mode = "COMPLIANCE"
 # object-lock-days = 365
+
+## What a loss against `cuda-gate run --baseline REF` or `cuda-gate diff OLD NEW` does:
+## each rule fails by default; "warn" keeps it in the report without failing the run.
+# [baseline]
+# dropped_artifact = "fail"
+# dropped_target = "fail"
+# dropped_kernel = "fail"
+# lost_native_route = "fail"
+# newer_driver = "warn"
 """
 
 TEMPLATE = HEADER + BODY

@@ -9,9 +9,11 @@ by the rule the run judges libraries by (gate.rules.routes.judge): something in 
 runs there, or with ``--strict`` every kernel built for that device does. A file with
 nothing to judge (no device code, LTO IR only) and a path with no file at all fail too.
 
-A virtual environment, a site-packages folder, a folder of wheels or a requirements lock
-(or any path with ``--by-distribution``) is read by distribution instead
-(:mod:`gate.commands.environment`): one verdict line per distribution per device.
+A virtual environment, a site-packages folder, a folder of wheels, a requirements lock or
+a container image (or any path with ``--by-distribution``) is read by distribution instead
+(:mod:`gate.commands.environment`): one verdict line per distribution per device. An image
+is an environment: its Python distributions and its other libraries by folder, each
+file's layer kept; ``--by-file`` gives every path, images too, the per-file table.
 """
 
 from __future__ import annotations
@@ -123,15 +125,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     env = parser.add_argument_group(
         "environments",
-        "A virtual environment, a site-packages folder, a folder of wheels or a requirements "
-        "lock (name==version lines, wheels beside it) is read by distribution: one verdict "
-        "line per distribution per device and a summary; --require-device then fails "
-        "distributions, and one with no device code needs none.",
+        "A virtual environment, a site-packages folder, a folder of wheels, a requirements "
+        "lock (name==version lines, wheels beside it) or a container image is read by "
+        "distribution: one verdict line per distribution per device and a summary (an "
+        "image's distributions in any site-packages or dist-packages folder, its other "
+        "libraries by folder); --require-device then fails distributions, and one with no "
+        "device code needs none.",
     )
-    env.add_argument(
+    how = env.add_mutually_exclusive_group()
+    how.add_argument(
         "--by-distribution",
         action="store_true",
         help="read every PATH by distribution (wheels, folders), even one that is no environment",
+    )
+    how.add_argument(
+        "--by-file",
+        action="store_true",
+        help="read every PATH file by file, environments and images too: one table per "
+        "artifact, an image's files named SOURCE!/path with their layer",
     )
     env.add_argument(
         "--cuda-runtime",
@@ -144,7 +155,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     env.add_argument(
         "--verbose",
         action="store_true",
-        help="list every group of identical artifacts and every name",
+        help="list every group of identical artifacts and every name, and for an image "
+        "each artifact's layer",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
@@ -221,7 +233,6 @@ def handle(args: argparse.Namespace) -> int:
     from gate.demangle import demangle
     from gate.image.reports import Seen, read_sources, with_images
     from gate.reader import summary as inspect_view
-    from gate.reader.distributions import is_environment
     from gate.render.live import Counter, LiveLine
 
     # Names come from files and binaries: never let one that cannot be encoded (a
@@ -233,7 +244,7 @@ def handle(args: argparse.Namespace) -> int:
     scan = not args.no_scan
     names = args.names or args.strict
     limits = _limits(args)
-    if args.by_distribution or any(is_environment(Path(p)) for p in args.paths):
+    if _by_distribution(args):
         environment.handle(args, caps, required, limits, out)
         out.done()
         return 0
@@ -273,6 +284,26 @@ def handle(args: argparse.Namespace) -> int:
     _exit_status(args, reports, unmet, required)
     out.done()
     return 0
+
+
+def _by_distribution(args: argparse.Namespace) -> bool:
+    """Whether the paths are read by distribution: asked for, or one is an environment or
+    names an image (or fails to: the environment report says why), unless ``--by-file``."""
+    from gate.errors import BadInputError
+    from gate.image.source import parse
+    from gate.reader.distributions import is_environment
+
+    if args.by_file:
+        return False
+    if args.by_distribution:
+        return True
+    for text in args.paths:
+        try:
+            if parse(text) is not None or is_environment(Path(text)):
+                return True
+        except BadInputError:
+            return True
+    return False
 
 
 def _devices(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:

@@ -12,6 +12,7 @@ from gate.evidence import DEFAULT_DIR
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gate.baseline.resolve import Found
     from gate.checksums import Checksums
     from gate.config import Config
     from gate.rules.targets import Target
@@ -142,6 +143,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--no-store", action="store_true", help="leave the evidence only in the evidence folder"
     )
     parser.add_argument(
+        "--baseline",
+        metavar="REF",
+        default=None,
+        help="compare the device code with an earlier run: an evidence folder, or from the "
+        "store (--store) latest-accepted, a revision or a tag of this runner class "
+        "(CUDA_GATE_RUNNER_CLASS; else of this runner); a loss fails the run (see "
+        "`cuda-gate diff`, [baseline] in the configuration)",
+    )
+    parser.add_argument(
         "--wait",
         action="store_true",
         help="when another run holds the evidence or build folder, wait for it instead of "
@@ -202,6 +212,8 @@ def _float(text: str) -> float:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the pipeline and print the table, the diagnosis and the verdict."""
+    import tempfile
+
     from gate import config
     from gate.attest.signing import load_signer_from_env_or_file
     from gate.commands.stdout import Stdout
@@ -231,6 +243,8 @@ def handle(args: argparse.Namespace) -> int:
             "builds and entry points (they run as your user); sign apart instead: run "
             "without a key, then `cuda-gate sign EVIDENCE` where no project code runs"
         )
+    with tempfile.TemporaryDirectory(prefix="cuda-gate-baseline-") as work:
+        baseline = _baseline(args, project, Path(work) / "baseline")
     options = RunOptions(
         evidence=args.evidence,
         build_dir=args.build_dir,
@@ -253,6 +267,7 @@ def handle(args: argparse.Namespace) -> int:
         # Said once the folders are the run's: an error before that stays one line alone.
         first_line=_which_config(project),
         prebuilt=prebuilt,
+        baseline=baseline,
     )
     outcome = run(options, progress, err.live)
     record = outcome.record
@@ -261,6 +276,13 @@ def handle(args: argparse.Namespace) -> int:
     # its status into 0 or 141 when the status is known (gate.commands.stdout).
     out = Stdout()
     out.write(text.colour(text.console(record)) + "\n")
+    if record.baseline is not None:
+        from gate.render import diff
+
+        compared = record.baseline
+        out.write(
+            f"\nBaseline:\n{diff.console(compared.diff, compared.describe(), total=text.width())}\n"
+        )
     out.write(f"Evidence: {outcome.evidence}/ ({outcome.manifest}; {outcome.stored})\n")
     out.flush()
     if outcome.interrupted is not None:
@@ -357,3 +379,26 @@ def _target(text: str) -> Target:
     from gate.rules.targets import parse_required_target
 
     return parse_required_target(text)
+
+
+def _baseline(args: argparse.Namespace, project: Config, dest: Path) -> Found | None:
+    """The ``--baseline`` run, read (and from the store, downloaded and checked) before
+    anything runs: a reference that names nothing stops the run at once."""
+    if args.baseline is None:
+        return None
+    import os
+
+    from gate import ci
+    from gate.baseline.resolve import Which, from_folder, from_store, looks_like_folder
+
+    if looks_like_folder(args.baseline):
+        return from_folder(Path(args.baseline), args.baseline)
+    if args.no_store:
+        from gate.errors import ConfigError
+
+        raise ConfigError(
+            f"--baseline {args.baseline} is read from the store; --no-store says none"
+        )
+    runner_class = ci.runner_class(os.environ)
+    which = Which(runner_class, None if runner_class else ci.runner_name(os.environ))
+    return from_store(args.baseline, which, dest, store_url=args.store, config=project)

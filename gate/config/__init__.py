@@ -28,6 +28,8 @@ every table sits under ``tool.cuda-gate``)::
     [[artifact]]               # final artifacts: globs (``**`` allowed) or wheels (*.whl)
     path = "build/libkernels.so"
     kernels = ["scale_f64"]    # optional: kernels this artifact must carry too
+    require_launch = ["scale_f64"]  # optional: kernels the entry points must launch on
+                               # both paths ("all": every kernel it carries)
 
     [[entry_point]]            # each runs natively and through forced PTX JIT
     name = "app-f32"           # optional: entry-1, ...; letters, digits, . _ -
@@ -41,6 +43,10 @@ every table sits under ``tool.cuda-gate``)::
     key_file = "keys/gate.pem" # optional Ed25519 private key for the manifest
 
     [store]                    # read by gate.store.settings (see there)
+
+    [baseline]                 # what a loss against --baseline does: "fail" (default) or "warn"
+    dropped_target = "fail"    # also dropped_artifact, dropped_kernel, lost_native_route,
+                               # newer_driver (gate.rules.baseline)
 
 ``gate/schemas/config.schema.json`` describes the same shape for editors (Taplo); this
 module stays the authority. Build commands and their ``env`` values may use the target
@@ -67,6 +73,7 @@ from gate.config.placeholders import PLACEHOLDERS, TOOLS, substitute, substitute
 from gate.errors import ConfigError
 from gate.jsonutil import depth
 from gate.reader.artifacts import file_kind, shown
+from gate.rules.baseline import Policy, Rule
 from gate.rules.compat import Form
 from gate.rules.require import Requirement
 from gate.rules.targets import (
@@ -101,12 +108,13 @@ ENTRY_TIMEOUT = 300.0
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = frozenset(
     {"python", "targets", "devices", "kernels", "smoke", "build", "artifact", "entry_point"}
-    | {"strict_libraries", "signing", "store", "host", "stale_artifacts"}
+    | {"strict_libraries", "signing", "store", "host", "stale_artifacts", "baseline"}
 )
 _BUILD_KEYS = frozenset({"name", "command", "cwd", "env", "timeout"})
-_ARTIFACT_KEYS = frozenset({"path", "kernels"})
+_ARTIFACT_KEYS = frozenset({"path", "kernels", "require_launch"})
 _ENTRY_KEYS = _BUILD_KEYS | {"expected_returncode", "expected_output"}
 _SIGNING_KEYS = frozenset({"key_file"})
+_BASELINE_KEYS = frozenset(r.value for r in Rule)
 
 Scalar = str | int | float | bool
 ENTRY_PASS = r"(?m)^PASS$"  # noqa: S105 - the smoke program prints PASS, not a password
@@ -168,6 +176,8 @@ class ArtifactSpec:
     key: str
     pattern: str
     kernels: tuple[str, ...] = ()
+    # Kernels the entry points must launch on each path; "all": every kernel carried.
+    require_launch: str | tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,6 +247,7 @@ class Config:
     strict_libraries: tuple[str, ...] = ()
     host: str | None = None
     stale_fails: bool = False  # stale_artifacts = "fail"
+    baseline: Policy = Policy()  # noqa: RUF009 - frozen, shared safely; [baseline]: which losses against a baseline only warn
 
     def is_strict(self, library: Path) -> bool:
         """Whether a loaded library is judged per kernel (a ``strict_libraries`` glob matches)."""
@@ -389,7 +400,21 @@ def _artifact(table: dict[str, Any], at: tv.At) -> ArtifactSpec:
         key=str(at),
         pattern=tv.text(table["path"], at.child("path")),
         kernels=tv.texts(table.get("kernels", []), at.child("kernels")),
+        require_launch=_require_launch(table.get("require_launch", []), at.child("require_launch")),
     )
+
+
+def _require_launch(value: object, at: tv.At) -> str | tuple[str, ...]:
+    """``"all"`` or a list of kernel names (as ``kernels`` takes them)."""
+    if isinstance(value, str):
+        if value != "all":
+            raise at.fail(f'expected "all" or a list of kernel names, got {tv.quote(value)}')
+        return value
+    names = tv.texts(value, at)
+    for i, name in enumerate(names):
+        if not name.strip():
+            raise at.child(i).fail("a kernel name is empty")
+    return names
 
 
 def _entry(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> EntryPointSpec:
@@ -495,6 +520,7 @@ def parse(
         host=_choice(doc.get("host"), at("host"), HOSTS),
         stale_fails=_choice(doc.get("stale_artifacts", "warn"), at("stale_artifacts"), _STALE)
         == "fail",
+        baseline=_baseline(doc.get("baseline", {}), at("baseline")),
     )
     if not config.smoke and not config.entry_points:
         raise at("smoke").fail("false, but no entry_point is configured: nothing would run")
@@ -503,6 +529,14 @@ def parse(
 
 HOSTS = ("x86_64", "aarch64", "ppc64le")  # as `uname -m` names them
 _STALE = ("warn", "fail")
+
+
+def _baseline(value: object, at: tv.At) -> Policy:
+    """``[baseline]``: each rule of gate.rules.baseline, ``"fail"`` or ``"warn"``."""
+    table = tv.table(value, at)
+    tv.check_keys(table, _BASELINE_KEYS, at)
+    chosen = {key: _choice(item, at.child(key), _STALE) for key, item in table.items()}
+    return Policy.from_mapping(chosen, str(at))
 
 
 def _choice(value: object, at: tv.At, allowed: Sequence[str]) -> str | None:

@@ -184,7 +184,7 @@ def _files(
     )
     for report in found:
         inside = report.path.removeprefix(root)
-        entry = _entry(merged, inside)
+        entry = entry_of(merged, inside)
         renamed = replace(
             report,
             path=label + inside,
@@ -193,7 +193,7 @@ def _files(
         yield Found(renamed, Origin(merged.image, entry) if entry else None)
 
 
-def _entry(merged: Merged, inside: str) -> Entry | None:
+def entry_of(merged: Merged, inside: str) -> Entry | None:
     """The file a report is of: the path itself, or the wheel or archive it is a member of."""
     if inside in merged.entries:
         return merged.entries[inside]

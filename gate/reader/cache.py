@@ -35,7 +35,7 @@ from gate.rules.targets import Target, Version
 
 FORMAT = "cuda-gate-inspection-cache"
 # Bump when what the reader reports for the same bytes changes without a release.
-READER_FORMAT = 1
+READER_FORMAT = 2  # 2: trap stubs and empty kernels per cubin
 ENV_DIR = "CUDA_GATE_CACHE_DIR"
 # Hashed this many bytes at a time, each piece's pages dropped after: a multiple of the
 # page size, and what hashing adds to the peak (as the scan's pieces, fatbin._SCAN_CHUNK).
@@ -68,32 +68,104 @@ def inspect_file(
     limits: Limits | None = None,
     folder: Path | None = None,
     use_cache: bool = True,
+    by_identity: bool = False,
 ) -> tuple[ArtifactReport, str, int]:
     """``(report, sha256, size)`` of one file, the report from the cache when it holds it.
 
     The file is mapped once: hashed, then read only on a miss. ``folder`` defaults to
     :func:`cache_dir`; ``use_cache=False`` reads and hashes without touching the cache.
+    ``by_identity`` first looks the file up by its identity (:func:`cached_file`), so an
+    unchanged file is neither read nor hashed, and remembers the identity's hash after a
+    read; the evidence of a gate run, which must hash what it signs, leaves it off.
     BadInputError (one line naming the file) when the file cannot be read.
     """
     display = artifacts.shown(path)
+    root = folder or cache_dir()
+    if use_cache and by_identity:
+        known = cached_file(path, names=names, scan=scan, folder=root)
+        if known is not None:
+            return known
+    real = _real(path) if use_cache and by_identity else None
     try:
         with artifacts.open_regular(path, display) as f:
-            size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            size = st.st_size
             if size == 0:
                 raise BadInputError(f"{display}: empty file")
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
                 digest = _sha256(buf)
-                entry = _entry_path(folder or cache_dir(), digest, names, scan)
-                if use_cache:
-                    cached = _load(entry, digest, size, names=names, scan=scan)
-                    if cached is not None:
-                        return _renamed(cached, display), digest, size
-                report = read_buffer(buf, 0, size, display, names=names, scan=scan, limits=limits)
+                entry = _entry_path(root, digest, names, scan)
+                cached = _load(entry, digest, size, names=names, scan=scan) if use_cache else None
+                if cached is not None:
+                    report = renamed(cached, display)
+                else:
+                    report = read_buffer(
+                        buf, 0, size, display, names=names, scan=scan, limits=limits
+                    )
     except OSError as e:
         raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
     if use_cache and report.error is None:
-        _store(entry, _document(report, digest, size, scan=scan))
+        if cached is None:
+            store(entry, _document(report, digest, size, scan=scan))
+        if real is not None:
+            identity = _identity_of(real, st)
+            doc = {"format": FORMAT, "identity": identity, "sha256": digest, "size": size}
+            store(_identity_path(root, identity), doc)
     return report, digest, size
+
+
+# A file's identity, the way git's index trusts an unchanged file: its real path, device,
+# inode, size, modification and change times. Any write changes the change time (which
+# no user call can set back), so an identity never names two contents.
+def _real(path: str | os.PathLike[str]) -> Path | None:
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def _identity_of(real: Path, st: os.stat_result) -> str:
+    return f"{real}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+
+
+def identity(path: str | os.PathLike[str]) -> str | None:
+    """The identity of the file at ``path`` now (see above); None when it cannot be taken."""
+    real = _real(path)
+    if real is None:
+        return None
+    try:
+        return _identity_of(real, real.stat())
+    except OSError:
+        return None
+
+
+def _identity_path(folder: Path, identity: str) -> Path:
+    key = hashlib.sha256(identity.encode()).hexdigest()
+    return folder / "files" / key[:2] / f"{key}.json"
+
+
+def cached_file(
+    path: str | os.PathLike[str], *, names: bool, scan: bool, folder: Path | None = None
+) -> tuple[ArtifactReport, str, int] | None:
+    """``(report, sha256, size)`` of a file read before and unchanged since, from its
+    identity alone (the file is neither opened nor hashed); None when not known."""
+    known_as = identity(path)
+    if known_as is None:
+        return None
+    root = folder or cache_dir()
+    try:
+        doc = json.loads(_identity_path(root, known_as).read_bytes())
+        if doc["format"] != FORMAT or doc["identity"] != known_as:
+            return None
+        digest, size = doc["sha256"], doc["size"]
+        if not isinstance(digest, str) or not isinstance(size, int):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    report = _load(_entry_path(root, digest, names, scan), digest, size, names=names, scan=scan)
+    if report is None:
+        return None
+    return renamed(report, artifacts.shown(path)), digest, size
 
 
 def _sha256(buf: mmap.mmap) -> str:
@@ -113,7 +185,7 @@ def _entry_path(folder: Path, digest: str, names: bool, scan: bool) -> Path:
     return folder / digest[:2] / f"{digest}.{mode}.json"
 
 
-def _renamed(report: ArtifactReport, display: str) -> ArtifactReport:
+def renamed(report: ArtifactReport, display: str) -> ArtifactReport:
     """The cached report under the name this file was given now."""
     return ArtifactReport(
         display, report.format, report.elf_class, report.machine, report.listing, report.names
@@ -133,14 +205,14 @@ def _load(entry: Path, digest: str, size: int, *, names: bool, scan: bool) -> Ar
             or doc["scan"] is not scan
         ):
             return None
-        return _report(doc["report"])
+        return report_from_json(doc["report"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
         # Unreadable, not JSON, fields missing or mistyped, values that do not parse:
         # a cache entry is only ever a shortcut, so any doubt means reading the file.
         return None
 
 
-def _store(entry: Path, doc: dict[str, Any]) -> None:
+def store(entry: Path, doc: dict[str, Any]) -> None:
     """Write ``doc`` at ``entry`` atomically; a cache that cannot be written is skipped."""
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
@@ -164,13 +236,18 @@ def _document(report: ArtifactReport, digest: str, size: int, *, scan: bool) -> 
         "size": size,
         "names": report.names,
         "scan": scan,
-        "report": {
-            "format": report.format,
-            "elf_class": report.elf_class,
-            "machine": report.machine,
-            "names": report.names,
-            "entries": [_entry_json(e) for e in report.listing.entries],
-        },
+        "report": report_json(report),
+    }
+
+
+def report_json(report: ArtifactReport) -> dict[str, Any]:
+    """A report as kept in the cache (its path left out: the same bytes have many)."""
+    return {
+        "format": report.format,
+        "elf_class": report.elf_class,
+        "machine": report.machine,
+        "names": report.names,
+        "entries": [_entry_json(e) for e in report.listing.entries],
     }
 
 
@@ -188,20 +265,24 @@ def _entry_json(e: DeviceEntry) -> list[Any]:
         e.producer,
         e.debug,
         e.name,
+        list(e.traps),
+        list(e.empty),
     ]
 
 
 _KINDS = {kind.value: kind for kind in Kind}  # an unknown kind is a KeyError: entry ignored
 
 
-def _report(doc: dict[str, Any]) -> ArtifactReport:
+def report_from_json(doc: dict[str, Any]) -> ArtifactReport:
+    """A report kept by :func:`report_json`, its path empty; raises on anything malformed."""
     # Entries repeat a few kinds, targets and ISAs thousands of times (torch's libraries:
     # 40,000 entries): each text is parsed once, and an empty kernel list costs nothing.
     targets: dict[str, Target] = {}
     versions: dict[str, Version] = {}
     entries = []
     for row in doc["entries"]:
-        kind, target, kernels, isa, section, compression, stored, size, producer, debug, name = row
+        (kind, target, kernels, isa, section, compression, stored, size, producer, debug, name,
+         traps, empty) = row  # fmt: skip
         parsed = targets.get(target)
         if parsed is None:
             parsed = targets[target] = Target.parse(target)
@@ -212,6 +293,8 @@ def _report(doc: dict[str, Any]) -> ArtifactReport:
         else:
             version = None
         if kernels and not all(isinstance(k, str) for k in kernels):
+            raise TypeError("kernel names must be strings")
+        if (traps or empty) and not all(isinstance(k, str) for k in (*traps, *empty)):
             raise TypeError("kernel names must be strings")
         entries.append(
             DeviceEntry(
@@ -226,6 +309,8 @@ def _report(doc: dict[str, Any]) -> ArtifactReport:
                 producer if producer is None else str(producer),
                 bool(debug),
                 name if name is None else str(name),
+                tuple(traps),
+                tuple(empty),
             )
         )
     elf_class = doc["elf_class"]
@@ -263,13 +348,13 @@ def loaded_library(
         st = real.stat()
     except OSError as e:
         raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
-    identity = f"{real}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+    identity = _identity_of(real, st)
     key = hashlib.sha256(f"{reader_version()}\0{identity}".encode()).hexdigest()
     entry = (folder or cache_dir()) / "loaded" / key[:2] / f"{key}.json"
     if use_cache:
         known = _load_loaded(entry, identity)
         if known is not None:
-            return _renamed(known[0], display), known[1]
+            return renamed(known[0], display), known[1]
     digest = None
     with mapped(path) as buf:
         report = read_buffer(buf, 0, len(buf), display, names=False, scan=True)
@@ -277,7 +362,7 @@ def loaded_library(
             digest = _sha256(buf)
     if use_cache and report.error is None:
         doc = _document(report, digest or "", st.st_size, scan=True)
-        _store(entry, {**doc, "identity": identity, "sha256": digest})
+        store(entry, {**doc, "identity": identity, "sha256": digest})
     return report, digest
 
 
@@ -290,6 +375,6 @@ def _load_loaded(entry: Path, identity: str) -> tuple[ArtifactReport, str | None
         digest = doc["sha256"]
         if doc["identity"] != identity or not (digest is None or isinstance(digest, str)):
             return None
-        return _report(doc["report"]), digest
+        return report_from_json(doc["report"]), digest
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
         return None

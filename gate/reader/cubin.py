@@ -4,6 +4,8 @@
   keeps it in ``(e_flags >> 8) & 0xff``, with 'a' in ``.nv.compat`` attribute 9 (CUDA 13)
   or ``e_flags & 0x8`` (CUDA 12.9). 'f' is not recorded in a cubin at all.
 * Kernels: ``.symtab`` functions that are defined and carry STO_CUDA_ENTRY (0x10).
+* Trap stubs and empty kernels: a kernel's body (its symbol's bytes in its ``.text``
+  section) read by gate.reader.sass and judged by gate.rules.stubs, for sm_70 and later.
 * Producer: ``.note.nv.tkinfo`` (tool name and version strings).
 * PTX: ``.version``, ``.target`` and the ``.entry`` names, streamed in linear time.
 """
@@ -17,7 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gate.errors import BadInputError
+from gate.reader import sass
 from gate.reader.elffile import EM_CUDA, SHT_NOTE, SHT_SYMTAB, STT_FUNC, Buffer, ElfFile
+from gate.rules.stubs import Body, classify
 
 STO_CUDA_ENTRY = 0x10
 SHT_NV_COMPAT = 0x70000086
@@ -60,6 +64,8 @@ class CubinInfo:
     abi_version: int
     kernels: tuple[str, ...]
     producer: str | None
+    traps: tuple[str, ...] = ()  # kernels whose body is a trap stub (gate.rules.stubs)
+    empty: tuple[str, ...] = ()  # kernels whose body does nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +90,14 @@ def read_cubin(buf: Buffer, base: int, size: int, name: str) -> CubinInfo:
         arch = elf.flags & 0xFF
         specific = bool(elf.flags & 0x800)
     kernels: list[str] = []
+    bodies: dict[Body, list[str]] = {Body.TRAP: [], Body.EMPTY: []}
     producer = None
+    read_bodies = sass.readable(arch)
     # Only three section types matter; a cubin has dozens to hundreds of sections.
     for _, header in elf.headers_of_type(_WANTED):
         kind = header[1]
         if kind == SHT_SYMTAB:
-            kernels += _entry_names(elf, header)
+            kernels += _entry_names(elf, header, bodies if read_bodies else None)
         elif kind == SHT_NV_COMPAT:
             lo, hi = elf.span_of(header[4], header[5], ".nv.compat")
             specific = compat_arch_specific(bytes(elf.buf[lo:hi]), default=specific)
@@ -97,19 +105,36 @@ def read_cubin(buf: Buffer, base: int, size: int, name: str) -> CubinInfo:
             # The tkinfo note is told by its type (2000; cuinfo's is 1000), not by its
             # section's name: no copy of the section-name table per cubin.
             producer = _producer(elf, header)
-    return CubinInfo(arch, specific, elf.abi_version, tuple(kernels), producer)
+    return CubinInfo(
+        arch,
+        specific,
+        elf.abi_version,
+        tuple(kernels),
+        producer,
+        tuple(bodies[Body.TRAP]),
+        tuple(bodies[Body.EMPTY]),
+    )
 
 
-def _entry_names(elf: ElfFile, symtab: tuple[int, ...]) -> list[str]:
-    """Names of defined STT_FUNC symbols with STO_CUDA_ENTRY, in symbol table order."""
+def _entry_names(
+    elf: ElfFile, symtab: tuple[int, ...], bodies: dict[Body, list[str]] | None = None
+) -> list[str]:
+    """Names of defined STT_FUNC symbols with STO_CUDA_ENTRY, in symbol table order.
+
+    With ``bodies``, each kernel whose body is a trap stub or empty is added to its list.
+    """
     offset, size, link, entsize = symtab[4], symtab[5], symtab[6], symtab[9]
     if elf.elf_class != 64 or not elf.little_endian:
         section = next(s for s in elf.sections if s.offset == offset and s.type == SHT_SYMTAB)
-        return [
-            s.name
+        found = [
+            s
             for s in elf.symbols(section)
             if s.type == STT_FUNC and s.shndx != 0 and s.other & STO_CUDA_ENTRY
         ]
+        if bodies is not None:
+            for s in found:
+                _judge(elf, s.name, (s.shndx, s.value, s.size), bodies)
+        return [s.name for s in found]
     if entsize != _SYM64.size or link == 0:
         raise BadInputError(f"{elf.name}: corrupted symbol table")
     start, _ = elf.span_of(offset, size, "symbol table")
@@ -122,7 +147,7 @@ def _entry_names(elf: ElfFile, symtab: tuple[int, ...]) -> list[str]:
     names = []
     i = candidates.find(1)
     while i >= 0:
-        name, info, _, shndx, _, _ = _SYM64.unpack_from(table, i * width)
+        name, info, _, shndx, value, sym_size = _SYM64.unpack_from(table, i * width)
         if info & 0xF == STT_FUNC and shndx != 0:
             if strings is None:
                 strtab = elf.header(link)
@@ -134,8 +159,34 @@ def _entry_names(elf: ElfFile, symtab: tuple[int, ...]) -> list[str]:
             else:
                 end = buf.find(b"\0", at, hi)
                 names.append(_shared(buf[at : end if end >= 0 else hi].decode("utf-8", "replace")))
+            if bodies is not None:
+                _judge(elf, names[-1], (shndx, value, sym_size), bodies)
         i = candidates.find(1, i + 1)
     return names
+
+
+def _judge(
+    elf: ElfFile, name: str, place: tuple[int, int, int], bodies: dict[Body, list[str]]
+) -> None:
+    """Add kernel ``name`` to ``bodies`` when its body (``place``: its symbol's section
+    index, value and size) is a trap stub or empty.
+
+    A body past sass.MAX_BODY is code and is not read; a symbol whose section or bytes
+    are not in the file is left unjudged (the listing still names the kernel).
+    """
+    shndx, value, size = place
+    if size > sass.MAX_BODY or size < 16 or shndx >= 0xFF00:
+        return
+    try:
+        section = elf.header(shndx)
+        lo, hi = elf.span_of(section[4], section[5], f"section of kernel {name}")
+    except BadInputError:
+        return
+    if lo + value + size > hi:
+        return
+    body = classify(sass.decode(bytes(elf.buf[lo + value : lo + value + size])))
+    if body in bodies:
+        bodies[body].append(name)
 
 
 def compat_arch_specific(data: bytes, *, default: bool) -> bool:

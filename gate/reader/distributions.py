@@ -32,7 +32,8 @@ from gate.errors import BadInputError
 from gate.reader import artifacts
 from gate.reader.artifacts import shown
 from gate.reader.limits import Limits
-from gate.reader.read import ArtifactReport, read_found
+from gate.reader.parallel import read_each
+from gate.reader.read import ArtifactReport
 
 # Folders never searched for site-packages: caches anywhere, and at the top of a root
 # an image's virtual file systems.
@@ -88,8 +89,11 @@ class _Reading:
     limits: Limits
     cache: bool
 
-    def read(self, found: artifacts.Found | artifacts.Unreadable) -> Iterator[ArtifactReport]:
-        return read_found(
+    def read_each(
+        self, found: Sequence[artifacts.Found | artifacts.Unreadable]
+    ) -> Iterator[tuple[ArtifactReport, ...]]:
+        """The reports of each file in turn, names decoded by a pool of processes."""
+        return read_each(
             found, names=self.names, scan=self.scan, limits=self.limits, cache=self.cache
         )
 
@@ -228,17 +232,19 @@ def _root(root: Path, how: _Reading) -> Audit:
     owned: dict[Distribution, list[tuple[ArtifactReport, str]]] = {d: [] for d in order}
     loose: dict[str, list[tuple[ArtifactReport, str]]] = {}
     errors: list[str] = []
+    readable: list[artifacts.Found] = []
     for found in artifacts.discover([root]):
         if isinstance(found, artifacts.Unreadable):
             errors.append(found.message)
-            continue
-        if found.kind == "zip":
-            if found.path.suffix == ".whl":
-                wheels.append(found.path)
-            continue  # other zips in an environment are data, not libraries
+        elif found.kind != "zip":
+            readable.append(found)
+        elif found.path.suffix == ".whl":
+            wheels.append(found.path)
+        # other zips in an environment are data, not libraries
+    for found, reports in zip(readable, how.read_each(readable), strict=True):
         where = os.path.normpath(found.path)
         owner = owners.get(where)
-        for report in how.read(found):
+        for report in reports:
             if owner is not None:
                 site = Path(owner.source).parent
                 owned[owner].append((report, _relative(found.path, site, report)))
@@ -265,14 +271,16 @@ def _group(dist: Distribution, items: list[tuple[ArtifactReport, str]]) -> Group
 
 
 def _wheels(paths: Sequence[Path], how: _Reading) -> Audit:
-    groups, errors = [], []
+    dists, found, errors = [], [], []
     for path in paths:
         try:
-            dist = wheel_distribution(path)
+            dists.append(wheel_distribution(path))
         except BadInputError as e:
             errors.append(e.message)
             continue
-        reports = tuple(how.read(artifacts.Found(path, "zip")))
+        found.append(artifacts.Found(path, "zip"))
+    groups = []
+    for dist, reports in zip(dists, how.read_each(found), strict=True):
         prefix = f"{dist.source}!"
         members = tuple(r.path.removeprefix(prefix) for r in reports)
         groups.append(Group(dist, reports, members))
@@ -281,8 +289,8 @@ def _wheels(paths: Sequence[Path], how: _Reading) -> Audit:
 
 def _loose(paths: Sequence[Path], base: Path, how: _Reading) -> Audit:
     items = []
-    for found in artifacts.discover(paths):
-        for report in how.read(found):
+    for reports in how.read_each(list(artifacts.discover(paths))):
+        for report in reports:
             items.append((report, report.path.removeprefix(shown(base) + "/")))
     folder = shown(base)
     return Audit((_group(Distribution(f"{folder}/", "-", Owner.FOLDER, folder), items),), ())

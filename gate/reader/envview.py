@@ -78,10 +78,18 @@ def console(
     *,
     verbose: bool = False,
     runtime: Version | None = None,
+    notes: Sequence[Sequence[str]] | None = None,
 ) -> str:
-    """The whole text report."""
+    """The whole text report; with ``verbose``, each verdict's ``notes`` (lines, such as
+    where in an image its files are) under its block."""
+    noted = [tuple(n) for n in notes] if notes is not None else [()] * len(verdicts)
+    if len(noted) != len(verdicts):
+        raise ValueError("console: one sequence of notes per verdict")
+    both = list(zip(verdicts, noted, strict=True))
     with_code = [v for v in verdicts if v.has_device_code or v.errors]
     without = [v for v in verdicts if not (v.has_device_code or v.errors)]
+    notes_with = [n for v, n in both if v.has_device_code or v.errors]
+    notes_without = [n for v, n in both if not (v.has_device_code or v.errors)]
     read = sum(len(v.group.reports) for v in verdicts)
     lines = [
         f"{plural(len(with_code), 'distribution')} with device code, {len(without)} without; "
@@ -91,11 +99,14 @@ def console(
     name_w = max([len(v.group.distribution.name) for v in with_code] + [12])
     ver_w = max([len(v.group.distribution.version) for v in with_code] + [7])
     lines.append(f"{'distribution':<{name_w}}  {'version':<{ver_w}}  {'device':<6}  verdict")
-    for v in with_code:
+    for v, note in zip(with_code, notes_with, strict=True):
         lines += _block(v, (name_w, ver_w), verbose, runtime)
+        lines += note if verbose else ()
     if without:
         shown = [_title(v) for v in without]
         lines.append(f"no device code ({len(without)}): {_names(shown, verbose)}")
+        for v, note in zip(without, notes_without, strict=True):
+            lines += [f"  {_title(v)}", *note] if verbose and note else []
     lines += _summary(verdicts, caps)
     return "\n".join(lines) + "\n"
 

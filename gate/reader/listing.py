@@ -40,6 +40,9 @@ class DeviceEntry:
     debug: bool = False
     # Device functions, globals and other non-entry names; informative only.
     name: str | None = None
+    # Kernels whose SASS here is a trap stub, or does nothing (gate.rules.stubs).
+    traps: tuple[str, ...] = ()
+    empty: tuple[str, ...] = ()
 
     @property
     def is_stub(self) -> bool:

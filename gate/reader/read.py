@@ -98,6 +98,8 @@ class _Decoded:
     kernels: tuple[str, ...]
     producer: str | None
     variant: Variant
+    traps: tuple[str, ...] = ()
+    empty: tuple[str, ...] = ()
 
 
 def read_paths(
@@ -111,19 +113,26 @@ def read_paths(
 ) -> Iterator[ArtifactReport]:
     """Reports for every artifact under ``paths``; failures become reports with ``error``.
 
-    With ``cache``, files (not wheels or archives) go through the content-addressed
-    cache (:mod:`gate.reader.cache`): a file read before in the same mode is not read.
-    With ``progress``, the files are found first (to count them); a wheel's members
-    join the count when it is opened.
+    With ``cache``, files and wheels (not archives) go through the inspection cache
+    (:mod:`gate.reader.cache`): a file read before in the same mode is not read.
+    With ``names``, many files are read by a pool of processes (:mod:`gate.reader.parallel`),
+    the reports coming in the same order. ``progress`` hears of each file as its reports
+    come; a wheel's members join the count when it is opened in this process.
     """
+    from gate.reader.parallel import read_each  # noqa: PLC0415  (it imports this module)
+
     limits = limits or Limits.from_env()
-    everything = list(artifacts.discover(paths)) if progress is not None else None
-    count = _Count(len(everything or ()), progress)
-    for found in artifacts.discover(paths) if everything is None else everything:
+    everything = list(artifacts.discover(paths))
+    count = _Count(len(everything), progress)
+
+    def before(found: artifacts.Found | artifacts.Unreadable) -> None:
         count.next(found.path if isinstance(found, artifacts.Unreadable) else shown(found.path))
-        yield from read_found(
-            found, names=names, scan=scan, limits=limits, cache=cache, members=count.members
-        )
+
+    for reports in read_each(
+        everything, names=names, scan=scan, limits=limits, cache=cache, before=before,
+        members=count.members,
+    ):  # fmt: skip
+        yield from reports
 
 
 def read_found(
@@ -143,7 +152,18 @@ def read_found(
         yield ArtifactReport(found.path, "unknown", error=found.message)
         return
     try:
-        if found.kind == "zip":
+        if found.kind == "zip" and cache:
+            from gate.reader.wheelcache import inspect_wheel  # noqa: PLC0415  (imports this)
+
+            yield from inspect_wheel(
+                found.path,
+                lambda: read_wheel(
+                    found.path, names=names, scan=scan, limits=limits, progress=members
+                ),
+                names=names,
+                scan=scan,
+            )
+        elif found.kind == "zip":
             yield from read_wheel(
                 found.path, names=names, scan=scan, limits=limits, progress=members
             )
@@ -154,7 +174,9 @@ def read_found(
         elif cache:
             from gate.reader.cache import inspect_file  # noqa: PLC0415  (cache imports this)
 
-            yield inspect_file(found.path, names=names, scan=scan, limits=limits)[0]
+            yield inspect_file(found.path, names=names, scan=scan, limits=limits, by_identity=True)[
+                0
+            ]
         else:
             yield read_artifact(found.path, names=names, scan=scan, limits=limits)
     except BadInputError as e:
@@ -345,6 +367,8 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
         stored_size=elf.size,
         size=elf.size,
         producer=info.producer,
+        traps=info.traps,
+        empty=info.empty,
     )
     return ArtifactReport(
         display, "cubin", elf.elf_class, elf.machine_name, Listing((entry,)), names
@@ -392,6 +416,8 @@ def _listing(
                 d.producer if d else None,
                 debug,
                 e.ident or None,
+                d.traps if d else (),
+                d.empty if d else (),
             )
         )
     return Listing(tuple(entries))
@@ -514,7 +540,11 @@ def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _
     data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
     cubin = read_cubin(data, start, size, where)
     return _Decoded(
-        cubin.kernels, cubin.producer, Variant.ARCH if cubin.arch_specific else Variant.NONE
+        cubin.kernels,
+        cubin.producer,
+        Variant.ARCH if cubin.arch_specific else Variant.NONE,
+        cubin.traps,
+        cubin.empty,
     )
 
 

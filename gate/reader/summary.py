@@ -23,6 +23,7 @@ from gate.reader.listing import (
     missing_by_target,
 )
 from gate.reader.read import ArtifactReport
+from gate.reader.stubs import stubs_of, unread_targets
 from gate.reader.wording import kernels_by, plural
 from gate.rules.routes import Path, Route, judge
 from gate.rules.targets import Capability, Target, Version
@@ -228,7 +229,25 @@ def artifact_json(
         )
         if names
         else None,
+        "stubs": _stubs_json(listing, caps) if names and report.error is None else None,
         "devices": devices,
+    }
+
+
+def _stubs_json(listing: Listing, caps: Sequence[Capability]) -> dict[str, Any]:
+    """Kernels that are trap stubs or empty in some SASS target (gate.reader.stubs)."""
+    return {
+        "kernels": [
+            {
+                "kernel": s.kernel,
+                "body": "trap" if s.trap else "empty",
+                "targets": [str(t) for t in s.targets],
+                "devices": [str(c) for c in s.devices],
+                "code_elsewhere": s.has_code,
+            }
+            for s in stubs_of(listing, caps)
+        ],
+        "unread_targets": list(unread_targets(listing)),
     }
 
 
@@ -290,6 +309,7 @@ def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
         shown = [_short(demangle(k)) for k in missing[:3]]
         sample = "; ".join(shown) + ("; ..." if len(missing) > 3 else "")
         lines.append(f"  {target} lacks {plural(len(missing), 'kernel')}: {sample}")
+    lines += _stub_lines(art["stubs"], demangle)
     if any(dev["routes"] and not dev["per_kernel"] for dev in art["devices"]):
         # Said once, not on every device line.
         lines.append("  routes per target, each standing for every kernel (--names: per kernel)")
@@ -307,6 +327,31 @@ def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
             continue
         lines.append(f"  device {dev['capability']}: {dev['verdict']}: {'; '.join(parts)}")
     return "\n".join(lines) + "\n"
+
+
+def _stub_lines(stubs: dict[str, Any] | None, demangle: Callable[[str], str]) -> list[str]:
+    """``  trap stub: k(float*) in sm_121 SASS: present but traps on 12.1``, at most five."""
+    if stubs is None:
+        return []
+    lines = []
+    for s in stubs["kernels"][:_STUBS_SHOWN]:
+        trap = s["body"] == "trap"
+        where = f"{_short(demangle(s['kernel']))} in {' '.join(s['targets'])} SASS"
+        caps = ", ".join(s["devices"])
+        verb = "traps" if trap else "does nothing"
+        runs = f": present but {verb} on {caps}" if caps else ""
+        if not trap and not s["code_elsewhere"]:
+            runs += " (empty on every target)"
+        lines.append(f"  {'trap stub' if trap else 'empty kernel'}: {where}{runs}")
+    if len(stubs["kernels"]) > _STUBS_SHOWN:
+        lines.append(f"  and {plural(len(stubs['kernels']) - _STUBS_SHOWN, 'more such kernel')}")
+    if stubs["unread_targets"]:
+        shown = ", ".join(stubs["unread_targets"])
+        lines.append(f"  trap stubs not checked in {shown}: SASS before sm_70 is not read")
+    return lines
+
+
+_STUBS_SHOWN = 5
 
 
 def _short(name: str) -> str:

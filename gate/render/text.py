@@ -217,8 +217,13 @@ def _without_ptx(libs: Sequence[LoadedLibrary], cap: Capability) -> str:
     return f"; {which} {verb} no PTX for {cap} ({names}): forced JIT cannot run {whose} kernels"
 
 
-def markdown(record: RunRecord, facts: Sequence[tuple[str, str]]) -> str:
-    """The Markdown summary: verdict, facts, a check table, what the run learned, reasons."""
+def markdown(
+    record: RunRecord,
+    facts: Sequence[tuple[str, str]],
+    extra: Sequence[tuple[str, Sequence[str]]] = (),
+) -> str:
+    """The Markdown summary: verdict, facts, a check table, ``extra`` sections (Markdown
+    lines under a title: the baseline comparison), what the run learned, reasons."""
     verdict: Verdict = record.verdict
     icon = "✅" if verdict.accepted else "❌"
     lines = [f"## cuda-gate: {icon} {_md(verdict.statement)}", ""]
@@ -228,6 +233,8 @@ def markdown(record: RunRecord, facts: Sequence[tuple[str, str]]) -> str:
         lines.append("")
     lines += ["| result | stage | check | detail |", "|---|---|---|---|"]
     lines += [f"| {' | '.join(_md(c) for c in row)} |" for row in _rows(record.checks)]
+    for title, body in extra:
+        lines += ["", f"### {title}", "", *body]
     for title, items in _sections(record):
         lines += ["", f"### {title}", ""] + [f"- {_md(i)}" for i in items]
     if not verdict.accepted and len(verdict.reasons) > 1:

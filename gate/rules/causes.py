@@ -48,6 +48,7 @@ class Cause(enum.Enum):
     MISSING_PTX = "missing-ptx"
     MISSING_KERNEL = "missing-kernel"
     NO_DEVICE_CODE = "no-device-code"
+    TRAP_STUB = "trap-stub"
     LOADED_LIBRARY = "loaded-library"
     PTX_NEEDS_DRIVER = "ptx-needs-newer-driver"
     DRIVER_TOO_OLD = "driver-too-old"
@@ -99,6 +100,9 @@ class RuntimeFailure(enum.Enum):
     JIT_NOT_FOUND = (221, "PTX JIT compiler library not found")
     NO_DEVICE = (100, "no CUDA-capable device is detected")
     DRIVER_TOO_OLD = (35, "CUDA driver version is insufficient for CUDA runtime version")
+    # What a kernel that hits a trap (a trap stub, __trap()) leaves behind.
+    LAUNCH_FAILED = (719, "unspecified launch failure")
+    ILLEGAL_INSTRUCTION = (715, "an illegal instruction was encountered")
 
     @property
     def code(self) -> int:
@@ -113,6 +117,10 @@ class RuntimeFailure(enum.Enum):
     def cause(self) -> Cause:
         """The ranked cause this failure stands for."""
         return _FAILURE_CAUSES[self]
+
+    def is_trap(self) -> bool:
+        """The kernel died on the device: what a trap stub's launch gives."""
+        return self in _TRAPS
 
     def is_code_failure(self) -> bool:
         """The device had no usable code for a kernel (what inspection predicts)."""
@@ -132,7 +140,10 @@ _FAILURE_CAUSES = {
     RuntimeFailure.JIT_NOT_FOUND: Cause.INVALID_PTX,
     RuntimeFailure.NO_DEVICE: Cause.EXIT_STATUS,
     RuntimeFailure.DRIVER_TOO_OLD: Cause.DRIVER_TOO_OLD,
+    RuntimeFailure.LAUNCH_FAILED: Cause.EXIT_STATUS,
+    RuntimeFailure.ILLEGAL_INSTRUCTION: Cause.EXIT_STATUS,
 }
+_TRAPS = frozenset({RuntimeFailure.LAUNCH_FAILED, RuntimeFailure.ILLEGAL_INSTRUCTION})
 _CODE_FAILURES = frozenset(
     {
         RuntimeFailure.NO_KERNEL_IMAGE,

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import buildcache, proc
+from gate import buildcache, machine, proc
 from gate.checksums import Checksums
 from gate.config import SMOKE_NAME, Config
 from gate.config.placeholders import gencode
@@ -159,7 +159,10 @@ def run(
         checks.append(_build_check(SMOKE, result, "the smoke program"))
         if not result.ok:
             return outcome(
-                ToolError(result.describe_failure("building the smoke program", BUILD_TIMEOUT))
+                ToolError(
+                    result.describe_failure("building the smoke program", BUILD_TIMEOUT),
+                    hint=machine.nvcc_failure_hint(result.output()),
+                )
             )
         smoke = output
     if prebuilt is not None:

@@ -5,7 +5,9 @@ child only; the libraries with device code that the runs loaded are judged
 (gate.stages.libraries), each run is compared with what inspection predicted
 (gate.stages.predict), and where the whole program cannot run under forced JIT
 because of a library outside the project, the project's own PTX is loaded by the
-driver's JIT module by module (gate.stages.jitproof).
+driver's JIT module by module (gate.stages.jitproof). With the launch recorder
+(gate.stages.recorder) every run also records its modules and kernel launches, judged
+for coverage, runtime modules and recorded routes (gate.stages.launches).
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gate import proc
-from gate.config import Config, EntryPoint
+from gate.config import Config, EntryPoint, resolve_artifact_specs
 from gate.errors import GateError
 from gate.evidence import EvidenceDir, safe_name
 from gate.fsutil import sha256_file
@@ -25,10 +27,11 @@ from gate.record import Execution, LoadedLibrary
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import Check, CheckState
-from gate.stages import jitproof, libraries, predict
+from gate.stages import jitproof, launches, libraries, predict
 from gate.stages.build import SMOKE
 from gate.stages.inspect import Inspected
-from gate.stages.runs import DEFAULT_TIMEOUT, Run, log_text, run_entry_point
+from gate.stages.recorder import Recorder
+from gate.stages.runs import DEFAULT_TIMEOUT, Instrument, Run, log_text, run_entry_point
 
 __all__ = ["DEFAULT_TIMEOUT", "ExecuteOutcome", "entry_points", "run", "skipped"]
 
@@ -44,6 +47,8 @@ class ExecuteOutcome:
     paths_proved: tuple[str, ...]
     commands: tuple[proc.Result, ...] = ()
     failure: GateError | None = None
+    launches: launches.LaunchOutcome | None = None
+    recorder_note: str = ""
 
 
 def entry_points(
@@ -105,16 +110,21 @@ def run(
     driver_cuda: Version | None,
     use_cache: bool = True,
     side_by_side: bool = True,
+    recorder: Recorder | None = None,
 ) -> ExecuteOutcome:
     """Run every entry point on both paths, judge what they loaded, check the predictions.
 
     What each run loaded is read while the next entry point runs (libraries.Prefetch).
     With ``side_by_side`` (the device is in the default compute mode) the gate's own
     programs, the smoke program's two paths and the PTX proofs, run at once; else one
-    process at a time, as exclusive-process mode admits.
+    process at a time, as exclusive-process mode admits. With ``recorder`` each run's
+    launches are recorded and judged (gate.stages.launches).
     """
+    instrument = recorder.env_for if recorder is not None else None
     with libraries.Prefetch(use_cache=use_cache) as prefetch:
-        runs = _run_points(evidence, points, prefetch, side_by_side=side_by_side)
+        runs = _run_points(
+            evidence, points, prefetch, side_by_side=side_by_side, instrument=instrument
+        )
         judged = libraries.judge(
             evidence,
             runs=runs,
@@ -141,6 +151,17 @@ def run(
     checks += [p.check(runs) for p in predictions]
     checks += proofs.checks
     checks += libraries.codeless_checks(artifacts, runs, judged)
+    recorded = None
+    if recorder is not None:
+        recorded = launches.judge(
+            evidence,
+            runs=runs,
+            artifacts=artifacts,
+            capability=capability,
+            required=required_launches(config),
+        )
+        checks += recorded.checks
+        evidence.write_text("launches/recorder.txt", recorder.note + "\n")
     executions = tuple(
         r.record(
             sha256_file(evidence.path(r.log_name)) if evidence.path(r.log_name).exists() else None
@@ -154,7 +175,22 @@ def run(
         diagnoses=tuple(predict.diagnose(runs, predictions)),
         paths_proved=tuple(predict.paths_proved(runs, predictions, proved)),
         commands=proofs.commands,
+        launches=recorded,
+        recorder_note=recorder.note if recorder is not None else "",
     )
+
+
+def required_launches(config: Config) -> dict[Path, str | tuple[str, ...]]:
+    """Each configured artifact file's ``require_launch`` (wheels: none; they unpack)."""
+    if not any(spec.require_launch for spec in config.artifacts):
+        return {}
+    found: dict[Path, str | tuple[str, ...]] = {}
+    for spec in config.artifacts:
+        if spec.require_launch:
+            for resolved in resolve_artifact_specs(replace(config, artifacts=(spec,))):
+                if not resolved.is_wheel:
+                    found[resolved.path] = spec.require_launch
+    return found
 
 
 def _run_points(
@@ -163,6 +199,7 @@ def _run_points(
     prefetch: libraries.Prefetch,
     *,
     side_by_side: bool,
+    instrument: Instrument | None = None,
 ) -> list[Run]:
     """Every entry point on both paths, each run's log and execution-status.txt written,
     and what each run loaded handed to ``prefetch`` while the next one runs."""
@@ -179,11 +216,13 @@ def _run_points(
             # environments; each mostly CUDA start-up). The project's entry
             # points run one at a time, as they would alone.
             with ThreadPoolExecutor(2) as pool:
-                one = functools.partial(run_entry_point, entry, evidence=evidence)
+                one = functools.partial(
+                    run_entry_point, entry, evidence=evidence, instrument=instrument
+                )
                 pair = list(pool.map(one, ExecPath, names))
         else:
             pair = [
-                run_entry_point(entry, p, n, evidence=evidence)
+                run_entry_point(entry, p, n, evidence=evidence, instrument=instrument)
                 for p, n in zip(ExecPath, names, strict=True)
             ]
         for done in pair:

@@ -41,6 +41,7 @@ from gate.rules.require import Requirement, why_not
 from gate.rules.routes import general, jit_support, min_driver
 from gate.rules.targets import Capability, Target, Variant, Version
 from gate.rules.verdict import Check, CheckState
+from gate.stages.stubcheck import stub_check
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
 SASS_DUMP_LIMIT = 16 * 1024 * 1024
@@ -246,6 +247,7 @@ def run(
                 here if is_smoke else host,
                 (smoke_requirement,) if is_smoke else required,
                 driver_cuda,
+                devices=devices,
             )
     except GateError as e:
         return InspectOutcome(tuple(done), tuple(checks), e, deferred)
@@ -512,9 +514,12 @@ def artifact_checks(
     host: HostRule,
     required: Sequence[Requirement],
     driver_cuda: Version | None,
+    *,
+    devices: Sequence[Capability] = (),
 ) -> list[Check]:
     """Every check on one artifact; an artifact without device code of its own gets fewer,
-    and fails when kernels are required of it."""
+    and fails when kernels are required of it. ``devices``: those its trap stubs are
+    judged for (gate.stages.stubcheck)."""
     has_code = artifact.smoke or bool(artifact.listing.entries)
     checks = [host_check(artifact, host)]
     if has_code:
@@ -522,6 +527,8 @@ def artifact_checks(
         for requirement in required:
             checks += listing_checks(artifact.name, artifact.listing, requirement, artifact.kernels)
         checks.append(coverage_check(artifact.name, artifact.listing))
+        stubs = stub_check(artifact.name, artifact.listing, devices)
+        checks += [stubs] if stubs is not None else []
         checks += driver_checks(artifact.name, artifact.listing, required, driver_cuda)
     elif artifact.kernels and not artifact.in_wheel:
         checks.append(

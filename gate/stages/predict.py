@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate.demangle import demangle
 from gate.reader.listing import Kind, Listing
+from gate.reader.stubs import stubs_of
 from gate.record import LOADED_LIST
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
@@ -351,7 +353,35 @@ def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str
 
 
 def _diagnosis(prediction: Prediction, native: Run, jit: Run) -> str:
-    """One entry point's diagnosis, without its name."""
+    """One entry point's diagnosis, without its name; a kernel that died on the device
+    ("unspecified launch failure") names the trap stubs it runs there (:func:`_traps`)."""
+    return _paths_diagnosis(prediction, native, jit) + _traps(prediction, (native, jit))
+
+
+def _traps(prediction: Prediction, runs: Sequence[Run]) -> str:
+    """`` Trap stubs this device runs: k(float*) in app (sm_90 SASS).`` when a run died as a
+    trap makes it die and the project's code has trap stubs for this device; else ``""``."""
+    if not any(r.failure is not None and r.failure.is_trap() for r in runs if not r.passed):
+        return ""
+    cap = prediction.capability
+    named = [
+        f"{demangle(stub.kernel)} in {source.name} ({' '.join(map(str, stub.targets))} SASS)"
+        for source in prediction.sources
+        if source.own
+        for stub in stubs_of(source.listing, (cap,))
+        if stub.trap and stub.devices
+    ]
+    if not named:
+        return ""
+    more = f" and {count(len(named) - _NAMED, 'more')}" if len(named) > _NAMED else ""
+    return (
+        f" The kernel died on the device; trap stubs {cap} runs (an architecture guard that "
+        f"excludes it): {', '.join(named[:_NAMED])}{more}."
+    )
+
+
+def _paths_diagnosis(prediction: Prediction, native: Run, jit: Run) -> str:
+    """The diagnosis of the two paths' outcomes."""
     code = _code_summary(prediction)
     if not native.passed and jit.passed:
         return (

@@ -75,7 +75,10 @@ def build_probe(nvcc: str, workdir: Path, *, use_cache: bool = True) -> tuple[Pa
         use_cache=use_cache,
     )
     if not result.ok:
-        raise ToolError(result.describe_failure("building the probe", BUILD_TIMEOUT))
+        raise ToolError(
+            result.describe_failure("building the probe", BUILD_TIMEOUT),
+            hint=machine.nvcc_failure_hint(result.output()),
+        )
     return binary, result
 
 

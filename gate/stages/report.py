@@ -13,7 +13,7 @@ from pathlib import Path
 from gate import ci
 from gate.evidence import EvidenceDir
 from gate.record import RESULT_FILE, RunInfo, RunRecord
-from gate.render import junit, text
+from gate.render import diff, junit, text
 
 
 def run_info(started: datetime) -> RunInfo:
@@ -59,7 +59,11 @@ def write(evidence: EvidenceDir, record: RunRecord, config_file: Path | None = N
     ``config_file``: the project's config file, named in JUnit by the checks of what it asks.
     """
     evidence.write_text(junit.JUNIT_FILE, junit.to_xml(junit.suite_of(record, config_file)))
-    summary = text.markdown(record, facts(record))
+    extra = []
+    if record.baseline is not None:
+        against = record.baseline.describe()
+        extra.append(("Baseline", diff.markdown(record.baseline.diff, against)))
+    summary = text.markdown(record, facts(record), extra)
     evidence.write_text("summary.md", summary)
     text.append_step_summary(summary)
     evidence.write_text("verdict.txt", record.verdict.statement + "\n")

@@ -10,7 +10,9 @@ JIT: ``CUDA_FORCE_PTX_JIT=1`` with ``CUDA_CACHE_DISABLE=1`` and its own empty ca
 folder, checked empty afterwards, so the run neither reuses nor leaves cache state.
 
 Each run is a fresh process; the variables apply to that child only. glibc's loader
-log records every shared library it really loaded (gate.stages.loaded). Whether it
+log records every shared library it really loaded (gate.stages.loaded); the launch
+recorder, when the caller hands in its ``instrument`` (gate.stages.recorder), records
+every module and kernel launch into the evidence (gate.launchlog). Whether it
 passed, and why not, is the decision core's (gate.rules.causes). This module imports
 no other stage: the stages that judge runs (libraries, predict) import it.
 """
@@ -21,18 +23,24 @@ import contextlib
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gate import proc
 from gate.config import EntryPoint
+from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
+from gate.launchlog import ProcessRecord, read_folder
 from gate.record import Execution
 from gate.rules.causes import Cause, ExecPath, RuntimeFailure, classify
 from gate.stages import loaded
 
 DEFAULT_TIMEOUT = 300.0
+# The launch recorder's variables for a run recording into a folder, or none and why not
+# (gate.stages.recorder.Recorder.env_for).
+Instrument = Callable[[Path, Mapping[str, str]], tuple[dict[str, str], str]]
+LAUNCH_VARIABLES = ("CUDA_INJECTION64_PATH", "CUDA_GATE_LAUNCH_DIR")
 
 # Variables each path sets and removes. CUDA_CACHE_PATH is added per run (a fresh folder).
 PATH_ENV: dict[ExecPath, tuple[dict[str, str], tuple[str, ...]]] = {
@@ -59,6 +67,15 @@ class Run:
     cache_clean: bool
     failure: RuntimeFailure | None
     loaded: tuple[Path, ...] = ()
+    # What the launch recorder wrote, per process; launch_folder is evidence-relative.
+    launches: tuple[ProcessRecord, ...] = ()
+    launch_folder: str | None = None
+    launch_note: str = ""
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the launch recorder observed this run (a record from some process)."""
+        return bool(self.launches)
 
     def record(self, log_sha256: str | None = None) -> Execution:
         """The run as the run record keeps it (which decides whether it passed)."""
@@ -108,11 +125,13 @@ def run_entry_point(
     *,
     record_loaded: bool = True,
     evidence: EvidenceDir | None = None,
+    instrument: Instrument | None = None,
 ) -> Run:
     """Run ``entry`` once on ``path`` in a fresh process with its own empty JIT cache folder.
 
     With ``evidence``, the run's log there grows as the program prints (``tail -f``);
-    the caller writes the whole log (:func:`log_text`) once it ends.
+    the caller writes the whole log (:func:`log_text`) once it ends. With ``evidence``
+    and ``instrument``, the launch recorder writes into ``launches/<log stem>/`` there.
     """
     env_set, env_unset = PATH_ENV[path]
     cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-"))
@@ -120,6 +139,16 @@ def run_entry_point(
     name = log_name or path.log_name
     try:
         extra = loaded.loader_env(log_dir) if record_loaded else {}
+        launch_folder: str | None = None
+        launch_note = ""
+        if instrument is not None and evidence is not None:
+            launch_folder = f"launches/{Path(name).stem}"
+            folder = evidence.path(launch_folder)
+            folder.mkdir(parents=True, exist_ok=True)
+            launch_env, launch_note = instrument(folder, dict(entry.env))
+            extra = {**extra, **launch_env}
+            if not launch_env:
+                launch_folder = None
         with contextlib.ExitStack() as stack:
             live = (
                 stack.enter_context(evidence.live(name, _live_head(entry, path)))
@@ -139,9 +168,11 @@ def run_entry_point(
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
         shutil.rmtree(log_dir, ignore_errors=True)
-    if record_loaded:
-        # The loader variables are the gate's instrument, not part of the command to repeat.
-        names = set(loaded.loader_env(log_dir))
+    launches, launch_note = _launches(evidence, launch_folder, launch_note)
+    if record_loaded or launch_folder is not None:
+        # The loader and recorder variables are the gate's instruments, not part of the
+        # command to repeat.
+        names = set(loaded.loader_env(log_dir)) | set(LAUNCH_VARIABLES)
         result = replace(result, env_set=tuple((k, v) for k, v in result.env_set if k not in names))
     output = result.output()
     return Run(
@@ -153,7 +184,28 @@ def run_entry_point(
         cache_clean=cache_clean,
         failure=None if result.ok else classify(output),
         loaded=tuple(lib.path for lib in found),
+        launches=launches,
+        launch_folder=launch_folder,
+        launch_note=launch_note,
     )
+
+
+def _launches(
+    evidence: EvidenceDir | None, folder: str | None, note: str
+) -> tuple[tuple[ProcessRecord, ...], str]:
+    """The recorder's records of one run, or none and why."""
+    if evidence is None or folder is None:
+        return (), note
+    try:
+        records = read_folder(evidence.path(folder))
+    except BadInputError as e:
+        return (), f"launch record unreadable: {e.message}"
+    if not records:
+        return (), "no launch record: no process of it initialised CUDA, or it was killed first"
+    errors = [f"pid {r.pid}: {e}" for r in records for e in r.errors]
+    if errors and not any(r.kernels or r.modules or r.loads for r in records):
+        return (), "launch recorder could not observe: " + "; ".join(errors)
+    return records, "; ".join(errors)
 
 
 def run_both(entry: EntryPoint, log_names: Sequence[str] | None = None) -> tuple[Run, ...]:

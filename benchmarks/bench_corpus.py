@@ -1,0 +1,257 @@
+"""Time `cuda-gate inspect` against cuobjdump loops over a corpus of real CUDA wheels.
+
+    python benchmarks/bench_corpus.py [--runs 3] [--output FILE] [--no-write]
+    nox -s bench -- --corpus [--runs 3]
+
+The wheels (about 950 MB: CUPTI 12 and 13, bitsandbytes, nvJitLink, NVRTC, cuRAND, CuPy,
+cuFFT, NCCL) are downloaded once with pip into ``$GATE_BENCH_WHEELS`` (default
+.work/wheels, shared with the tests) and installed by unzipping, each into a folder of
+its own (``.work/bench-corpus/<name>/lib/python3.12/site-packages``) and, by hard links,
+all into one environment (``.work/bench-corpus/all``). Both tools read the same files:
+
+- cuda-gate: ``inspect --no-detect ENV`` (listing: headers, every section scanned) and
+  ``inspect --names --no-cache ENV`` (names), one process per distribution and one over
+  the whole environment; the audit by distribution, as a user runs it.
+- cuobjdump: a shell loop of ``cuobjdump --list-elf FILE`` (and ``-symbols FILE``) over
+  every file of the distribution that holds device code (found by the reader first),
+  one file after the other; the total is the sum of the distributions' loops in the
+  same round.
+- the warm re-audit: ``inspect --names ENV`` of the whole environment with the
+  inspection cache filled by a run before (a private cache folder).
+
+Medians of ``--runs`` rounds, each round running every command once, interleaved, so
+machine noise hits both tools alike. Writes its part of benchmarks/RESULTS.md, between
+its own two marker lines. subprocess is called directly (the child's rusage is needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+import bench_inspect  # noqa: E402
+
+from gate import cuobjdump  # noqa: E402
+from gate.reader.read import read_paths  # noqa: E402
+from tests.pypi_wheels import SMALL, Wheel, fetch, folder  # noqa: E402
+
+CORPUS = (
+    *SMALL,
+    Wheel("nvidia-nvjitlink-cu12==12.9.86", "nvidia_nvjitlink_cu12-12.9.86-*.whl"),
+    Wheel("nvidia-cuda-nvrtc-cu12==12.9.86", "nvidia_cuda_nvrtc_cu12-12.9.86-*.whl"),
+    Wheel("nvidia-curand-cu12==10.3.10.19", "nvidia_curand_cu12-10.3.10.19-*.whl"),
+    Wheel("cupy-cuda12x==14.2.0", "cupy_cuda12x-14.2.0-cp312-*.whl"),
+    Wheel("nvidia-cufft-cu12==11.4.1.4", "nvidia_cufft_cu12-11.4.1.4-*.whl"),
+    Wheel("nvidia-nccl-cu12==2.32.3", "nvidia_nccl_cu12-2.32.3-*.whl"),
+)
+SITE = Path("lib") / "python3.12" / "site-packages"
+BEGIN = "<!-- bench_corpus.py writes from here: do not edit by hand -->"
+END = "<!-- bench_corpus.py writes up to here -->"
+LISTING, NAMES, LIST_ELF, SYMBOLS, WARM = "listing", "names", "--list-elf", "-symbols", "warm"
+TOTAL = "all"
+# A loop over files: cuobjdump exits non-zero on a file it cannot read; the loop goes on.
+LOOP = 'for f do "$CUOBJDUMP" "$MODE" "$f" >/dev/null 2>&1; done; exit 0'
+
+
+@dataclass(frozen=True)
+class Dist:
+    """One installed distribution: its folder, every file, and the files with device code."""
+
+    name: str
+    root: Path
+    files: int
+    size: int
+    device: tuple[Path, ...]
+
+
+def install(wheel: Path, into: Path) -> None:
+    """Unzip ``wheel`` into ``into``/lib/python3.12/site-packages, once."""
+    stamp = into / ".installed"
+    if stamp.is_file() and stamp.read_text() == f"{wheel.name} {wheel.stat().st_size}":
+        return
+    shutil.rmtree(into, ignore_errors=True)
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(into / SITE)
+    stamp.write_text(f"{wheel.name} {wheel.stat().st_size}")
+
+
+def link_all(dists: list[Dist], into: Path) -> None:
+    """Every distribution's files in one environment, by hard links (no second copy)."""
+    shutil.rmtree(into, ignore_errors=True)
+    for d in dists:
+        for path in (d.root / SITE).rglob("*"):
+            target = into / SITE / path.relative_to(d.root / SITE)
+            if path.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif not target.exists():  # a namespace's __init__.py: the first one stays
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.link(path, target)
+
+
+def prepare(cache: Path, work: Path) -> list[Dist]:
+    dists = []
+    for wheel in CORPUS:
+        path = fetch(wheel, cache)
+        root = work / wheel.name
+        install(path, root)
+        files = [p for p in (root / SITE).rglob("*") if p.is_file()]
+        reports = read_paths([root / SITE], names=False)
+        device = tuple(Path(r.path) for r in reports if r.listing.entries and "(" not in r.path)
+        size = sum(p.stat().st_size for p in files)
+        dists.append(Dist(wheel.name, root, len(files), size, device))
+    return dists
+
+
+def commands(d: Dist, tool: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    ours = [sys.executable, "-m", "gate", "inspect", "--no-detect"]
+    loop = ["sh", "-c", LOOP, "sh", *map(str, d.device)]
+    return {
+        LISTING: ([*ours, str(d.root)], {}),
+        NAMES: ([*ours, "--names", "--no-cache", str(d.root)], {}),
+        LIST_ELF: (loop, {"CUOBJDUMP": tool, "MODE": "--list-elf"}),
+        SYMBOLS: (loop, {"CUOBJDUMP": tool, "MODE": "-symbols"}),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", action="store_true", help="(this benchmark; for nox)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cache", type=Path, default=folder("GATE_BENCH_WHEELS"))
+    parser.add_argument("--work", type=Path, default=ROOT / ".work" / "bench-corpus")
+    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--no-write", action="store_true", help="print only, keep RESULTS.md")
+    args = parser.parse_args()
+    tool = cuobjdump.find()
+    where = bench_inspect.machine()
+    dists = prepare(args.cache, args.work)
+    everything = args.work / TOTAL
+    link_all(dists, everything)
+    times: dict[tuple[str, str], list[float]] = {}
+    peaks: dict[tuple[str, str], int] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-corpus-") as private:
+        cold_env = {**os.environ, "CUDA_GATE_CACHE_DIR": str(Path(private) / "cold")}
+        warm_env = {**os.environ, "CUDA_GATE_CACHE_DIR": str(Path(private) / "warm")}
+        ours = [sys.executable, "-m", "gate", "inspect", "--no-detect"]
+        whole = {
+            LISTING: ([*ours, str(everything)], cold_env),
+            NAMES: ([*ours, "--names", "--no-cache", str(everything)], cold_env),
+            WARM: ([*ours, "--names", str(everything)], warm_env),
+        }
+        # Fills the warm cache and the page cache (every byte of the corpus is read).
+        bench_inspect.measure(whole[WARM][0], warm_env)
+        for _ in range(args.runs):
+            for d in dists:
+                for label, (argv, extra) in commands(d, tool).items():
+                    _record(times, peaks, (d.name, label), argv, {**cold_env, **extra})
+            for label, (argv, env) in whole.items():
+                _record(times, peaks, (TOTAL, label), argv, env)
+            for label in (LIST_ELF, SYMBOLS):  # the whole corpus's loop: this round's sum
+                times.setdefault((TOTAL, label), []).append(
+                    sum(times[d.name, label][-1] for d in dists)
+                )
+    text = render(dists, times, peaks, tool, args.runs, where)
+    print(text)
+    if not args.no_write:
+        old = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
+        fd, tmp = tempfile.mkstemp(dir=args.output.parent, prefix=".RESULTS.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(bench_inspect.merge(old, text, BEGIN, END))
+        Path(tmp).replace(args.output)
+    return 0
+
+
+def _record(
+    times: dict[tuple[str, str], list[float]],
+    peaks: dict[tuple[str, str], int],
+    key: tuple[str, str],
+    argv: list[str],
+    env: dict[str, str],
+) -> None:
+    sample = bench_inspect.measure(argv, env)
+    times.setdefault(key, []).append(sample.seconds)
+    peaks[key] = max(peaks.get(key, 0), sample.peak_kb)
+    print(f"{key[0]:28} {key[1]:12} {sample.seconds:8.3f} s", flush=True)
+
+
+def render(  # noqa: PLR0917  (one call, in main)
+    dists: list[Dist],
+    times: dict[tuple[str, str], list[float]],
+    peaks: dict[tuple[str, str], int],
+    tool: str,
+    runs: int,
+    where: str,
+) -> str:
+    med = {k: statistics.median(v) for k, v in times.items()}
+    total_mb = sum(d.size for d in dists) / 1e6
+    device = sum(len(d.device) for d in dists)
+    lines = [
+        "# The corpus: cuda-gate inspect vs cuobjdump loops over real CUDA wheels",
+        "",
+        f"Machine: {where}. cuobjdump: {cuobjdump.version(tool)}.",
+        f"Medians of {runs} interleaved rounds (`python benchmarks/bench_corpus.py`, or",
+        "`nox -s bench -- --corpus`). cuda-gate audits each installed distribution",
+        "(`inspect ENV`, `inspect --names --no-cache ENV`) and the whole environment in one",
+        "process; cuobjdump runs once per file with device code, one after the other.",
+        (
+            f"Inputs: {len(dists)} distributions, {sum(d.files for d in dists)} files, "
+            f"{total_mb:.0f} MB installed, {device} files with device code."
+        ),
+        "",
+        (
+            "| distribution | files (device code) | MB | listing s | `--list-elf` loop s | x "
+            "| names s | `-symbols` loop s | x | names peak MB |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, files, mb in [(d.name, f"{d.files} ({len(d.device)})", f"{d.size / 1e6:.0f}")
+                            for d in dists] + [(TOTAL, "", f"{total_mb:.0f}")]:  # fmt: skip
+        listing, elf = med[name, LISTING], med[name, LIST_ELF]
+        names, sym = med[name, NAMES], med[name, SYMBOLS]
+        lines.append(
+            f"| {name} | {files} | {mb} | {listing:.3f} | {elf:.3f} | {elf / listing:.1f} "
+            f"| {names:.3f} | {sym:.3f} | {sym / names:.2f} | {peaks[name, NAMES] / 1024:.0f} |"
+        )
+    listing_x = med[TOTAL, LIST_ELF] / med[TOTAL, LISTING]
+    names_x = med[TOTAL, SYMBOLS] / med[TOTAL, NAMES]
+    slower = [
+        f"{d.name} ({mode})"
+        for d in dists
+        for mode, a, b in ((LISTING, LISTING, LIST_ELF), (NAMES, NAMES, SYMBOLS))
+        if d.device and med[d.name, a] > med[d.name, b]
+    ]
+    warm = med[TOTAL, WARM]
+    met = bench_inspect._met
+    lines += [
+        "",
+        (
+            f"- listing, whole environment: {listing_x:.1f}x the `--list-elf` loop "
+            f"(target >= 20x: {met(listing_x >= 20)})"
+        ),
+        (
+            f"- names, whole environment: {names_x:.2f}x the `-symbols` loop "
+            f"(target >= 3x: {met(names_x >= 3)})"
+        ),
+        "- no distribution (with device code) slower than cuobjdump in either mode: "
+        + (met(True) if not slower else f"{met(False)} ({', '.join(slower)})"),
+        (
+            f"- warm re-audit of the whole environment from the inspection cache: {warm:.3f} s "
+            f"(target <= 2 s: {met(warm <= 2)})"
+        ),
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

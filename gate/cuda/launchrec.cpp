@@ -1,0 +1,564 @@
+// cuda-gate's launch recorder: a CUPTI injection library (CUDA_INJECTION64_PATH).
+//
+// The driver loads it at cuInit and calls InitializeInjection(). It subscribes to
+// CUPTI's callback API and records, per process, every module the driver loads and
+// every kernel launch: function name, how many launches, the first launch's time, and
+// what the driver says about the function's code (CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+// the SASS it runs; CU_FUNC_ATTRIBUTE_PTX_VERSION: the virtual architecture it came
+// from). It changes nothing it observes: no JIT option, no cache, no loading mode, no
+// extra CUDA call but two attribute queries after a function's first launch.
+//
+// Cost: a launch is one lock and one hash lookup. I/O happens only when a module is
+// loaded outside the CUDA runtime (its image is written once, by content), at a
+// module unload and at exit, when the record is written whole:
+//
+//   $CUDA_GATE_LAUNCH_DIR/launches.<pid>.json   (format "cuda-gate-launches", version 1)
+//   $CUDA_GATE_LAUNCH_DIR/module-<pid>-<id>.bin (the image CUPTI handed over)
+//
+// A module loaded inside a CUDA runtime call is the runtime's own loading of a
+// registered fatbin (the program's or a library's, inspected as files); its image is
+// not written unless the call was cudaLibraryLoadData/cudaLibraryLoadFromFile. Every
+// other module came from somewhere no file inspection sees: cuModuleLoad* or
+// cuLibraryLoad* called directly (a .cubin/.ptx file, NVRTC's output, Triton).
+// gate/stages/launches.py reads the record; gate/schemas/launches.schema.json is its shape.
+
+#include <cuda.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+struct Kernel {
+  std::string name;
+  const char *api = "";  // the launching API (a global constant string)
+  uint64_t count = 0;
+  uint64_t first_ns = 0;
+  int binary_version = -1;  // -1: the driver was not asked (a runtime launch it hid)
+  int ptx_version = -1;
+  bool driver_seen = false;
+};
+
+struct Load {
+  std::string api;   // cuModuleLoad, cuModuleLoadData, cuLibraryLoadFromFile, ...
+  std::string file;  // the file it named
+  uint64_t size = 0;
+  uint64_t fnv64 = 0;
+  std::string image;  // the image handed over, as written ("" for a file load)
+  std::string note;
+  int result = -1;  // the CUresult it returned
+  std::string error;
+  bool pending = true;
+};
+
+struct Module {
+  uint32_t id;
+  uint64_t size;
+  uint64_t fnv64;
+  std::string during;  // the API call the load happened inside ("" outside any)
+  std::string origin;  // runtime | driver
+  std::string file;    // the file named to cuModuleLoad / cu(da)LibraryLoadFromFile
+  std::string image;   // the written image's file name, "" when not written
+  std::string note;
+};
+
+typedef CUresult (*FuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
+typedef CUresult (*GetErrorName)(CUresult, const char **);
+
+// Recursive: a driver call made under it may load a module, whose callback locks too.
+std::recursive_mutex lock;
+std::vector<Kernel *> kernels;
+std::unordered_map<std::string, Kernel *> by_name;
+std::unordered_map<const void *, Kernel *> by_pointer;  // symbolName pointers seen
+std::vector<Module> modules;
+std::vector<Load> loads;
+std::unordered_map<std::string, std::string> written;  // "<fnv64>:<size>" -> image file
+std::vector<std::string> errors;
+std::string folder;
+std::string program;
+uint64_t budget = 256ull << 20;  // image bytes this process may write
+uint64_t spent = 0;
+uint64_t started_ns = 0;
+FuncGetAttribute get_attribute = nullptr;
+GetErrorName error_name = nullptr;
+CUpti_SubscriberHandle subscriber = nullptr;
+bool active = false;
+
+// Per thread: how deep inside CUDA runtime calls, and the load call under way.
+thread_local int runtime_depth = 0;
+thread_local bool runtime_load = false;
+thread_local const char *driver_call = nullptr;
+thread_local std::string load_file;
+thread_local Kernel *runtime_kernel = nullptr;
+thread_local Kernel *driver_kernel = nullptr;
+
+uint64_t now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+uint64_t fnv1a(const char *data, size_t size) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= uint8_t(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+void json_string(std::string &out, const std::string &text) {
+  out += '"';
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  out += '"';
+}
+
+bool write_file(const std::string &path, const char *data, size_t size) {
+  std::string temp = path + ".part";
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = write(fd, data + done, size - done);
+    if (n <= 0) {
+      close(fd);
+      unlink(temp.c_str());
+      return false;
+    }
+    done += size_t(n);
+  }
+  close(fd);
+  return rename(temp.c_str(), path.c_str()) == 0;
+}
+
+// The whole record, written atomically; called with the lock held.
+void write_record(bool complete) {
+  if (folder.empty()) return;
+  std::string out = "{\"format\": \"cuda-gate-launches\", \"version\": 1, \"pid\": ";
+  out += std::to_string(getpid());
+  out += ", \"program\": ";
+  json_string(out, program);
+  out += ", \"started_ns\": " + std::to_string(started_ns);
+  out += ", \"complete\": ";
+  out += complete ? "true" : "false";
+  out += ",\n \"modules\": [";
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const Module &m = modules[i];
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)m.fnv64);
+    out += i ? ",\n  {" : "\n  {";
+    out += "\"id\": " + std::to_string(m.id) + ", \"size\": " + std::to_string(m.size);
+    out += ", \"fnv64\": \"";
+    out += hash;
+    out += "\", \"origin\": ";
+    json_string(out, m.origin);
+    out += ", \"during\": ";
+    json_string(out, m.during);
+    out += ", \"file\": ";
+    json_string(out, m.file);
+    out += ", \"image\": ";
+    json_string(out, m.image);
+    out += ", \"note\": ";
+    json_string(out, m.note);
+    out += "}";
+  }
+  out += "],\n \"loads\": [";
+  for (size_t i = 0; i < loads.size(); ++i) {
+    const Load &l = loads[i];
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)l.fnv64);
+    out += i ? ",\n  {" : "\n  {";
+    out += "\"api\": ";
+    json_string(out, l.api);
+    out += ", \"file\": ";
+    json_string(out, l.file);
+    out += ", \"size\": " + std::to_string(l.size) + ", \"fnv64\": \"";
+    out += hash;
+    out += "\", \"image\": ";
+    json_string(out, l.image);
+    out += ", \"note\": ";
+    json_string(out, l.note);
+    out += ", \"result\": " + std::to_string(l.pending ? -1 : l.result) + ", \"error\": ";
+    json_string(out, l.error);
+    out += "}";
+  }
+  out += "],\n \"kernels\": [";
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel &k = *kernels[i];
+    out += i ? ",\n  {" : "\n  {";
+    out += "\"name\": ";
+    json_string(out, k.name);
+    out += ", \"api\": ";
+    json_string(out, k.api);
+    out += ", \"count\": " + std::to_string(k.count);
+    out += ", \"first_ns\": " + std::to_string(k.first_ns);
+    out += ", \"binary_version\": " + std::to_string(k.binary_version);
+    out += ", \"ptx_version\": " + std::to_string(k.ptx_version) + "}";
+  }
+  out += "],\n \"errors\": [";
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (i) out += ", ";
+    json_string(out, errors[i]);
+  }
+  out += "]}\n";
+  std::string path = folder + "/launches." + std::to_string(getpid()) + ".json";
+  write_file(path, out.data(), out.size());
+}
+
+Kernel *kernel_for(const char *name, const char *api) {
+  if (name == nullptr) name = "(unnamed)";
+  auto hit = by_pointer.find(name);
+  if (hit != by_pointer.end() && hit->second->name == name) return hit->second;
+  std::string key(name);
+  auto found = by_name.find(key);
+  Kernel *k;
+  if (found != by_name.end()) {
+    k = found->second;
+  } else {
+    k = new Kernel();
+    k->name = key;
+    k->api = api;
+    k->first_ns = now_ns();
+    kernels.push_back(k);
+    by_name.emplace(key, k);
+  }
+  by_pointer[name] = k;
+  return k;
+}
+
+void describe_function(Kernel *k, CUfunction f) {
+  if (k->driver_seen || f == nullptr || get_attribute == nullptr) return;
+  k->driver_seen = true;
+  int value = 0;
+  if (get_attribute(&value, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f) == CUDA_SUCCESS)
+    k->binary_version = value;
+  if (get_attribute(&value, CU_FUNC_ATTRIBUTE_PTX_VERSION, f) == CUDA_SUCCESS)
+    k->ptx_version = value;
+}
+
+bool runtime_launch(CUpti_CallbackId id) {
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The CUfunction of a driver launch, by the parameter layout of each launch call.
+CUfunction launched_function(CUpti_CallbackId id, const void *params) {
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return static_cast<const cuLaunchKernel_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      return static_cast<const cuLaunchKernelEx_params *>(params)->f;
+    default:
+      return nullptr;
+  }
+}
+
+const CUpti_CallbackId DRIVER_LAUNCHES[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+};
+const CUpti_CallbackId DRIVER_LOADS[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuModuleLoad,          CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
+    CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,    CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary,
+    CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData,     CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile,
+};
+
+// The parameter block of cudaLibraryLoadFromFile (generated_cuda_runtime_api_meta.h).
+struct RuntimeLibraryFromFile {
+  void *library;
+  const char *fileName;
+};
+
+void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
+  bool load = id == CUPTI_RUNTIME_TRACE_CBID_cudaLibraryLoadData_v12060 ||
+              id == CUPTI_RUNTIME_TRACE_CBID_cudaLibraryLoadFromFile_v12060;
+  if (cb->callbackSite == CUPTI_API_EXIT) {
+    if (runtime_depth > 0) --runtime_depth;
+    if (load) runtime_load = false;
+    if (runtime_launch(id)) runtime_kernel = nullptr;
+    return;
+  }
+  ++runtime_depth;
+  if (load) {
+    runtime_load = true;
+    driver_call = cb->functionName;
+    load_file.clear();
+    if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLibraryLoadFromFile_v12060) {
+      auto p = static_cast<const RuntimeLibraryFromFile *>(cb->functionParams);
+      if (p->fileName) load_file = p->fileName;
+    }
+  }
+  if (runtime_launch(id)) {
+    std::lock_guard<std::recursive_mutex> hold(lock);
+    Kernel *k = kernel_for(cb->symbolName, cb->functionName);
+    ++k->count;
+    runtime_kernel = k;
+  }
+}
+
+// The fatbin a registration wrapper points at: what nvcc's __fatBinC_Wrapper_t (magic
+// 0x466243B1, a version, then the fatbin's address) hands to cuLibraryLoadData and
+// cuModuleLoadFatBinary; any other image is itself.
+const char *unwrapped(const char *image) {
+  if (image == nullptr) return nullptr;
+  uint32_t magic;
+  memcpy(&magic, image, 4);
+  if (magic != 0x466243B1u) return image;
+  const char *data;
+  memcpy(&data, image + 8, sizeof data);
+  return data;
+}
+
+// How many bytes an image handed to cuModuleLoadData & co. holds: a fatbin says so in
+// its header, an ELF cubin ends with its section headers, PTX is a C string.
+size_t image_size(const char *image) {
+  if (image == nullptr) return 0;
+  uint32_t magic;
+  memcpy(&magic, image, 4);
+  if (magic == 0xBA55ED50u) {  // fatbin container: 16-byte header, 64-bit payload size
+    uint16_t header;
+    uint64_t payload;
+    memcpy(&header, image + 6, 2);
+    memcpy(&payload, image + 8, 8);
+    return size_t(header) + size_t(payload);
+  }
+  if (magic == 0x464c457fu && image[4] == 2) {  // ELF64 cubin
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    memcpy(&shoff, image + 0x28, 8);
+    memcpy(&shentsize, image + 0x3a, 2);
+    memcpy(&shnum, image + 0x3c, 2);
+    return size_t(shoff) + size_t(shentsize) * size_t(shnum);
+  }
+  return strlen(image) + 1;  // PTX text
+}
+
+std::string keep_image(const char *data, size_t size, uint64_t *hash, std::string *note) {
+  *hash = fnv1a(data, size);
+  char key[48];
+  snprintf(key, sizeof key, "%016llx:%llu", (unsigned long long)*hash, (unsigned long long)size);
+  auto seen = written.find(key);
+  if (seen != written.end()) return seen->second;
+  if (spent + size > budget) {
+    *note = "image not kept: over CUDA_GATE_LAUNCH_BYTES";
+    return "";
+  }
+  std::string name = "image-" + std::to_string(getpid()) + "-" + std::to_string(written.size()) + ".bin";
+  if (!write_file(folder + "/" + name, data, size)) {
+    *note = "image could not be written";
+    return "";
+  }
+  spent += size;
+  written.emplace(key, name);
+  return name;
+}
+
+const void *load_image(CUpti_CallbackId id, const void *params) {
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+      return static_cast<const cuModuleLoadData_params *>(params)->image;
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+      return static_cast<const cuModuleLoadDataEx_params *>(params)->image;
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
+      return static_cast<const cuModuleLoadFatBinary_params *>(params)->fatCubin;
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+      return static_cast<const cuLibraryLoadData_params *>(params)->code;
+    default:
+      return nullptr;
+  }
+}
+
+void on_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
+  CUfunction f = launched_function(id, cb->functionParams);
+  if (f != nullptr) {
+    std::lock_guard<std::recursive_mutex> hold(lock);
+    bool inside_runtime = runtime_depth > 0 && runtime_kernel != nullptr;
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      // Asked after the launch, when the driver has loaded the function's code.
+      Kernel *k = inside_runtime ? runtime_kernel : driver_kernel;
+      if (k != nullptr) describe_function(k, f);
+      if (!inside_runtime) driver_kernel = nullptr;
+      if (runtime_depth == 0) driver_call = nullptr;
+      return;
+    }
+    if (inside_runtime) return;  // counted once, as the runtime call
+    if (runtime_depth == 0) {
+      driver_call = cb->functionName;  // a module loaded lazily now is the driver's
+      load_file.clear();
+    }
+    Kernel *k = kernel_for(cb->symbolName, cb->functionName);
+    ++k->count;
+    driver_kernel = k;
+    return;
+  }
+  if (runtime_depth > 0) return;  // the runtime's own loading
+  std::lock_guard<std::recursive_mutex> hold(lock);
+  if (cb->callbackSite == CUPTI_API_EXIT) {
+    // The load call's result: a module the driver refused never reaches on_module.
+    if (!loads.empty() && loads.back().pending) {
+      Load &l = loads.back();
+      l.pending = false;
+      l.result = *static_cast<const CUresult *>(cb->functionReturnValue);
+      const char *name = nullptr;
+      if (error_name != nullptr && error_name(CUresult(l.result), &name) == CUDA_SUCCESS && name)
+        l.error = name;
+    }
+    driver_call = nullptr;
+    return;
+  }
+  driver_call = cb->functionName;
+  load_file.clear();
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuModuleLoad) {
+    auto p = static_cast<const cuModuleLoad_params *>(cb->functionParams);
+    if (p->fname) load_file = p->fname;
+  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile) {
+    auto p = static_cast<const cuLibraryLoadFromFile_params *>(cb->functionParams);
+    if (p->fileName) load_file = p->fileName;
+  }
+  Load l;
+  l.api = cb->functionName;
+  l.file = load_file;
+  const char *image = static_cast<const char *>(load_image(id, cb->functionParams));
+  image = unwrapped(image);
+  if (image != nullptr) {
+    l.size = image_size(image);
+    l.image = keep_image(image, l.size, &l.fnv64, &l.note);
+  }
+  loads.push_back(l);
+}
+
+void on_module(CUpti_CallbackId id, const CUpti_ResourceData *rd) {
+  auto md = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
+  std::lock_guard<std::recursive_mutex> hold(lock);
+  if (id == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+    write_record(false);  // what ran so far survives a process that dies later
+    return;
+  }
+  if (md == nullptr) return;
+  Module m;
+  m.id = md->moduleId;
+  m.size = md->cubinSize;
+  m.fnv64 = md->pCubin ? fnv1a(md->pCubin, md->cubinSize) : 0;
+  bool by_runtime = runtime_depth > 0 && !runtime_load;
+  m.origin = by_runtime ? "runtime" : "driver";
+  m.during = driver_call ? driver_call : "";
+  if (!by_runtime) m.file = load_file;
+  if (!by_runtime && md->pCubin != nullptr && md->cubinSize > 0)
+    m.image = keep_image(md->pCubin, md->cubinSize, &m.fnv64, &m.note);
+  modules.push_back(m);
+}
+
+void CUPTIAPI callback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data) {
+  if (!active) return;
+  switch (domain) {
+    case CUPTI_CB_DOMAIN_RUNTIME_API:
+      on_runtime(id, static_cast<const CUpti_CallbackData *>(data));
+      break;
+    case CUPTI_CB_DOMAIN_DRIVER_API:
+      on_driver(id, static_cast<const CUpti_CallbackData *>(data));
+      break;
+    case CUPTI_CB_DOMAIN_RESOURCE:
+      on_module(id, static_cast<const CUpti_ResourceData *>(data));
+      break;
+    default:
+      break;
+  }
+}
+
+void at_exit() {
+  std::lock_guard<std::recursive_mutex> hold(lock);
+  write_record(true);
+  active = false;
+}
+
+std::string cupti_error(const char *what, CUptiResult status) {
+  const char *text = nullptr;
+  cuptiGetResultString(status, &text);
+  return std::string(what) + ": " + (text ? text : "unknown CUPTI error");
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  const char *dir = getenv("CUDA_GATE_LAUNCH_DIR");
+  if (dir == nullptr || *dir == '\0') return 1;  // nowhere to write: observe nothing
+  folder = dir;
+  started_ns = now_ns();
+  if (const char *cap = getenv("CUDA_GATE_LAUNCH_BYTES")) budget = strtoull(cap, nullptr, 10);
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) program.assign(exe, size_t(n));
+  error_name = reinterpret_cast<GetErrorName>(dlsym(RTLD_DEFAULT, "cuGetErrorName"));
+  get_attribute = reinterpret_cast<FuncGetAttribute>(dlsym(RTLD_DEFAULT, "cuFuncGetAttribute"));
+  atexit(at_exit);
+  CUptiResult status = cuptiSubscribe(&subscriber, callback, nullptr);
+  if (status != CUPTI_SUCCESS) {
+    std::lock_guard<std::recursive_mutex> hold(lock);
+    errors.push_back(cupti_error("cuptiSubscribe", status));
+    write_record(false);
+    return 1;
+  }
+  status = cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  if (status == CUPTI_SUCCESS)
+    status = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                 CUPTI_CBID_RESOURCE_MODULE_LOADED);
+  if (status == CUPTI_SUCCESS)
+    status = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                 CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+  for (CUpti_CallbackId id : DRIVER_LAUNCHES)
+    if (status == CUPTI_SUCCESS)
+      status = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : DRIVER_LOADS)
+    if (status == CUPTI_SUCCESS)
+      status = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  std::lock_guard<std::recursive_mutex> hold(lock);
+  if (status != CUPTI_SUCCESS) {
+    errors.push_back(cupti_error("cuptiEnableCallback", status));
+    write_record(false);
+    return 1;
+  }
+  active = true;
+  write_record(false);  // a process that dies before exit still says it was observed
+  return 1;
+}

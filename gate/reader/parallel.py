@@ -1,0 +1,165 @@
+"""Many files read at once: kernel names decoded in worker processes, reports in order.
+
+Decoding names is CPU work, and much of it holds the GIL (the per-entry Python work;
+only zstd and lz4 release it), so threads alone leave cores idle on a tree of many
+libraries: the names-mode profile on the H200 showed one core busy. Here each file, or
+each whole wheel or archive, is read by one worker of a process pool, while each worker
+still decodes a large library's entries on threads (:mod:`gate.reader.read`).
+
+What comes back is what a serial read gives, in the same order: the reports of each
+found file in turn. Files the inspection cache knows by identity (unchanged since they
+were read) are answered here and never sent to a worker; when what is left is a single
+file or little data, it is read in this process (starting workers would cost more).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.reader import artifacts
+from gate.reader.limits import Limits
+from gate.reader.read import ArtifactReport, Progress, read_found
+
+# Workers at most: past 8 processes a names run gained nothing on the H200's 16 cores
+# (each worker also decodes on threads), while memory grows with each.
+MAX_WORKERS = 8
+# Less than this to read (bytes on disk) in all: read in this process.
+MIN_BYTES = 64 << 20
+
+Found = artifacts.Found | artifacts.Unreadable
+
+
+@dataclass(frozen=True)
+class _How:
+    names: bool
+    scan: bool
+    limits: Limits
+    cache: bool
+
+    def here(self, found: Found, members: Progress | None = None) -> tuple[ArtifactReport, ...]:
+        return tuple(
+            read_found(
+                found, names=self.names, scan=self.scan, limits=self.limits, cache=self.cache,
+                members=members,
+            )
+        )  # fmt: skip
+
+
+def read_each(
+    found: Sequence[Found],
+    *,
+    names: bool,
+    scan: bool,
+    limits: Limits,
+    cache: bool,
+    before: Callable[[Found], None] | None = None,
+    members: Progress | None = None,
+) -> Iterator[tuple[ArtifactReport, ...]]:
+    """The reports of each of ``found`` in turn, as :func:`read_found` gives them.
+
+    ``before`` hears of each file before its reports come; ``members`` of each member of
+    a wheel read in this process (a worker's wheel counts as one file).
+    """
+    how = _How(names, scan, limits, cache)
+    known = [_known(f, names=names, scan=scan) if cache else None for f in found]
+    todo = [i for i, k in enumerate(known) if k is None and isinstance(found[i], artifacts.Found)]
+    workers = _workers(found, todo) if names else 1
+    if workers <= 1:
+        for f, k in zip(found, known, strict=True):
+            if before is not None:
+                before(f)
+            yield k if k is not None else how.here(f, members)
+        return
+    yield from _pooled(found, known, todo, workers, how, before)
+
+
+def _pooled(  # noqa: PLR0917  (private: read_each's own arguments, passed on)
+    found: Sequence[Found],
+    known: list[tuple[ArtifactReport, ...] | None],
+    todo: list[int],
+    workers: int,
+    how: _How,
+    before: Callable[[Found], None] | None,
+) -> Iterator[tuple[ArtifactReport, ...]]:
+    from gate.reader.cache import cache_dir  # noqa: PLC0415  (the cache imports the reader)
+
+    folder = str(cache_dir()) if how.cache else ""
+    pool = ProcessPoolExecutor(workers, mp_context=_context())
+    try:
+        # The largest first, so that no worker is left with a large file at the end.
+        futures: dict[int, Future[tuple[ArtifactReport, ...]]] = {}
+        for i in sorted(todo, key=lambda i: -_size(found[i])):
+            futures[i] = pool.submit(_work, found[i], how, folder)
+        for i, f in enumerate(found):
+            if before is not None:
+                before(f)
+            k = known[i]
+            if k is not None:
+                yield k
+            elif i in futures:
+                yield futures[i].result()
+            else:  # a path that could not be read: its error report, made here
+                yield how.here(f)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _work(found: Found, how: _How, folder: str) -> tuple[ArtifactReport, ...]:
+    """One file read in a worker (a module-level function: the pool pickles it)."""
+    if folder:
+        from gate.reader.cache import ENV_DIR  # noqa: PLC0415
+
+        # The pool's processes hold the environment of when the first pool started:
+        # use the cache folder the caller uses now.
+        os.environ[ENV_DIR] = folder
+    return how.here(found)
+
+
+def _known(found: Found, *, names: bool, scan: bool) -> tuple[ArtifactReport, ...] | None:
+    """The reports the cache holds for an unchanged file or wheel, else None."""
+    if not isinstance(found, artifacts.Found) or found.kind in (None, "archive", "duplicate"):
+        return None
+    if found.kind == "zip":
+        from gate.reader.wheelcache import cached_wheel  # noqa: PLC0415
+
+        return cached_wheel(found.path, names=names, scan=scan)
+    from gate.reader.cache import cached_file  # noqa: PLC0415
+
+    hit = cached_file(found.path, names=names, scan=scan)
+    return (hit[0],) if hit is not None else None
+
+
+def _workers(found: Sequence[Found], todo: list[int]) -> int:
+    """How many processes to read ``todo`` with: 1 (this one) for one file or little data."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if len(todo) < 2 or sum(_size(found[i]) for i in todo) < MIN_BYTES:
+        return 1
+    return max(1, min(cores or 1, MAX_WORKERS, len(todo)))
+
+
+def _size(found: Found) -> int:
+    try:
+        return Path(found.path).stat().st_size if isinstance(found, artifacts.Found) else 0
+    except OSError:
+        return 0
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """fork while this process runs one thread (the pool forks all its workers before it
+    starts its own thread), else forkserver: forking a process that runs threads can
+    copy a lock another thread holds. forkserver (like spawn) imports the caller's
+    main module in each worker: a script calling this guards its top level."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" not in methods:
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["gate.reader.read", "gate.reader.cubin", "gate.reader.cache"])
+    return context

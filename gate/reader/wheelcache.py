@@ -1,0 +1,81 @@
+"""Wheels remembered by their identity: a wheel read before and unchanged since is not opened.
+
+A wheel's members are read from the zip (inflated) before they can be hashed, so the
+content-addressed cache of :mod:`gate.reader.cache` would save only the decoding; the
+wheel's identity (real path, device, inode, size, modification and change times) names
+its member reports instead, in the same cache folder, per reader version and mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from gate.errors import ConfigError
+from gate.reader import artifacts, cache
+from gate.reader.read import ArtifactReport
+
+
+def inspect_wheel(
+    path: str | os.PathLike[str],
+    read: Callable[[], tuple[ArtifactReport, ...]],
+    *,
+    names: bool,
+    scan: bool,
+    folder: Path | None = None,
+) -> tuple[ArtifactReport, ...]:
+    """The reports of a wheel's members, remembered by the wheel's identity: an unchanged
+    wheel is not opened again. ``read`` reads it on a miss; a wheel with a member that
+    could not be read is not remembered."""
+    known = cached_wheel(path, names=names, scan=scan, folder=folder)
+    if known is not None:
+        return known
+    identity = cache.identity(path)  # before reading: a wheel changed meanwhile is not kept
+    reports = read()
+    prefix = f"{artifacts.shown(path)}!"
+    if identity is None or any(r.error or not r.path.startswith(prefix) for r in reports):
+        return reports
+    doc = {
+        "format": cache.FORMAT,
+        "reader": cache.reader_version(),
+        "identity": identity,
+        "names": names,
+        "scan": scan,
+        "members": [[r.path[len(prefix) :], cache.report_json(r)] for r in reports],
+    }
+    cache.store(_wheel_path(folder or cache.cache_dir(), identity, names, scan), doc)
+    return reports
+
+
+def cached_wheel(
+    path: str | os.PathLike[str], *, names: bool, scan: bool, folder: Path | None = None
+) -> tuple[ArtifactReport, ...] | None:
+    """The member reports of a wheel read before and unchanged since; None when not known."""
+    identity = cache.identity(path)
+    if identity is None:
+        return None
+    entry = _wheel_path(folder or cache.cache_dir(), identity, names, scan)
+    prefix = f"{artifacts.shown(path)}!"
+    try:
+        doc = json.loads(entry.read_bytes())
+        if (
+            doc["format"] != cache.FORMAT
+            or doc["reader"] != cache.reader_version()
+            or doc["identity"] != identity
+            or doc["names"] is not names
+            or doc["scan"] is not scan
+        ):
+            return None
+        members = doc["members"]
+        return tuple(cache.renamed(cache.report_from_json(r), prefix + str(m)) for m, r in members)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
+        return None
+
+
+def _wheel_path(folder: Path, identity: str, names: bool, scan: bool) -> Path:
+    key = hashlib.sha256(f"{cache.reader_version()}\0{identity}".encode()).hexdigest()
+    mode = ("names" if names else "headers") + ("" if scan else "-noscan")
+    return folder / "wheels" / key[:2] / f"{key}.{mode}.json"

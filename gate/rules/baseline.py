@@ -1,0 +1,377 @@
+"""What counts as a regression against a baseline run: the rules of ``cuda-gate diff``.
+
+A release is compared with the last good one artifact by artifact (matched by name).
+What a user ships broken without noticing is something *lost*: a target, a kernel, a
+device's native route, or a PTX ISA that now needs a newer driver. Each of those is a
+:class:`Rule` whose :class:`Severity` the configuration may lower (``[baseline]``);
+by default every rule fails. Additions and size changes are reported, never judged.
+
+The rules read :class:`CodeFacts` (an artifact's SASS and PTX entries, per target:
+kernels, PTX ISA, bytes), built by the caller from a run record; nothing here reads a
+file.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gate.errors import ConfigError
+from gate.rules.causes import Cause
+from gate.rules.compat import rules
+from gate.rules.routes import Route, min_driver, route
+from gate.rules.targets import Capability, Target, Version
+from gate.rules.verdict import Check, CheckState
+
+
+class Rule(enum.Enum):
+    """A kind of loss; the value is its ``[baseline]`` configuration key."""
+
+    DROPPED_ARTIFACT = "dropped_artifact"
+    DROPPED_TARGET = "dropped_target"
+    DROPPED_KERNEL = "dropped_kernel"
+    LOST_NATIVE_ROUTE = "lost_native_route"
+    NEWER_DRIVER = "newer_driver"  # the PTX ISA now needs a newer driver
+
+
+# Why a check of a run against its baseline failed: the cause its losses rank by.
+CAUSES = {
+    Rule.DROPPED_ARTIFACT: Cause.EVIDENCE,
+    Rule.DROPPED_TARGET: Cause.WRONG_TARGET,
+    Rule.DROPPED_KERNEL: Cause.MISSING_KERNEL,
+    Rule.LOST_NATIVE_ROUTE: Cause.MISSING_SASS,
+    Rule.NEWER_DRIVER: Cause.PTX_NEEDS_DRIVER,
+}
+CLASSNAME = "gate.baseline"
+_SHOWN = 5  # losses a check's message names; the comparison in result.json holds all
+
+
+class Severity(enum.Enum):
+    """What a loss does to the verdict."""
+
+    FAIL = "fail"
+    WARN = "warn"
+
+
+class Level(enum.Enum):
+    """How one change reads: a failing or warned loss, or a change only reported."""
+
+    FAIL = "fail"
+    WARN = "warn"
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The severity of each rule (every rule fails unless the configuration says warn)."""
+
+    warned: frozenset[Rule] = frozenset()
+
+    def level(self, rule: Rule) -> Level:
+        """The level a loss under ``rule`` gets."""
+        return Level.WARN if rule in self.warned else Level.FAIL
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, object], where: str) -> Policy:
+        """The ``[baseline]`` table: ``rule = "fail" | "warn"``; ConfigError naming ``where``."""
+        warned = set()
+        for key, value in table.items():
+            try:
+                rule = Rule(key)
+            except ValueError as e:
+                known = ", ".join(r.value for r in Rule)
+                raise ConfigError(f"{where}: [baseline] {key!r} is no rule ({known})") from e
+            if value not in ("fail", "warn"):
+                raise ConfigError(f'{where}: [baseline] {key} must be "fail" or "warn"')
+            if Severity(value) is Severity.WARN:
+                warned.add(rule)
+        return cls(frozenset(warned))
+
+
+@dataclass(frozen=True)
+class TargetCode:
+    """One target of an artifact: SASS or PTX, its kernels, its PTX ISA, its bytes."""
+
+    ptx: bool
+    target: Target
+    kernels: frozenset[str] = frozenset()
+    ptx_isa: Version | None = None
+    size: int | None = None  # None: the record does not say (result.json before version 4)
+
+    @property
+    def label(self) -> str:
+        """``sm_121`` or ``compute_121``."""
+        return str(self.target.as_ptx() if self.ptx else self.target.as_sass())
+
+
+@dataclass(frozen=True)
+class CodeFacts:
+    """What one artifact carries, as the rules compare it."""
+
+    name: str
+    targets: tuple[TargetCode, ...]
+
+    def by_label(self) -> dict[str, TargetCode]:
+        """Each target by its label."""
+        return {t.label: t for t in self.targets}
+
+    def labels(self, *, ptx: bool) -> tuple[str, ...]:
+        """The SASS (or PTX) targets, by SM number (``sm_90`` before ``sm_121``)."""
+        mine = sorted((t for t in self.targets if t.ptx is ptx), key=lambda t: _order(t.target))
+        return tuple(t.label for t in mine)
+
+    def size(self) -> int | None:
+        """Bytes of device code in all, None when some target's size is unknown."""
+        sizes = [t.size for t in self.targets]
+        return None if None in sizes else sum(s for s in sizes if s is not None)
+
+    def newest_isa(self) -> Version | None:
+        """The newest PTX ISA among its PTX targets."""
+        return max((t.ptx_isa for t in self.targets if t.ptx and t.ptx_isa), default=None)
+
+    def route(self, cap: Capability) -> Route:
+        """How the device gets code from this artifact (any kernel: the artifact as a whole)."""
+        sass = tuple(t.target for t in self.targets if not t.ptx)
+        ptx = tuple((t.target, t.ptx_isa) for t in self.targets if t.ptx)
+        return route(sass, ptx, cap)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference between the baseline and the run; ``rule`` None: reported only."""
+
+    artifact: str
+    level: Level
+    what: str
+    rule: Rule | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the before / after / change table."""
+
+    artifact: str
+    quantity: str
+    before: str
+    after: str
+    change: str
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Every row and change of one comparison."""
+
+    rows: tuple[Row, ...]
+    changes: tuple[Change, ...]
+
+    @property
+    def failed(self) -> tuple[Change, ...]:
+        """The losses that fail."""
+        return tuple(c for c in self.changes if c.level is Level.FAIL)
+
+    @property
+    def warned(self) -> tuple[Change, ...]:
+        """The losses configured to warn."""
+        return tuple(c for c in self.changes if c.level is Level.WARN)
+
+
+def compare(
+    old: Iterable[CodeFacts],
+    new: Iterable[CodeFacts],
+    policy: Policy = Policy(),
+    devices: Iterable[Capability] = (),
+) -> Diff:
+    """Compare each artifact of ``old`` with the one of the same name in ``new``.
+
+    Routes are compared on ``devices`` and on every device a baseline target was built
+    for (its SASS or PTX target's own capability).
+    """
+    before = {a.name: a for a in old}
+    after = {a.name: a for a in new}
+    rows: list[Row] = []
+    changes: list[Change] = []
+    for name, was in before.items():
+        now = after.get(name)
+        if now is None:
+            changes.append(
+                Change(
+                    name,
+                    policy.level(Rule.DROPPED_ARTIFACT),
+                    "artifact dropped",
+                    Rule.DROPPED_ARTIFACT,
+                )
+            )
+            rows.append(Row(name, "artifact", "present", "absent", "dropped"))
+            continue
+        r, c = _artifact(was, now, policy, tuple(devices))
+        rows += r
+        changes += c
+    for name in after.keys() - before.keys():
+        changes.append(Change(name, Level.INFO, "artifact added"))
+        rows.append(Row(name, "artifact", "absent", "present", "added"))
+    return Diff(tuple(rows), tuple(changes))
+
+
+def _artifact(
+    was: CodeFacts, now: CodeFacts, policy: Policy, devices: tuple[Capability, ...]
+) -> tuple[list[Row], list[Change]]:
+    name = was.name
+    rows: list[Row] = []
+    changes: list[Change] = []
+    for ptx, quantity in ((False, "SASS targets"), (True, "PTX targets")):
+        old_t, new_t = was.labels(ptx=ptx), now.labels(ptx=ptx)
+        rows.append(Row(name, quantity, _list(old_t), _list(new_t), _set_change(old_t, new_t)))
+        for label in sorted(set(old_t) - set(new_t)):
+            level = policy.level(Rule.DROPPED_TARGET)
+            changes.append(Change(name, level, f"{label} dropped", Rule.DROPPED_TARGET))
+        changes += [Change(name, Level.INFO, f"{t} added") for t in sorted(set(new_t) - set(old_t))]
+    old_by, new_by = was.by_label(), now.by_label()
+    for label in sorted(old_by.keys() & new_by.keys()):
+        r, c = _target(name, old_by[label], new_by[label], policy)
+        rows += r
+        changes += c
+    rows.append(_size_row(name, "device code bytes", was.size(), now.size()))
+    r, c = _isa(was, now, policy)
+    rows += r
+    changes += c
+    wanted = {t.target.capability for t in was.targets} | set(devices)
+    for cap in sorted(wanted, key=lambda c: (c.major, c.minor)):
+        r, c = _device(name, cap, was.route(cap), now.route(cap), policy)
+        rows += r
+        changes += c
+    return rows, changes
+
+
+def _target(
+    name: str, was: TargetCode, now: TargetCode, policy: Policy
+) -> tuple[list[Row], list[Change]]:
+    """Kernels and bytes of one target both runs carry."""
+    rows, changes = [], []
+    lost = sorted(was.kernels - now.kernels)
+    gained = sorted(now.kernels - was.kernels)
+    if lost or gained:
+        rows.append(
+            Row(
+                name,
+                f"{was.label} kernels",
+                str(len(was.kernels)),
+                str(len(now.kernels)),
+                _set_change(tuple(was.kernels), tuple(now.kernels), counts=True),
+            )
+        )
+    changes += [
+        Change(
+            name,
+            policy.level(Rule.DROPPED_KERNEL),
+            f"{was.label} lost kernel {k}",
+            Rule.DROPPED_KERNEL,
+        )
+        for k in lost
+    ]
+    changes += [Change(name, Level.INFO, f"{was.label} gained kernel {k}") for k in gained]
+    if was.size != now.size and was.size is not None and now.size is not None:
+        rows.append(_size_row(name, f"{was.label} bytes", was.size, now.size))
+        changes.append(Change(name, Level.INFO, f"{was.label} {_delta(was.size, now.size)}"))
+    return rows, changes
+
+
+def _isa(was: CodeFacts, now: CodeFacts, policy: Policy) -> tuple[list[Row], list[Change]]:
+    """The newest PTX ISA, and whether the driver it needs went up."""
+    old, new = was.newest_isa(), now.newest_isa()
+    if old is None or new is None:
+        return [], []  # no PTX on one side: the PTX target rows say so
+    row = Row(was.name, "PTX ISA", str(old), str(new), "-" if old == new else f"{old} -> {new}")
+    if not needs_newer_driver(old, new):
+        info = [] if old == new else [Change(was.name, Level.INFO, f"PTX ISA {old} -> {new}")]
+        return [row], info
+    need = min_driver(new)
+    after = f"driver >= {need}" if need else "a driver newer than every known one"
+    what = f"PTX ISA {old} -> {new} needs {after}"
+    return [row], [Change(was.name, policy.level(Rule.NEWER_DRIVER), what, Rule.NEWER_DRIVER)]
+
+
+def needs_newer_driver(old: Version, new: Version) -> bool:
+    """Whether PTX of ISA ``new`` needs a newer driver than PTX of ISA ``old``.
+
+    An ISA newer than every rule (``compat.json``) needs a driver newer than every known
+    one; an ISA older than every rule makes no claim.
+    """
+    if new <= old:
+        return False
+    old_need, new_need = min_driver(old), min_driver(new)
+    if new_need is None:
+        return new > rules().max_known_isa()
+    return old_need is not None and new_need > old_need
+
+
+def _device(
+    name: str, cap: Capability, was: Route, now: Route, policy: Policy
+) -> tuple[list[Row], list[Change]]:
+    before, after = was.describe(), now.describe()
+    row = Row(name, f"route on {cap}", before, after, "-" if before == after else "changed")
+    if was.path.is_native and not now.path.is_native:
+        level = policy.level(Rule.LOST_NATIVE_ROUTE)
+        what = f"device {cap} lost its native route: {before} -> {after}"
+        return [row], [Change(name, level, what, Rule.LOST_NATIVE_ROUTE)]
+    if before != after:
+        return [row], [Change(name, Level.INFO, f"device {cap}: {before} -> {after}")]
+    return [row], []
+
+
+def _order(target: Target) -> tuple[int, str]:
+    return (target.number, target.variant.value)
+
+
+def _list(items: tuple[str, ...]) -> str:
+    return ", ".join(items) or "none"
+
+
+def _set_change(old: tuple[str, ...], new: tuple[str, ...], *, counts: bool = False) -> str:
+    """``-sm_121 +sm_100`` (or ``-1 +2`` with ``counts``); ``-`` when equal."""
+    lost = sorted(set(old) - set(new))
+    gained = sorted(set(new) - set(old))
+    if counts:
+        parts = [f"-{len(lost)}" if lost else "", f"+{len(gained)}" if gained else ""]
+    else:
+        parts = [" ".join(f"-{t}" for t in lost), " ".join(f"+{t}" for t in gained)]
+    return " ".join(p for p in parts if p) or "-"
+
+
+def _size_row(name: str, quantity: str, old: int | None, new: int | None) -> Row:
+    shown = [("unknown" if n is None else str(n)) for n in (old, new)]
+    change = "-" if old == new else ("unknown" if old is None or new is None else _delta(old, new))
+    return Row(name, quantity, shown[0], shown[1], change)
+
+
+def _delta(old: int, new: int) -> str:
+    """``+1200 bytes (+3.4%)``, ``-80 bytes (-100.0%)``; ``unchanged``."""
+    if old == new:
+        return "unchanged"
+    percent = f" ({(new - old) / old * 100:+.1f}%)" if old else ""
+    return f"{new - old:+d} bytes{percent}"
+
+
+def checks(diff: Diff, against: str) -> tuple[Check, ...]:
+    """One check per artifact of the baseline: passed when it lost nothing, warned when
+    its losses only warn, failed with the first failing loss's cause otherwise."""
+    names = list(dict.fromkeys(r.artifact for r in diff.rows))
+    found = []
+    for name in names:
+        lost = [c for c in diff.changes if c.artifact == name and c.level is not Level.INFO]
+        failing = [c for c in lost if c.level is Level.FAIL]
+        title = f"{name}: compared with the baseline"
+        if not lost:
+            found.append(
+                Check(title, CLASSNAME, CheckState.PASSED, f"nothing lost against {against}")
+            )
+            continue
+        shown = "; ".join(c.what for c in lost[:_SHOWN])
+        more = f"; and {len(lost) - _SHOWN} more" if len(lost) > _SHOWN else ""
+        message = f"lost against {against}: {shown}{more}"
+        if not failing:
+            found.append(Check(title, CLASSNAME, CheckState.WARNED, message))
+            continue
+        first = min((c.rule for c in failing if c.rule), key=lambda r: list(Rule).index(r))
+        found.append(Check(title, CLASSNAME, CheckState.FAILED, message, cause=CAUSES[first]))
+    return tuple(found)

@@ -1,0 +1,335 @@
+"""What the launch recorder saw, judged: kernel coverage per artifact and path, runtime modules.
+
+1. Coverage (gate.rules.coverage): per artifact with kernels, per path, the kernels
+   launched of the kernels carried, the ones never launched named (demangled,
+   shortest first), and which code ran each launched kernel where the driver told
+   (``CU_FUNC_ATTRIBUTE_BINARY_VERSION``/``PTX_VERSION``): SASS for which arch on the
+   native path, JIT from which PTX on the forced-JIT path. A passed check carries the
+   figures; with ``require_launch`` a kernel that never ran fails, naming the path.
+2. Modules from anywhere: every image the driver was handed outside the CUDA runtime
+   (a ``.cubin``/``.fatbin``/``.ptx`` file named to ``cuModuleLoad``, NVRTC's or
+   Triton's output given to ``cuModuleLoadData``) that no inspected file accounts for
+   is hashed, kept once under ``loaded/runtime-modules/`` and read by the reader like
+   any artifact (targets, kernels, route on the device). A load the driver refused
+   fails with the module's origin and targets, ranked as a wrong target, so the
+   headline says where the code came from.
+3. Predictions checked: where inspection predicted a SASS route for a launched
+   kernel, the SASS the driver ran must be that target's; a contradiction fails as a
+   prediction mismatch with both sides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.demangle import demangle
+from gate.errors import BadInputError
+from gate.evidence import EvidenceDir
+from gate.launchlog import LaunchedKernel, ProcessRecord, launch_counts
+from gate.reader.cubin import read_ptx
+from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.read import read_buffer
+from gate.rules.causes import Cause, ExecPath
+from gate.rules.coverage import Coverage, coverage, unmet
+from gate.rules.routes import Path as RoutePath
+from gate.rules.targets import Capability, Target
+from gate.rules.verdict import Check, CheckState
+from gate.stages.inspect import Inspected
+from gate.stages.runs import Run
+
+RUNTIME_MODULES = "loaded/runtime-modules"
+Required = str | tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RuntimeModule:
+    """A module that reached the driver from no inspected file, as kept and read."""
+
+    sha256: str
+    kind: str  # cubin | fatbin | PTX
+    kept: str  # its evidence path
+    origin: str  # "cuModuleLoad of /opt/x.cubin", "cuModuleLoadData (an image in memory)"
+    listing: Listing
+    runs: tuple[str, ...]  # "entry [path]" of the runs that loaded it
+    refused: str = ""  # the driver's error when it refused the module
+
+    def targets(self) -> str:
+        """``sm_80 SASS, compute_80 PTX``: what it carries."""
+        shown = [f"{e.target} {e.kind.value}" for e in self.listing.entries if not e.is_stub]
+        return ", ".join(dict.fromkeys(shown)) or "no device code the reader could find"
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    """The checks, the kept runtime modules and the per-artifact coverage lines."""
+
+    checks: tuple[Check, ...]
+    modules: tuple[RuntimeModule, ...]
+    coverage: tuple[tuple[str, ExecPath, Coverage], ...]
+
+
+def judge(
+    evidence: EvidenceDir,
+    *,
+    runs: Sequence[Run],
+    artifacts: Sequence[Inspected],
+    capability: Capability,
+    required: Mapping[Path, Required],
+) -> LaunchOutcome:
+    """Coverage, runtime modules and recorded routes of every run (see the module docstring)."""
+    checks: list[Check] = []
+    table: list[tuple[str, ExecPath, Coverage]] = []
+    lines: list[str] = []
+    for artifact in artifacts:
+        carried = artifact.listing.kernels()
+        if not carried:
+            continue
+        for path in ExecPath:
+            on_path = [r for r in runs if r.path is path]
+            check, cov, text = coverage_check(artifact, path, on_path, required.get(artifact.path))
+            if check is not None:
+                checks.append(check)
+            lines += text
+            if cov is not None:
+                table.append((artifact.name, path, cov))
+                checks += route_checks(artifact, path, on_path, capability)
+    modules = keep_modules(evidence, runs, artifacts)
+    checks += [module_check(m, capability) for m in modules]
+    if lines or modules:
+        body = (
+            lines
+            + [""]
+            + [f"runtime module {m.kept}: {m.kind} from {m.origin}: {m.targets()}" for m in modules]
+        )
+        evidence.write_text("launches/coverage.txt", "\n".join(body).strip() + "\n")
+    return LaunchOutcome(tuple(checks), tuple(modules), tuple(table))
+
+
+def coverage_check(
+    artifact: Inspected, path: ExecPath, runs: Sequence[Run], required: Required | None
+) -> tuple[Check | None, Coverage | None, list[str]]:
+    """One artifact on one path: a passed case with the figures, or what ``required`` lacks.
+
+    Unrecorded runs give no check (the rest of the run is unchanged), unless launches
+    are required: then the requirement fails, saying why nothing was recorded.
+    """
+    name = f"{artifact.name}: kernels launched [{path.value}]"
+    classname = f"gate.launches.{path.value}"
+    records = [p for r in runs for p in r.launches]
+    if not records:
+        why = next((r.launch_note for r in runs if r.launch_note), "no entry point ran")
+        text = [f"{artifact.name} [{path.value}]: {why}"]
+        if not required:
+            return None, None, text
+        message = f"require_launch cannot be checked: {why}"
+        check = Check(name, classname, CheckState.FAILED, message, cause=Cause.EVIDENCE, path=path)
+        return check, None, text
+    launched = launch_counts(records)
+    cov = coverage(artifact.listing.kernels(), {k: v.count for k, v in launched.items()})
+    ran = code_ran(cov, launched, path)
+    message = cov.line() + (f"; {ran}" if ran else "")
+    missing = unmet(required, cov) if required else ()
+    text = [f"{artifact.name} [{path.value}]: {cov.line()}"]
+    for run in runs:  # and per entry point: which of them ran which kernels
+        own = launch_counts(run.launches)
+        mine = coverage(cov.carried, {k: v.count for k, v in own.items()})
+        text.append(f"  {run.entry_point.name}: {mine.figures} launched")
+    text += [f"  {c:>8}  {demangle(s)}  {_route_text(launched[s], path)}" for s, c in cov.launched]
+    text += [f"  {'never':>8}  {demangle(s)}" for s in cov.never]
+    if missing:
+        said = "; ".join(u.text() for u in missing)
+        message = (
+            f"require_launch not met on the {path.title} path: {said} ({cov.figures} launched)"
+        )
+        return (
+            Check(
+                name, classname, CheckState.FAILED, message, cause=Cause.MISSING_KERNEL, path=path
+            ),
+            cov,
+            text,
+        )
+    return Check(name, classname, CheckState.PASSED, message, path=path), cov, text
+
+
+def code_ran(cov: Coverage, launched: Mapping[str, LaunchedKernel], path: ExecPath) -> str:
+    """``ran from sm_90 SASS: 3`` per route the driver named; unknown routes counted apart."""
+    by_route: dict[str, int] = {}
+    for symbol, _ in cov.launched:
+        route = _route_text(launched[symbol], path)
+        by_route[route] = by_route.get(route, 0) + 1
+    return ", ".join(f"ran from {route}: {n}" for route, n in sorted(by_route.items()))
+
+
+def _route_text(k: LaunchedKernel, path: ExecPath) -> str:
+    if k.sass is None:
+        return "code the driver did not name"
+    if path is ExecPath.JIT and k.ptx is not None:
+        return f"{k.sass} JIT-compiled from {k.ptx} PTX"
+    return f"{k.sass} SASS"
+
+
+def route_checks(
+    artifact: Inspected, path: ExecPath, runs: Sequence[Run], cap: Capability
+) -> list[Check]:
+    """Where inspection predicted SASS, the SASS the driver ran must be of that target."""
+    if path is not ExecPath.NATIVE:
+        return []
+    launched = launch_counts([p for r in runs for p in r.launches])
+    prediction = {k.kernel: k.route for k in artifact.listing.predict(cap).kernels}
+    wrong = []
+    for symbol, route in prediction.items():
+        k = launched.get(symbol)
+        if k is None or k.binary_version is None or route.target is None:
+            continue
+        if not route.path.is_native:
+            continue
+        expected = route.target.major * 10 + route.target.minor
+        if k.binary_version != expected:
+            wrong.append(
+                f"{demangle(symbol)}: predicted {route.describe()}, the driver ran {k.sass}"
+            )
+    if not wrong:
+        return []
+    return [
+        Check(
+            f"{artifact.name}: recorded routes [{path.value}]",
+            "gate.predict",
+            CheckState.FAILED,
+            "; ".join(wrong),
+            cause=Cause.PREDICTION,
+            path=path,
+        )
+    ]
+
+
+def keep_modules(
+    evidence: EvidenceDir, runs: Sequence[Run], artifacts: Sequence[Inspected]
+) -> list[RuntimeModule]:
+    """Every directly loaded image no inspected file accounts for: hashed, kept once, read."""
+    known = {a.sha256 for a in artifacts}
+    found: dict[str, RuntimeModule] = {}
+    for run in runs:
+        where = f"{run.entry_point.name} [{run.path.value}]"
+        for record in run.launches:
+            for data, origin, refused in _images(evidence, run, record):
+                digest = hashlib.sha256(data).hexdigest()
+                if digest in known:
+                    continue
+                old = found.get(digest)
+                if old is not None:
+                    if where not in old.runs:
+                        found[digest] = _with_run(old, where, refused)
+                    continue
+                kind, listing = read_image(data, digest)
+                kept = f"{RUNTIME_MODULES}/{digest[:16]}.{_SUFFIX[kind]}"
+                evidence.write_bytes(kept, data)
+                found[digest] = RuntimeModule(
+                    digest, kind, kept, origin, listing, (where,), refused
+                )
+    for run in runs:  # the raw images are now kept by content; drop the per-process copies
+        if run.launch_folder is not None:
+            for image in evidence.path(run.launch_folder).glob("image-*.bin"):
+                image.unlink(missing_ok=True)
+    return list(found.values())
+
+
+_SUFFIX = {"cubin": "cubin", "fatbin": "fatbin", "PTX": "ptx", "unknown": "bin"}
+
+
+def _with_run(old: RuntimeModule, where: str, refused: str) -> RuntimeModule:
+    return RuntimeModule(
+        old.sha256,
+        old.kind,
+        old.kept,
+        old.origin,
+        old.listing,
+        (*old.runs, where),
+        old.refused or refused,
+    )
+
+
+def _images(evidence: EvidenceDir, run: Run, record: ProcessRecord) -> list[tuple[bytes, str, str]]:
+    """(bytes, origin, the driver's refusal) of each image one process handed the driver."""
+    folder = evidence.path(run.launch_folder or ".")
+    out: list[tuple[bytes, str, str]] = []
+    for load in record.loads:
+        refused = load.error or (f"CUresult {load.result}" if load.failed else "")
+        if load.image:
+            data = _read(folder / load.image)
+            origin = f"{load.api} (an image in memory, {load.size} bytes)"
+        elif load.file:
+            data = _read(_resolve(load.file, run))
+            origin = f"{load.api} of {load.file}"
+        else:
+            continue
+        if data is not None:
+            out.append((data, origin, refused))
+    for module in record.modules:  # loaded lazily, after its load call returned
+        if module.origin == "driver" and module.image:
+            data = _read(folder / module.image)
+            if data is not None:
+                during = f" during {module.during}" if module.during else ""
+                out.append((data, f"a module loaded by the driver{during}", ""))
+    return out
+
+
+def _resolve(name: str, run: Run) -> Path:
+    path = Path(name)
+    return path if path.is_absolute() else Path(run.entry_point.cwd or ".") / path
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def read_image(data: bytes, digest: str) -> tuple[str, Listing]:
+    """What a module image is (cubin, fatbin or PTX text) and what it carries."""
+    display = f"runtime module {digest[:16]}"
+    if data[:4] == b"\x7fELF" or data[:4] == b"\x50\xed\x55\xba":
+        try:
+            report = read_buffer(data, 0, len(data), display)
+        except (BadInputError, ValueError):
+            return "unknown", Listing(())
+        return ("fatbin" if report.format == "fatbin" else "cubin"), report.listing
+    if b".target" in data[: 1 << 16]:
+        info = read_ptx(data, 0, len(data.rstrip(b"\0")), display)
+        if info.target is not None:
+            target = Target.parse(info.target).as_ptx()  # .target sm_80: compute_80 PTX
+            return "PTX", Listing((DeviceEntry(Kind.PTX, target, info.kernels),))
+    return "unknown", Listing(())
+
+
+def module_check(module: RuntimeModule, cap: Capability) -> Check:
+    """A runtime module judged: a refused load fails with its origin and targets."""
+    name = f"runtime module {module.kept.rsplit('/', 1)[-1]}"
+    route = module.listing.target_route(cap) if module.listing.entries else None
+    where = f"from {module.origin}, in {', '.join(module.runs)}"
+    if module.refused:
+        nothing = (
+            f"nothing for {cap}"
+            if route is None or route.path in (RoutePath.NONE, RoutePath.OTHER_DEVICES)
+            else f"on {cap}: {route.describe()}"
+        )
+        return Check(
+            name,
+            "gate.launches.modules",
+            CheckState.FAILED,
+            f"the driver refused this {module.kind} ({module.refused}): {module.targets()}, "
+            f"{nothing}; loaded {where}",
+            cause=Cause.WRONG_TARGET,
+        )
+    kernels = module.listing.kernels()
+    shown = ", ".join(demangle(k) for k in kernels[:5]) + (" ..." if len(kernels) > 5 else "")
+    on = f"on {cap}: {route.describe()}" if route is not None else "not readable"
+    return Check(
+        name,
+        "gate.launches.modules",
+        CheckState.PASSED,
+        f"{module.kind} {where}: {module.targets()}; kernels {shown or 'none'}; {on}",
+    )

@@ -1,0 +1,70 @@
+"""Real CUDA wheels from PyPI, downloaded once with pip and kept between runs.
+
+One place for the tests (tests/test_environment_pypi.py, tests/test_wheels_differential.py)
+and the benchmark (benchmarks/bench_inspect.py --corpus): a wheel is looked up in the
+cache folder by its file-name pattern and downloaded there only when missing. The
+folder is ``$GATE_TEST_WHEELS`` (the benchmark: ``$GATE_BENCH_WHEELS``), else
+``.work/wheels`` in the checkout (ignored by git); never under HOME.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate import proc
+from gate.errors import ToolError
+
+ROOT = Path(__file__).resolve().parent.parent
+# The platforms pip may pick a wheel for: every manylinux x86_64 tag the wheels use.
+PLATFORMS = (
+    "manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_25_x86_64",
+    "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+)  # fmt: skip
+PYTHON = "3.12"
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """A pinned wheel: the requirement pip downloads and the file name it gives."""
+
+    requirement: str  # name==version
+    pattern: str  # a glob of the wheel's file name
+
+    @property
+    def name(self) -> str:
+        return self.requirement.split("==")[0]
+
+
+def folder(variable: str = "GATE_TEST_WHEELS") -> Path:
+    """The cache folder: ``$variable``, else .work/wheels in the checkout."""
+    return Path(os.environ.get(variable) or ROOT / ".work" / "wheels")
+
+
+def fetch(wheel: Wheel, cache: Path) -> Path:
+    """The wheel's file in ``cache``, downloaded by pip when missing; ToolError (with
+    pip's message) when it cannot be downloaded."""
+    cache.mkdir(parents=True, exist_ok=True)
+    if not list(cache.glob(wheel.pattern)):
+        platforms = [a for p in PLATFORMS for a in ("--platform", p)]
+        proc.run_checked(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+             *platforms, "--python-version", PYTHON, "-d", str(cache), wheel.requirement],
+            what=f"pip download {wheel.requirement}", timeout=1800,
+        )  # fmt: skip
+    found = sorted(cache.glob(wheel.pattern))
+    if not found:
+        raise ToolError(f"pip download {wheel.requirement} gave no file like {wheel.pattern}")
+    return found[0]
+
+
+# Small wheels for the tests (about 68 MB): CUPTI for CUDA 13 (sm_121 SASS) and for 12.1
+# (device code only in .rodata), and bitsandbytes' builds for CUDA 11.8 to 13.2.
+SMALL = (
+    Wheel("nvidia-cuda-cupti==13.0.85", "nvidia_cuda_cupti-13.0.85-*.whl"),
+    Wheel("nvidia-cuda-cupti-cu12==12.1.105", "nvidia_cuda_cupti_cu12-12.1.105-*.whl"),
+    Wheel("bitsandbytes==0.50.2", "bitsandbytes-0.50.2-*.whl"),
+)
