@@ -167,7 +167,8 @@ def mutation(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Time `cuda-gate inspect` against cuobjdump on large real libraries (`-- --corpus`:
-    over a corpus of real CUDA wheels)."""
+    over a corpus of real CUDA wheels; `-- --memory`: peak memory per library and wheel)."""
     _install(session, "[test]")
-    script = "bench_corpus.py" if "--corpus" in session.posargs else "bench_inspect.py"
+    scripts = {"--corpus": "bench_corpus.py", "--memory": "bench_memory.py"}
+    script = next((v for k, v in scripts.items() if k in session.posargs), "bench_inspect.py")
     session.run("python", f"benchmarks/{script}", *session.posargs)

@@ -1,9 +1,10 @@
 """The one atomic file writer, the one SHA-256 of a file, and the one folder lock.
 
 Every machine-readable file cuda-gate writes (evidence, result.json, manifests,
-indexes, keys, reports) goes through :func:`write_atomic`: a temp file in the same
-folder, synced, then ``os.replace``; a crash leaves either the old file or the new
-one, never half of either, and the temp file never outlives a failure.
+indexes, keys, reports) goes through :func:`write_atomic` (or, streamed,
+:func:`atomic_file`): a temp file in the same folder, synced, then ``os.replace``; a
+crash leaves either the old file or the new one, never half of either, and the temp
+file never outlives a failure.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import fcntl
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from gate.errors import EvidenceError
 
@@ -28,6 +31,18 @@ def write_atomic(target: Path, data: bytes, *, mode: int = 0o644) -> Path:
     The temp file gets ``mode`` before any byte is written, so a private key is
     never readable by others, not even briefly.
     """
+    with atomic_file(target, mode=mode) as handle:
+        handle.write(data)
+    return target
+
+
+@contextmanager
+def atomic_file(target: Path, *, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """A file to write ``target`` through, in pieces: in place, synced, once the block ends.
+
+    As :func:`write_atomic`, for what is streamed rather than held whole (a wheel's
+    libraries, hundreds of MB each). Nothing replaces ``target`` if the block raises.
+    """
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
@@ -36,7 +51,7 @@ def write_atomic(target: Path, data: bytes, *, mode: int = 0o644) -> Path:
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         Path(tmp).replace(target)
@@ -45,7 +60,6 @@ def write_atomic(target: Path, data: bytes, *, mode: int = 0o644) -> Path:
         if isinstance(e, OSError):
             raise EvidenceError(f"{target}: cannot write: {e.strerror or e}") from e
         raise
-    return target
 
 
 def digest_file(path: Path) -> tuple[str, int]:

@@ -107,7 +107,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     for option, field, default, what in (
         ("--max-entry-mb", "entry", "256", "one fatbin entry, decompressed"),
         ("--max-artifact-mb", "artifact", "16384", "all entries of one artifact, decompressed"),
-        ("--max-member-mb", "member", "4096", "one wheel member, inflated"),
+        ("--max-member-mb", "member", "4096", "one wheel member or image file, inflated on disk"),
         ("--max-ratio", "ratio", "200", "decompressed per compressed byte, past 64 MB"),
     ):
         limits.add_argument(

@@ -1,14 +1,16 @@
 """Finding artifacts: files, folders (recursively), static archive members, wheel members.
 
 Classification is by content, never by name alone: ELF (``\\x7fELF``), ``ar`` archives
-(``!<arch>\\n``), raw fatbins (container magic) and zip files (wheels). Wheel members
-are read from the zip into memory, never extracted to disk, within the bounds of
-:class:`gate.reader.limits.Limits` (measured on what is inflated, not on claims).
+(``!<arch>\\n``), raw fatbins (container magic) and zip files (wheels). A wheel member
+is streamed out of the zip into a file (the reader's is an unnamed temporary one), so
+memory never grows with the member, within the bounds of
+:class:`gate.reader.limits.Limits` (measured on what is written, not on claims).
 """
 
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import re
 import stat
@@ -34,6 +36,8 @@ _AR_HEADER = 60
 # ratio check compares against what it has consumed.
 _CHUNK = 64 << 10
 _ZIP_ENCRYPTED = 0x1
+# Where an inflated member goes, for an error saying there is no room.
+_WHERE = "a temporary file; TMPDIR chooses its folder"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # What zipfile and the decompressors under it raise for a corrupted or unsupported file
 # (found by fuzzing real wheels: a bad central directory reaches struct, a bad local
@@ -291,15 +295,41 @@ def open_zip(path: str | os.PathLike[str], name: str) -> Iterator[Zip]:
             yield Zip(archive, counting)
 
 
-def read_member(archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits) -> bytearray:
-    """A wheel member's bytes (an ELF file or a fatbin, by its first bytes).
+class ScratchError(BadInputError):
+    """The temporary file a wheel member is inflated into could not be written.
 
-    Read in pieces into a buffer that grows with what is actually inflated, never
-    allocated from the size the member claims; refused past the member bound, or once
-    it has inflated more than ``limits.ratio`` times the bytes it consumed (a zip bomb).
-    BadInputError for an encrypted, broken or oversized member, one that is not an ELF
-    file or a fatbin, or one whose data does not match its declared size.
+    Not the wheel's fault, and the next member would fail the same way: the caller
+    stops reading the wheel rather than reporting each member.
     """
+
+
+def extract_member(
+    archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits, out: BinaryIO
+) -> int:
+    """Inflate a wheel member (an ELF file or a fatbin, by its first bytes) into ``out``.
+
+    Streamed in pieces of at most 64 kB, so memory never grows with the member; the
+    member bound counts the bytes actually produced, never the size the zip claims (a
+    claim past it is only refused early), and the member is refused once it has
+    inflated more than ``limits.ratio`` times the bytes it consumed (a zip bomb); no
+    byte past a bound is written. Returns the size written. BadInputError for an
+    encrypted, broken or oversized member, one that is not an ELF file or a fatbin, or
+    one whose data does not match its declared size; ``out``'s own OSError as it is.
+    """
+    written = 0
+    for piece in _pieces(archive, info, name, limits):
+        done = 0
+        with memoryview(piece) as view:
+            while done < len(view):  # an unbuffered file may take part of a piece
+                done += out.write(view[done:])
+        written += done
+    if written != info.file_size:
+        raise BadInputError(f"{name}: broken zip member: size differs from the declared one")
+    return written
+
+
+def _pieces(archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits) -> Iterator[bytes]:
+    """The member's inflated bytes, piece by piece, each one checked before it is given."""
     if info.flag_bits & _ZIP_ENCRYPTED:
         raise BadInputError(f"{name}: encrypted zip member; cannot read it")
     if info.file_size > limits.member:
@@ -307,35 +337,66 @@ def read_member(archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits) 
             f"{name}: member declares {info.file_size} bytes (limit {limits.member}); "
             f"refusing ({hint('member')})"
         )
-    data = bytearray()
+    produced = 0
+    # The zip's errors are caught here, where only the zip is read: the caller's write
+    # errors (a full disk) never pass through this frame and keep their own meaning.
     try:
         with archive.zip.open(info) as member:
             archive.file.consumed = 0
-            head = member.read(8)
-            if classify(head) not in ("elf", "fatbin"):
+            piece = member.read(8)
+            if classify(piece) not in ("elf", "fatbin"):
                 # Named like a library, cubin or fatbin but not one: say so rather than
                 # skip it in silence (and never inflate the rest of it).
                 raise BadInputError(
-                    f"{name}: not an ELF file or fatbin (starts with {head[:8].hex(' ')})"
+                    f"{name}: not an ELF file or fatbin (starts with {piece[:8].hex(' ')})"
                 )
-            data += head
-            while chunk := member.read(_CHUNK):
-                data += chunk
-                if len(data) > limits.member:
+            while piece:
+                produced += len(piece)
+                if produced > limits.member:
                     raise BadInputError(
                         f"{name}: member inflates past {limits.member} bytes; "
                         f"refusing ({hint('member')})"
                     )
-                if limits.refuse_ratio(len(data), archive.file.consumed):
+                if limits.refuse_ratio(produced, archive.file.consumed):
                     raise BadInputError(
                         f"{name}: member inflates more than {limits.ratio}:1 "
                         f"(a zip bomb?); refusing ({hint('ratio')})"
                     )
+                yield piece
+                piece = member.read(_CHUNK)
     except _zip_errors() as e:
         raise BadInputError(f"{name}: broken zip member: {_reason(e)}") from e
-    if len(data) != info.file_size:
-        raise BadInputError(f"{name}: broken zip member: size differs from the declared one")
-    return data
+
+
+@contextmanager
+def inflated(archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits) -> Iterator[mmap.mmap]:
+    """A wheel member inflated into an unnamed temporary file, mapped read-only.
+
+    Memory is then what reading the same library as a plain file takes, whatever the
+    member's size: the inflated bytes go through the page cache, never the heap. The
+    file has no name (O_TMPFILE, else unlinked at once), so nothing is left behind, not
+    even when the process is killed; it takes the member's size (at most
+    ``limits.member``) on the disk of TMPDIR while it is read, one member at a time.
+    """
+    import tempfile  # noqa: PLC0415  (wheels only: keeps the common path's start-up short)
+
+    try:
+        # Unbuffered: a write that fails (a full disk) fails here, not again when it closes.
+        scratch = tempfile.TemporaryFile(buffering=0, prefix="cuda-gate-member-")  # noqa: SIM115
+    except OSError as e:
+        raise ScratchError(
+            f"{name}: cannot make a temporary file to inflate it into: {e.strerror or e} ({_WHERE})"
+        ) from e
+    with scratch:
+        try:
+            size = extract_member(archive, info, name, limits, scratch)
+            buf = mmap.mmap(scratch.fileno(), size, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise ScratchError(
+                f"{name}: cannot write the inflated member: {e.strerror or e} ({_WHERE})"
+            ) from e
+        with buf:
+            yield buf
 
 
 def _reason(e: BaseException) -> str:

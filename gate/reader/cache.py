@@ -37,8 +37,9 @@ FORMAT = "cuda-gate-inspection-cache"
 # Bump when what the reader reports for the same bytes changes without a release.
 READER_FORMAT = 2  # 2: trap stubs and empty kernels per cubin
 ENV_DIR = "CUDA_GATE_CACHE_DIR"
-# Hashed this many bytes at a time; a multiple of the page size.
-_HASH_STEP = 16 << 20
+# Hashed this many bytes at a time, each piece's pages dropped after: a multiple of the
+# page size, and what hashing adds to the peak (as the scan's pieces, fatbin._SCAN_CHUNK).
+_HASH_STEP = 1 << 20
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:

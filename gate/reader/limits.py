@@ -9,7 +9,9 @@ variable (``cuda-gate inspect`` also takes them as options):
 ``CUDA_GATE_MAX_ARTIFACT_MB`` (default 16384)
     every decompressed entry of one artifact together (libcublasLt: about 1,700 MB).
 ``CUDA_GATE_MAX_MEMBER_MB`` (default 4096)
-    one wheel member once inflated (the member is held in memory to be read).
+    one wheel member once inflated, or one file of a container image: disk, not memory
+    (a member is streamed into an unnamed temporary file in TMPDIR, one at a time, and
+    read mapped from there; an image file is written into the image's view).
 ``CUDA_GATE_MAX_RATIO`` (default 200)
     decompressed bytes per compressed byte, checked once an entry or member has
     produced more than 64 MB: real libraries compress 2-20x, bombs 1,000-30,000x.

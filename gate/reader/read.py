@@ -6,8 +6,10 @@ The library API (the pipeline calls these; `cuda-gate inspect` too):
     One file: an ELF executable, shared library or object, a raw ``.cubin`` or
     ``.fatbin``. Raises BadInputError (one line naming the file) if it cannot be read.
 ``read_wheel(path, *, names=True) -> tuple[ArtifactReport, ...]``
-    Every ``.so`` (and ``.cubin``/``.fatbin``) inside a wheel, read from the zip into
-    memory; a broken member gives a report with ``error`` set, the others are read.
+    Every ``.so`` (and ``.cubin``/``.fatbin``) inside a wheel, each streamed out of the
+    zip into an unnamed temporary file and read mapped from there as a plain file is
+    (memory does not grow with the member); a broken member gives a report with
+    ``error`` set, the others are read.
 ``read_archive(path, *, names=True) -> tuple[ArtifactReport, ...]``
     Every ELF member of a static (``ar``) archive.
 ``read_paths(paths, *, names=True) -> Iterator[ArtifactReport]``
@@ -263,10 +265,13 @@ def read_wheel(
             if progress is not None:
                 progress(i, len(members), display)
             try:
-                data = artifacts.read_member(archive, info, display, limits)
-                reports.append(
-                    read_buffer(data, 0, len(data), display, names=names, scan=scan, limits=limits)
-                )
+                with artifacts.inflated(archive, info, display, limits) as buf:
+                    report = read_buffer(
+                        buf, 0, len(buf), display, names=names, scan=scan, limits=limits
+                    )
+                reports.append(report)
+            except artifacts.ScratchError:
+                raise  # no room in the temporary folder: the same for every member
             except BadInputError as e:
                 reports.append(ArtifactReport(display, "unknown", error=e.message))
     return tuple(reports)

@@ -295,8 +295,9 @@ def _when(moment: float) -> str:
 def unpack_wheel(wheel: Path, into: Path) -> list[Path]:
     """The shared libraries inside a wheel, written out so they can be hashed, run and verified.
 
-    Members are read with the reader's bounds (never a size the zip claims); a broken
-    member is a BadInputError naming the wheel and the member.
+    Members are streamed to disk with the reader's bounds (never a size the zip claims),
+    never held in memory; a broken member is a BadInputError naming the wheel and the
+    member.
     """
     target = into / wheel.name
     written = []
@@ -306,9 +307,9 @@ def unpack_wheel(wheel: Path, into: Path) -> list[Path]:
             base = info.filename.rsplit("/", 1)[-1]
             if not _SHARED_LIBRARY.search(base):
                 continue
-            data = found_files.read_member(archive, info, f"{wheel}!{info.filename}", limits)
             path = target.joinpath(*_safe_member_parts(info.filename, wheel))
-            fsutil.write_atomic(path, bytes(data), mode=0o755)
+            with fsutil.atomic_file(path, mode=0o755) as out:
+                found_files.extract_member(archive, info, f"{wheel}!{info.filename}", limits, out)
             written.append(path)
     return written
 
