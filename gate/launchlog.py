@@ -222,7 +222,9 @@ def _module(at: _At, doc: Any, version: int) -> LoadedModule:  # noqa: ANN401 - 
     origin = at.str_(obj, "origin")
     if origin not in ("runtime", "driver"):
         raise at.fail(f"origin is {origin!r}, expected 'runtime' or 'driver'")
-    arch, kernels, digest = None, (), ""
+    arch: int | None = None
+    kernels: tuple[str, ...] = ()
+    digest = ""
     if version >= 2:  # the version that added the cubin facts
         arch = _optional(at.int_(obj, "arch", low=-1))
         kernels = tuple(at.child("kernels", i).text(k) for i, k in at.items(obj, "kernels"))
