@@ -257,8 +257,8 @@ def keep_modules(
                     seen.add(digest)
                     if accounted is not None:
                         accounted.append(
-                            f"accounted for: {kind} from {origin} ({digest[:16]}), "
-                            f"device code of {', '.join(holders)}: {_shown(listing)}"
+                            f"accounted for by {', '.join(holders)}: {kind} {digest[:16]} "
+                            f"from {origin}: {_shown(listing)}"
                         )
                     continue
                 kept = f"{RUNTIME_MODULES}/{digest[:16]}.{_SUFFIX[kind]}"
