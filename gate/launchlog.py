@@ -2,7 +2,8 @@
 
 The recorder (``gate/cuda/launchrec.cpp``, a CUPTI injection library) writes one
 ``launches.<pid>.json`` per process of an entry point, shaped as
-``gate/schemas/launches.schema.json`` says (format ``cuda-gate-launches``, version 1),
+``gate/schemas/launches.schema.json`` says (format ``cuda-gate-launches``, version 2;
+version 1, without the modules' cubin facts, still reads),
 and beside it each module image that reached the driver from outside the CUDA runtime
 (``image-<pid>-<n>.bin``). This module is that file's one decoder: the rest of the gate
 sees only the frozen records below.
@@ -13,6 +14,11 @@ What the numbers mean:
   and ``CU_FUNC_ATTRIBUTE_PTX_VERSION`` of the launched function (``90``: sm_90 SASS ran,
   compiled from compute_90); ``None`` where the driver was not asked (the runtime
   launched it and CUPTI showed no driver call underneath).
+* a module's ``arch``, ``kernels`` and ``sha256`` (version 2): what the cubin the driver
+  loaded for this device says of itself (ELF ``e_flags``, ``.symtab`` entry functions)
+  and its digest. A kernel the driver was not asked about takes its code from the
+  module of its process that holds it (``module_arch``, ``module_sha256``): a runtime
+  launch (``cudaLaunchKernel``) shows CUPTI no driver launch to ask about.
 * a module's ``origin``: ``runtime`` when it was loaded inside a CUDA runtime call (the
   runtime's own loading of a registered fatbin, found by inspecting files), ``driver``
   when it was loaded by a direct driver call (``cuModuleLoad*``, ``cuLibraryLoad*``,
@@ -25,7 +31,7 @@ What the numbers mean:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +39,8 @@ from gate import jsonutil
 from gate.errors import BadInputError
 
 FORMAT = "cuda-gate-launches"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)  # 1: modules without arch, kernels and sha256
 RECORD_GLOB = "launches.*.json"
 # A record names kernels and modules only; torch's come to a few hundred kilobytes.
 RECORD_LIMIT = 64 << 20
@@ -49,11 +56,24 @@ class LaunchedKernel:
     first_ns: int
     binary_version: int | None = None
     ptx_version: int | None = None
+    # Where the driver was not asked: the SM and SHA-256 of the loaded cubin holding it.
+    module_arch: int | None = None
+    module_sha256: str = ""
 
     @property
     def sass(self) -> str | None:
         """``sm_90`` for binary version 90: the SASS the driver ran it from."""
         return _arch("sm", self.binary_version)
+
+    @property
+    def module_sass(self) -> str | None:
+        """``sm_90``: the arch of the loaded cubin that holds it (None when unknown)."""
+        return _arch("sm", self.module_arch)
+
+    @property
+    def ran_version(self) -> int | None:
+        """The SM of the code it ran, as the driver said, else as its module said."""
+        return self.binary_version if self.binary_version is not None else self.module_arch
 
     @property
     def ptx(self) -> str | None:
@@ -72,6 +92,9 @@ class LoadedModule:
     file: str = ""  # the file that call named
     image: str = ""  # the image file beside the record ("" when not written)
     note: str = ""
+    arch: int | None = None  # the loaded cubin's SM (version 2); None: not a readable cubin
+    kernels: tuple[str, ...] = ()  # its entry functions (mangled)
+    sha256: str = ""  # of the loaded cubin
 
 
 @dataclass(frozen=True)
@@ -112,16 +135,21 @@ class ProcessRecord:
         obj = at.obj(doc)
         if obj.get("format") != FORMAT:
             raise at.fail(f"format is {obj.get('format')!r}, expected {FORMAT!r}")
-        if obj.get("version") != VERSION:
-            raise at.fail(f"version {obj.get('version')!r} is not {VERSION} (a newer recorder?)")
+        version = obj.get("version")
+        if version not in READABLE or isinstance(version, bool):
+            raise at.fail(f"version {version!r} is not one of 1, {VERSION} (a newer recorder?)")
+        modules = tuple(
+            _module(at.child("modules", i), m, version) for i, m in at.items(obj, "modules")
+        )
+        kernels = (_kernel(at.child("kernels", i), k) for i, k in at.items(obj, "kernels"))
         return cls(
             path=path,
             pid=at.int_(obj, "pid"),
             program=at.str_(obj, "program"),
             complete=at.bool_(obj, "complete"),
-            modules=tuple(_module(at.child("modules", i), m) for i, m in at.items(obj, "modules")),
+            modules=modules,
             loads=tuple(_load(at.child("loads", i), m) for i, m in at.items(obj, "loads")),
-            kernels=tuple(_kernel(at.child("kernels", i), k) for i, k in at.items(obj, "kernels")),
+            kernels=tuple(_from_module(k, modules) for k in kernels),
             errors=tuple(at.child("errors", i).text(e) for i, e in at.items(obj, "errors")),
         )
 
@@ -160,8 +188,25 @@ def launch_counts(records: Sequence[ProcessRecord]) -> dict[str, LaunchedKernel]
                 if old.binary_version is not None
                 else k.binary_version,
                 ptx_version=old.ptx_version if old.ptx_version is not None else k.ptx_version,
+                module_arch=old.module_arch if old.module_arch is not None else k.module_arch,
+                module_sha256=old.module_sha256 or k.module_sha256,
             )
     return merged
+
+
+def _from_module(k: LaunchedKernel, modules: Sequence[LoadedModule]) -> LaunchedKernel:
+    """``k`` with the arch and digest of the module holding it, where the driver was not asked.
+
+    The first module of the process that holds the name and whose cubin was read; one
+    process loads one cubin per fatbin for its device, so a name held twice is the same
+    kernel in two modules (a program and a library both carrying it), told apart nowhere.
+    """
+    if k.binary_version is not None:
+        return k
+    for module in modules:
+        if module.arch is not None and k.name in module.kernels:
+            return replace(k, module_arch=module.arch, module_sha256=module.sha256)
+    return k
 
 
 def _arch(prefix: str, version: int | None) -> str | None:
@@ -172,11 +217,20 @@ def _optional(value: int) -> int | None:
     return None if value < 0 else value
 
 
-def _module(at: _At, doc: Any) -> LoadedModule:  # noqa: ANN401 - parsed JSON
+def _module(at: _At, doc: Any, version: int) -> LoadedModule:  # noqa: ANN401 - parsed JSON
     obj = at.obj(doc)
     origin = at.str_(obj, "origin")
     if origin not in ("runtime", "driver"):
         raise at.fail(f"origin is {origin!r}, expected 'runtime' or 'driver'")
+    arch: int | None = None
+    kernels: tuple[str, ...] = ()
+    digest = ""
+    if version >= 2:  # the version that added the cubin facts
+        arch = _optional(at.int_(obj, "arch", low=-1))
+        kernels = tuple(at.child("kernels", i).text(k) for i, k in at.items(obj, "kernels"))
+        digest = at.str_(obj, "sha256")
+        if digest and (len(digest) != 64 or digest.strip("0123456789abcdef")):
+            raise at.fail(f"sha256 {digest[:80]!r} is not a SHA-256 in hex")
     return LoadedModule(
         module_id=at.int_(obj, "id"),
         size=at.int_(obj, "size"),
@@ -185,6 +239,9 @@ def _module(at: _At, doc: Any) -> LoadedModule:  # noqa: ANN401 - parsed JSON
         file=at.str_(obj, "file"),
         image=_image(at, at.str_(obj, "image")),
         note=at.str_(obj, "note"),
+        arch=arch,
+        kernels=kernels,
+        sha256=digest,
     )
 
 

@@ -153,8 +153,17 @@ def test_require_launch_fails_for_a_kernel_never_launched_and_passes_for_one_tha
     assert "unused_kernel" in result["verdict"]["statement"]
     coverage = (evidence / "launches/coverage.txt").read_text(encoding="utf-8")
     assert "1 of 2 kernels launched; never launched: unused_kernel(int*)" in coverage
-    assert f"{sm} SASS" in coverage  # which code ran it, as the driver told
-    assert "JIT-compiled from compute_" in coverage
+    # Which code ran it: cudaLaunchKernel gives CUPTI no driver launch to ask about, so
+    # the route is the loaded module's: the embedded SASS natively, the JIT's output when
+    # PTX JIT is forced. Never unknown.
+    native_part, jit_part = coverage.split("app [jit]:", 1)
+    assert f"used_kernel(int*)  {sm} SASS" in native_part, coverage
+    assert f"used_kernel(int*)  JIT-compiled ({sm}) from PTX" in jit_part, coverage
+    assert "code the driver did not name" not in coverage, coverage
+    # The runtime hands app's own fatbin to cuLibraryLoadData: app accounts for it.
+    assert "runtime module" not in coverage, coverage
+    assert "accounted for by app: fatbin " in coverage, coverage
+    assert not checks(result, "runtime module ")
 
     done, result, _ = gate(tmp_path, app_config('["used_kernel"]'))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -273,3 +282,12 @@ def test_the_torch_example_reports_the_extensions_kernels_launched_on_both_paths
     coverage = (evidence / "launches/coverage.txt").read_text(encoding="utf-8")
     for dtype in ("float32", "float64", "float16", "bfloat16"):
         assert f"check-{dtype}: " in coverage, coverage
+    assert "code the driver did not name" not in coverage, coverage
+    sm = target()
+    assert (
+        f"rms_norm_kernel<float>(float*, float const*, float const*, float, long)  {sm} SASS"
+        in (coverage)
+    ), coverage
+    assert f"JIT-compiled ({sm}) from PTX" in coverage, coverage
+    # The extension's fatbins are _C's own: accounted for, no runtime module of them.
+    assert "accounted for by _C." in coverage, coverage

@@ -95,7 +95,7 @@ def test_require_launch_all_and_by_name() -> None:
     ("change", "problem"),
     [
         ({"format": "other"}, "format is 'other'"),
-        ({"version": 2}, "version 2 is not 1"),
+        ({"version": 3}, "version 3 is not one of 1, 2"),
         ({"pid": -3}, "pid: expected a whole number >= 0"),
         ({"kernels": [{"name": ""}]}, "kernels[0]: name is empty"),
         ({"modules": "none"}, "modules: expected a list"),

@@ -40,6 +40,7 @@ LAYERS = (
     ("gate.buildcache", 5),
     ("gate.evidence", 5),
     ("gate.launchlog", 4),  # the launch recorder's record, decoded
+    ("gate.launchroutes", 5),  # which code ran a launched kernel: driver or loaded module
     ("gate.comparison", 5),  # a run compared with a baseline: facts and JSON, no IO
     ("gate.cuobjdump", 5),
     ("gate.image", 5),  # container images: reads with gate.reader, saves through gate.proc

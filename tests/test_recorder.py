@@ -135,3 +135,61 @@ def test_the_toolkit_version_is_the_release_nvcc_names() -> None:
     done = subprocess.run([nvcc(), "--version"], capture_output=True, text=True, check=True)
     assert version is not None
     assert f"release {version[0]}.{version[1]}," in done.stdout
+
+
+CUBIN_SOURCE = """
+template <typename T> __global__ void scale(T *x, T by) { x[threadIdx.x] *= by; }
+template __global__ void scale<float>(float *, float);
+template __global__ void scale<double>(double *, double);
+__device__ int helper(int v) { return v + 1; }
+__global__ void add_one(int *x) { x[0] = helper(x[0]); }
+"""
+
+
+def describe(library: Path, data: bytes) -> tuple[int, str, tuple[str, ...]]:
+    """What the recorder's own cubin reader (cuda_gate_describe_cubin) says of ``data``."""
+    import ctypes
+
+    lib = ctypes.CDLL(str(library))
+    fn = lib.cuda_gate_describe_cubin
+    fn.restype = ctypes.c_size_t
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    need = fn(data, len(data), None, 0)
+    out = ctypes.create_string_buffer(need)
+    assert fn(data, len(data), out, need) == need
+    arch, digest, *kernels = out.value.decode().splitlines()
+    return int(arch), digest, tuple(kernels)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_120"])
+def test_the_recorders_cubin_reader_agrees_with_the_gates_on_nvcc_cubins(
+    tmp_path: Path, arch: str
+) -> None:
+    import hashlib
+
+    from gate.reader.cubin import read_cubin
+
+    tool = nvcc()
+    built = recorder.build(tool, tmp_path / "r", cupti=cupti(tool), folder=tmp_path / "cache")
+    assert built.library is not None, built.note
+    (tmp_path / "k.cu").write_text(CUBIN_SOURCE, encoding="utf-8")
+    subprocess.run(
+        [tool, "-cubin", f"-arch={arch}", "-o", "k.cubin", "k.cu"],
+        cwd=tmp_path,
+        check=True,
+        timeout=300,
+    )
+    data = (tmp_path / "k.cubin").read_bytes()
+    ours = read_cubin(data, 0, len(data), "k.cubin")
+    number, digest, kernels = describe(built.library, data)
+    assert number == ours.arch == int(arch[3:].rstrip("a"))
+    assert digest == hashlib.sha256(data).hexdigest()
+    assert kernels == ours.kernels
+    assert sorted(kernels) == ["_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "_Z7add_onePi"]
+    # Cut short or with its section table pointed past the end, it names no kernel and
+    # never reads outside the image (a crash here would kill the program it observes).
+    assert describe(built.library, data[:200])[2] == ()
+    bent = bytearray(data)
+    bent[0x28:0x30] = (len(data) - 8).to_bytes(8, "little")
+    assert describe(built.library, bytes(bent))[2] == ()
+    assert describe(built.library, b"\x7fELF")[0] == -1

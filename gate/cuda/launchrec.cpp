@@ -8,11 +8,18 @@
 // from). It changes nothing it observes: no JIT option, no cache, no loading mode, no
 // extra CUDA call but two attribute queries after a function's first launch.
 //
+// A runtime launch (cudaLaunchKernel) shows CUPTI no driver launch underneath, so the
+// driver is never asked about its function. Its code is named from the module instead:
+// at the module-loaded callback the recorder reads the cubin the driver loaded for this
+// device (the SASS it picked from a fatbin, or the JIT's output) and keeps its SM arch
+// (ELF e_flags), its kernels (.symtab entry functions) and its SHA-256, so the gate can
+// tell embedded SASS from JIT output by content.
+//
 // Cost: a launch is one lock and one hash lookup. I/O happens only when a module is
 // loaded outside the CUDA runtime (its image is written once, by content), at a
 // module unload and at exit, when the record is written whole:
 //
-//   $CUDA_GATE_LAUNCH_DIR/launches.<pid>.json   (format "cuda-gate-launches", version 1)
+//   $CUDA_GATE_LAUNCH_DIR/launches.<pid>.json   (format "cuda-gate-launches", version 2)
 //   $CUDA_GATE_LAUNCH_DIR/module-<pid>-<id>.bin (the image CUPTI handed over)
 //
 // A module loaded inside a CUDA runtime call is the runtime's own loading of a
@@ -71,6 +78,9 @@ struct Module {
   std::string file;    // the file named to cuModuleLoad / cu(da)LibraryLoadFromFile
   std::string image;   // the written image's file name, "" when not written
   std::string note;
+  int arch = -1;  // the cubin's SM (90: sm_90); -1 when the image is no readable cubin
+  std::vector<std::string> kernels;  // its entry functions, in symbol table order
+  std::string sha256;                // of the cubin, hex; "" when there is none
 };
 
 typedef CUresult (*FuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
@@ -118,6 +128,128 @@ uint64_t fnv1a(const char *data, size_t size) {
   return h;
 }
 
+// SHA-256 (FIPS 180-4), to compare a loaded cubin with the ones the gate inspected.
+std::string sha256_hex(const unsigned char *data, size_t size) {
+  static const uint32_t K[64] = {
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+      0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+      0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+      0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+      0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+      0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+      0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+      0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+      0xc67178f2};
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  auto rotr = [](uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
+  auto block = [&](const unsigned char *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 |
+             uint32_t(p[4 * i + 2]) << 8 | uint32_t(p[4 * i + 3]);
+    for (int i = 16; i < 64; ++i) {
+      uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; ++i) {
+      uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+      uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+  };
+  size_t whole = size / 64 * 64;
+  for (size_t i = 0; i < whole; i += 64) block(data + i);
+  unsigned char tail[128] = {0};
+  size_t rest = size - whole;
+  memcpy(tail, data + whole, rest);
+  tail[rest] = 0x80;
+  size_t end = rest + 9 <= 64 ? 64 : 128;
+  uint64_t bits = uint64_t(size) * 8;
+  for (int i = 0; i < 8; ++i) tail[end - 1 - i] = uint8_t(bits >> (8 * i));
+  block(tail);
+  if (end == 128) block(tail + 64);
+  char out[65];
+  for (int i = 0; i < 8; ++i) snprintf(out + 8 * i, 9, "%08x", h[i]);
+  return std::string(out, 64);
+}
+
+// What a loaded cubin says of itself, read as gate/reader/cubin.py reads it: the SM from
+// e_flags (ABI version 7: e_flags & 0xff; 8 and later: (e_flags >> 8) & 0xff) and the
+// kernels, the .symtab's defined STT_FUNC symbols with STO_CUDA_ENTRY (0x10). Every
+// offset is checked against the cubin's size: a bad image gives arch -1, no kernels.
+struct CubinFacts {
+  int arch = -1;
+  std::vector<std::string> kernels;
+};
+
+template <typename T>
+bool read_at(const unsigned char *data, uint64_t size, uint64_t offset, T *out) {
+  if (offset > size || size - offset < sizeof(T)) return false;
+  memcpy(out, data + offset, sizeof(T));
+  return true;
+}
+
+CubinFacts read_cubin(const unsigned char *data, uint64_t size) {
+  CubinFacts facts;
+  const uint16_t EM_CUDA = 190;
+  const uint32_t SHT_SYMTAB = 2;
+  if (data == nullptr || size < 64 || memcmp(data, "\x7f" "ELF", 4) != 0) return facts;
+  if (data[4] != 2 || data[5] != 1) return facts;  // ELF64, little endian: every cubin
+  uint16_t machine, shentsize, shnum;
+  uint32_t flags;
+  uint64_t shoff;
+  read_at(data, size, 0x12, &machine);
+  read_at(data, size, 0x28, &shoff);
+  read_at(data, size, 0x30, &flags);
+  read_at(data, size, 0x3a, &shentsize);
+  read_at(data, size, 0x3c, &shnum);
+  if (machine != EM_CUDA) return facts;
+  facts.arch = data[8] >= 8 ? int((flags >> 8) & 0xff) : int(flags & 0xff);
+  uint64_t count = shnum;
+  if (count == 0 && shoff != 0 && !read_at(data, size, shoff + 0x20, &count)) return facts;
+  // More than SHN_LORESERVE sections: the count is section 0's sh_size, as elffile.py reads it.
+  if (shentsize != 64 || shoff == 0 || shoff > size || (size - shoff) / 64 < count) return facts;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t header = shoff + uint64_t(i) * 64;
+    uint32_t type, link;
+    uint64_t offset, bytes, entsize;
+    read_at(data, size, header + 4, &type);
+    if (type != SHT_SYMTAB) continue;
+    read_at(data, size, header + 0x18, &offset);
+    read_at(data, size, header + 0x20, &bytes);
+    read_at(data, size, header + 0x28, &link);
+    read_at(data, size, header + 0x38, &entsize);
+    if (entsize != 24 || link == 0 || link >= count || offset > size || size - offset < bytes)
+      continue;
+    uint64_t strings_header = shoff + uint64_t(link) * 64, strings, strings_size;
+    read_at(data, size, strings_header + 0x18, &strings);
+    read_at(data, size, strings_header + 0x20, &strings_size);
+    if (strings > size || size - strings < strings_size) continue;
+    for (uint64_t at = offset; at + 24 <= offset + bytes; at += 24) {
+      uint32_t name;
+      uint8_t info, other;
+      uint16_t shndx;
+      read_at(data, size, at, &name);
+      read_at(data, size, at + 4, &info);
+      read_at(data, size, at + 5, &other);
+      read_at(data, size, at + 6, &shndx);
+      if ((info & 0xf) != 2 || shndx == 0 || !(other & 0x10)) continue;
+      if (name >= strings_size) {
+        facts.kernels.emplace_back();
+        continue;
+      }
+      const char *text = reinterpret_cast<const char *>(data + strings + name);
+      facts.kernels.emplace_back(text, strnlen(text, size_t(strings_size - name)));
+    }
+  }
+  return facts;
+}
+
 void json_string(std::string &out, const std::string &text) {
   out += '"';
   for (unsigned char c : text) {
@@ -156,7 +288,7 @@ bool write_file(const std::string &path, const char *data, size_t size) {
 // The whole record, written atomically; called with the lock held.
 void write_record(bool complete) {
   if (folder.empty()) return;
-  std::string out = "{\"format\": \"cuda-gate-launches\", \"version\": 1, \"pid\": ";
+  std::string out = "{\"format\": \"cuda-gate-launches\", \"version\": 2, \"pid\": ";
   out += std::to_string(getpid());
   out += ", \"program\": ";
   json_string(out, program);
@@ -182,7 +314,14 @@ void write_record(bool complete) {
     json_string(out, m.image);
     out += ", \"note\": ";
     json_string(out, m.note);
-    out += "}";
+    out += ", \"arch\": " + std::to_string(m.arch) + ", \"sha256\": ";
+    json_string(out, m.sha256);
+    out += ", \"kernels\": [";
+    for (size_t j = 0; j < m.kernels.size(); ++j) {
+      if (j) out += ", ";
+      json_string(out, m.kernels[j]);
+    }
+    out += "]}";
   }
   out += "],\n \"loads\": [";
   for (size_t i = 0; i < loads.size(); ++i) {
@@ -484,6 +623,13 @@ void on_module(CUpti_CallbackId id, const CUpti_ResourceData *rd) {
   m.origin = by_runtime ? "runtime" : "driver";
   m.during = driver_call ? driver_call : "";
   if (!by_runtime) m.file = load_file;
+  if (md->pCubin != nullptr && md->cubinSize > 0) {
+    auto data = reinterpret_cast<const unsigned char *>(md->pCubin);
+    CubinFacts facts = read_cubin(data, md->cubinSize);
+    m.arch = facts.arch;
+    m.kernels = std::move(facts.kernels);
+    m.sha256 = sha256_hex(data, md->cubinSize);
+  }
   if (!by_runtime && md->pCubin != nullptr && md->cubinSize > 0)
     m.image = keep_image(md->pCubin, md->cubinSize, &m.fnv64, &m.note);
   modules.push_back(m);
@@ -519,6 +665,22 @@ std::string cupti_error(const char *what, CUptiResult status) {
 }
 
 }  // namespace
+
+// For tests: what the recorder reads from a cubin, as the record's module fields say it
+// (arch, SHA-256, kernels one a line), written to out (size bytes); the length it needs.
+extern "C" __attribute__((visibility("default"))) size_t cuda_gate_describe_cubin(
+    const void *cubin, size_t cubin_size, char *out, size_t size) {
+  auto data = static_cast<const unsigned char *>(cubin);
+  CubinFacts facts = read_cubin(data, cubin_size);
+  std::string text = std::to_string(facts.arch) + "\n" + sha256_hex(data, cubin_size) + "\n";
+  for (const std::string &k : facts.kernels) text += k + "\n";
+  if (out != nullptr && size > 0) {
+    size_t n = text.size() < size - 1 ? text.size() : size - 1;
+    memcpy(out, text.data(), n);
+    out[n] = '\0';
+  }
+  return text.size() + 1;
+}
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   const char *dir = getenv("CUDA_GATE_LAUNCH_DIR");

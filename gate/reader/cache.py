@@ -35,7 +35,7 @@ from gate.rules.targets import Target, Version
 
 FORMAT = "cuda-gate-inspection-cache"
 # Bump when what the reader reports for the same bytes changes without a release.
-READER_FORMAT = 2  # 2: trap stubs and empty kernels per cubin
+READER_FORMAT = 3  # 2: trap stubs and empty kernels per cubin; 3: entry SHA-256
 ENV_DIR = "CUDA_GATE_CACHE_DIR"
 # Hashed this many bytes at a time, each piece's pages dropped after: a multiple of the
 # page size, and what hashing adds to the peak (as the scan's pieces, fatbin._SCAN_CHUNK).
@@ -267,6 +267,7 @@ def _entry_json(e: DeviceEntry) -> list[Any]:
         e.name,
         list(e.traps),
         list(e.empty),
+        e.sha256,
     ]
 
 
@@ -282,7 +283,7 @@ def report_from_json(doc: dict[str, Any]) -> ArtifactReport:
     entries = []
     for row in doc["entries"]:
         (kind, target, kernels, isa, section, compression, stored, size, producer, debug, name,
-         traps, empty) = row  # fmt: skip
+         traps, empty, digest) = row  # fmt: skip
         parsed = targets.get(target)
         if parsed is None:
             parsed = targets[target] = Target.parse(target)
@@ -311,6 +312,7 @@ def report_from_json(doc: dict[str, Any]) -> ArtifactReport:
                 name if name is None else str(name),
                 tuple(traps),
                 tuple(empty),
+                str(digest),
             )
         )
     elf_class = doc["elf_class"]

@@ -43,6 +43,9 @@ class DeviceEntry:
     # Kernels whose SASS here is a trap stub, or does nothing (gate.rules.stubs).
     traps: tuple[str, ...] = ()
     empty: tuple[str, ...] = ()
+    # SHA-256 of the code as the driver is handed it (decompressed cubin, PTX text up to
+    # its NUL); "" when not decoded (headers only, LTO IR, the cuobjdump backend).
+    sha256: str = ""
 
     @property
     def is_stub(self) -> bool:

@@ -21,7 +21,10 @@ The library API (the pipeline calls these; `cuda-gate inspect` too):
 ``names=False`` reads headers only and never decompresses: kinds, targets (``a``/``f``
 from the fatbin header flags), PTX ISA versions, compression and sizes; ``kernels``
 stay empty and ``producer`` None. ``names=True`` also decompresses every entry for
-the kernel names (cubin STO_CUDA_ENTRY symbols, PTX ``.entry``) and producers.
+the kernel names (cubin STO_CUDA_ENTRY symbols, PTX ``.entry``) and producers, and
+each entry's SHA-256 (of the code as the driver is handed it: the decompressed cubin,
+the PTX text up to its NUL), by which a module the driver loaded is told to be an
+inspected file's.
 
 Which sections: ``.nv_fatbin`` if present, else ``__nv_relfatbin`` (as cuobjdump does:
 ``__nv_relfatbin`` in an executable is input for a later device link, not loaded at run
@@ -33,9 +36,10 @@ records its section.
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -100,6 +104,7 @@ class _Decoded:
     variant: Variant
     traps: tuple[str, ...] = ()
     empty: tuple[str, ...] = ()
+    sha256: str = ""
 
 
 def read_paths(
@@ -369,6 +374,7 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
         producer=info.producer,
         traps=info.traps,
         empty=info.empty,
+        sha256=_sha256(elf.buf, elf.base, elf.size),
     )
     return ArtifactReport(
         display, "cubin", elf.elf_class, elf.machine_name, Listing((entry,)), names
@@ -418,6 +424,7 @@ def _listing(
                 e.ident or None,
                 d.traps if d else (),
                 d.empty if d else (),
+                d.sha256 if d else "",
             )
         )
     return Listing(tuple(entries))
@@ -532,11 +539,12 @@ def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _
     where = f"{display}: fatbin entry at {entry.offset:#x}"
     if entry.kind == fatbin.KIND_PTX:
         # Streamed: a PTX text is read once from the front, never held whole.
+        digest = hashlib.sha256()
         pieces = fatbin.payload_chunks(buf, entry, display, budget.limits, budget)
-        ptx = scan_ptx(pieces, where)
+        ptx = scan_ptx(_hashed(pieces, digest), where)
         target = ptx.target or ""
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
-        return _Decoded(ptx.kernels, ptx.producer, variant)
+        return _Decoded(ptx.kernels, ptx.producer, variant, sha256=digest.hexdigest())
     data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
     cubin = read_cubin(data, start, size, where)
     return _Decoded(
@@ -545,7 +553,28 @@ def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _
         Variant.ARCH if cubin.arch_specific else Variant.NONE,
         cubin.traps,
         cubin.empty,
+        _sha256(data, start, size),
     )
+
+
+def _sha256(buf: Buffer, start: int, size: int) -> str:
+    """The SHA-256 of ``buf[start:start+size]``, without copying it."""
+    with memoryview(buf) as view:
+        return hashlib.sha256(view[start : start + size]).hexdigest()
+
+
+def _hashed(pieces: Iterable[bytes], digest: hashlib._Hash) -> Iterator[bytes]:
+    """``pieces`` as they are, the text up to its first NUL added to ``digest``.
+
+    scan_ptx asks for no piece after the one holding the NUL: the digest covers the text
+    the driver reads, whatever padding follows it.
+    """
+    for piece in pieces:
+        nul = piece.find(b"\0")
+        digest.update(piece if nul < 0 else piece[:nul])
+        yield piece
+        if nul >= 0:
+            return
 
 
 _Shared = tuple[Kind, Target, Version | None, str, bool, bool]

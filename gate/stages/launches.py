@@ -2,15 +2,23 @@
 
 1. Coverage (gate.rules.coverage): per artifact with kernels, per path, the kernels
    launched of the kernels carried, the ones never launched named (demangled,
-   shortest first), and which code ran each launched kernel where the driver told
-   (``CU_FUNC_ATTRIBUTE_BINARY_VERSION``/``PTX_VERSION``): SASS for which arch on the
-   native path, JIT from which PTX on the forced-JIT path. A passed check carries the
-   figures; with ``require_launch`` a kernel that never ran fails, naming the path.
+   shortest first), and which code ran each launched kernel: where the driver told
+   (``CU_FUNC_ATTRIBUTE_BINARY_VERSION``/``PTX_VERSION``, asked at a driver launch),
+   SASS for which arch on the native path, JIT from which PTX on the forced-JIT path;
+   else (a runtime launch, which shows CUPTI no driver launch) from the module of its
+   process that holds it, the cubin the driver loaded: its SM, and whether it is an
+   embedded SASS cubin of an inspected file (same SHA-256) or, on the forced-JIT
+   path, JIT output. A passed check carries the figures; with ``require_launch`` a
+   kernel that never ran fails, naming the path.
 2. Modules from anywhere: every image the driver was handed outside the CUDA runtime
    (a ``.cubin``/``.fatbin``/``.ptx`` file named to ``cuModuleLoad``, NVRTC's or
    Triton's output given to ``cuModuleLoadData``) that no inspected file accounts for
    is hashed, kept once under ``loaded/runtime-modules/`` and read by the reader like
-   any artifact (targets, kernels, route on the device). A load the driver refused
+   any artifact (targets, kernels, route on the device). An inspected file accounts
+   for an image that is the file, or whose every device-code entry (by SHA-256) is
+   one of the file's: the CUDA 13 runtime hands a program's own registered fatbin to
+   ``cuLibraryLoadData``, which the recorder sees as a direct load; such an image is
+   named in ``launches/coverage.txt`` with the file that holds it. A load the driver refused
    fails with the module's origin and targets, ranked as a wrong target, so the
    headline says where the code came from.
 3. Predictions checked: where inspection predicted a SASS route for a launched
@@ -29,6 +37,7 @@ from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
 from gate.launchlog import LaunchedKernel, ProcessRecord, launch_counts
+from gate.launchroutes import Held, route_text
 from gate.reader.cubin import read_ptx
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import read_buffer
@@ -69,6 +78,7 @@ class LaunchOutcome:
     checks: tuple[Check, ...]
     modules: tuple[RuntimeModule, ...]
     coverage: tuple[tuple[str, ExecPath, Coverage], ...]
+    accounted: tuple[str, ...] = ()  # images the driver was handed that inspected files hold
 
 
 def judge(
@@ -83,33 +93,42 @@ def judge(
     checks: list[Check] = []
     table: list[tuple[str, ExecPath, Coverage]] = []
     lines: list[str] = []
+    held = Held.of((a.name, a.listing) for a in artifacts)
     for artifact in artifacts:
         carried = artifact.listing.kernels()
         if not carried:
             continue
         for path in ExecPath:
             on_path = [r for r in runs if r.path is path]
-            check, cov, text = coverage_check(artifact, path, on_path, required.get(artifact.path))
+            check, cov, text = coverage_check(
+                artifact, path, on_path, required.get(artifact.path), held
+            )
             if check is not None:
                 checks.append(check)
             lines += text
             if cov is not None:
                 table.append((artifact.name, path, cov))
                 checks += route_checks(artifact, path, on_path, capability)
-    modules = keep_modules(evidence, runs, artifacts)
+    accounted: list[str] = []
+    modules = keep_modules(evidence, runs, artifacts, held, accounted)
     checks += [module_check(m, capability) for m in modules]
-    if lines or modules:
+    if lines or modules or accounted:
         body = (
             lines
             + [""]
             + [f"runtime module {m.kept}: {m.kind} from {m.origin}: {m.targets()}" for m in modules]
+            + accounted
         )
         evidence.write_text("launches/coverage.txt", "\n".join(body).strip() + "\n")
-    return LaunchOutcome(tuple(checks), tuple(modules), tuple(table))
+    return LaunchOutcome(tuple(checks), tuple(modules), tuple(table), tuple(accounted))
 
 
 def coverage_check(
-    artifact: Inspected, path: ExecPath, runs: Sequence[Run], required: Required | None
+    artifact: Inspected,
+    path: ExecPath,
+    runs: Sequence[Run],
+    required: Required | None,
+    held: Held | None = None,
 ) -> tuple[Check | None, Coverage | None, list[str]]:
     """One artifact on one path: a passed case with the figures, or what ``required`` lacks.
 
@@ -127,9 +146,10 @@ def coverage_check(
         message = f"require_launch cannot be checked: {why}"
         check = Check(name, classname, CheckState.FAILED, message, cause=Cause.EVIDENCE, path=path)
         return check, None, text
+    held = held or Held.of([(artifact.name, artifact.listing)])
     launched = launch_counts(records)
     cov = coverage(artifact.listing.kernels(), {k: v.count for k, v in launched.items()})
-    ran = code_ran(cov, launched, path)
+    ran = code_ran(cov, launched, path, held)
     message = cov.line() + (f"; {ran}" if ran else "")
     missing = unmet(required, cov) if required else ()
     text = [f"{artifact.name} [{path.value}]: {cov.line()}"]
@@ -137,7 +157,9 @@ def coverage_check(
         own = launch_counts(run.launches)
         mine = coverage(cov.carried, {k: v.count for k, v in own.items()})
         text.append(f"  {run.entry_point.name}: {mine.figures} launched")
-    text += [f"  {c:>8}  {demangle(s)}  {_route_text(launched[s], path)}" for s, c in cov.launched]
+    text += [
+        f"  {c:>8}  {demangle(s)}  {route_text(launched[s], path, held)}" for s, c in cov.launched
+    ]
     text += [f"  {'never':>8}  {demangle(s)}" for s in cov.never]
     if missing:
         said = "; ".join(u.text() for u in missing)
@@ -154,21 +176,15 @@ def coverage_check(
     return Check(name, classname, CheckState.PASSED, message, path=path), cov, text
 
 
-def code_ran(cov: Coverage, launched: Mapping[str, LaunchedKernel], path: ExecPath) -> str:
+def code_ran(
+    cov: Coverage, launched: Mapping[str, LaunchedKernel], path: ExecPath, held: Held
+) -> str:
     """``ran from sm_90 SASS: 3`` per route the driver named; unknown routes counted apart."""
     by_route: dict[str, int] = {}
     for symbol, _ in cov.launched:
-        route = _route_text(launched[symbol], path)
+        route = route_text(launched[symbol], path, held)
         by_route[route] = by_route.get(route, 0) + 1
     return ", ".join(f"ran from {route}: {n}" for route, n in sorted(by_route.items()))
-
-
-def _route_text(k: LaunchedKernel, path: ExecPath) -> str:
-    if k.sass is None:
-        return "code the driver did not name"
-    if path is ExecPath.JIT and k.ptx is not None:
-        return f"{k.sass} JIT-compiled from {k.ptx} PTX"
-    return f"{k.sass} SASS"
 
 
 def route_checks(
@@ -182,14 +198,16 @@ def route_checks(
     wrong = []
     for symbol, route in prediction.items():
         k = launched.get(symbol)
-        if k is None or k.binary_version is None or route.target is None:
+        ran = k.ran_version if k is not None else None
+        if k is None or ran is None or route.target is None:
             continue
         if not route.path.is_native:
             continue
         expected = route.target.major * 10 + route.target.minor
-        if k.binary_version != expected:
+        if ran != expected:
             wrong.append(
-                f"{demangle(symbol)}: predicted {route.describe()}, the driver ran {k.sass}"
+                f"{demangle(symbol)}: predicted {route.describe()}, the driver ran "
+                f"{k.sass or k.module_sass}"
             )
     if not wrong:
         return []
@@ -206,24 +224,43 @@ def route_checks(
 
 
 def keep_modules(
-    evidence: EvidenceDir, runs: Sequence[Run], artifacts: Sequence[Inspected]
+    evidence: EvidenceDir,
+    runs: Sequence[Run],
+    artifacts: Sequence[Inspected],
+    held: Held | None = None,
+    accounted: list[str] | None = None,
 ) -> list[RuntimeModule]:
-    """Every directly loaded image no inspected file accounts for: hashed, kept once, read."""
-    known = {a.sha256 for a in artifacts}
+    """Every directly loaded image no inspected file accounts for: hashed, kept once, read.
+
+    An image an inspected file accounts for (see the module docstring) is not kept; a
+    line naming it and its holder is added to ``accounted``.
+    """
+    known = {a.sha256: a.name for a in artifacts}
+    held = held or Held.of((a.name, a.listing) for a in artifacts)
     found: dict[str, RuntimeModule] = {}
+    seen: set[str] = set()
     for run in runs:
         where = f"{run.entry_point.name} [{run.path.value}]"
         for record in run.launches:
             for data, origin, refused in _images(evidence, run, record):
                 digest = hashlib.sha256(data).hexdigest()
-                if digest in known:
-                    continue
                 old = found.get(digest)
                 if old is not None:
                     if where not in old.runs:
                         found[digest] = _with_run(old, where, refused)
                     continue
+                if digest in seen:
+                    continue
                 kind, listing = read_image(data, digest)
+                holders = (known[digest],) if digest in known else held.holders(listing)
+                if holders and not refused:
+                    seen.add(digest)
+                    if accounted is not None:
+                        accounted.append(
+                            f"accounted for by {', '.join(holders)}: {kind} {digest[:16]} "
+                            f"from {origin}: {_shown(listing)}"
+                        )
+                    continue
                 kept = f"{RUNTIME_MODULES}/{digest[:16]}.{_SUFFIX[kind]}"
                 evidence.write_bytes(kept, data)
                 found[digest] = RuntimeModule(
@@ -237,6 +274,11 @@ def keep_modules(
 
 
 _SUFFIX = {"cubin": "cubin", "fatbin": "fatbin", "PTX": "ptx", "unknown": "bin"}
+
+
+def _shown(listing: Listing) -> str:
+    shown = [f"{e.target} {e.kind.value}" for e in listing.entries if not e.is_stub]
+    return ", ".join(dict.fromkeys(shown)) or "no kernels"
 
 
 def _with_run(old: RuntimeModule, where: str, refused: str) -> RuntimeModule:
