@@ -88,6 +88,7 @@ class RunOptions:
     first_line: str = ""  # said once the folders are locked (which configuration, ...)
     prebuilt: Checksums | None = None  # gate these files instead of building (--prebuilt)
     baseline: Found | None = None  # the run to compare with (--baseline), read before the run
+    record_launches: bool = False  # --record-launches: the CUPTI launch recorder in every run
 
 
 @dataclass(frozen=True)
@@ -296,6 +297,18 @@ def _locked_run(
     return Outcome(record, evidence.root, written.message, stored, store_error, interrupted)
 
 
+def records_launches(options: RunOptions, config: Config) -> bool:
+    """Whether the runs go through the CUPTI launch recorder: when asked for
+    (``--record-launches``, ``record_launches = true``) or needed (a ``require_launch``).
+    Off otherwise: on the H200 a program that dlopens a library with its own static CUDA
+    runtime died at exit under an earlier recorder, and a gate must not change what it runs."""
+    return (
+        options.record_launches
+        or config.record_launches
+        or any(a.require_launch for a in config.artifacts)
+    )
+
+
 def _compared(record: RunRecord, baseline: Found, config: Config, p: _Progress) -> RunRecord:
     """The record with its comparison against ``baseline`` and a check per artifact; when
     inspect did not run, one check that did not run either (never a silent pass)."""
@@ -419,9 +432,10 @@ class _Stages:
         options, config = self.options, self.config
         tool_paths = tools(env.toolkit.nvcc, options.python, config.python)
         # The launch recorder compiles while the project builds and is inspected.
+        wanted = records_launches(options, config)
         pending = (
             recorder.PendingBuild(env.toolkit.nvcc, self.workdir, use_cache=options.use_cache)
-            if probed.capability is not None
+            if probed.capability is not None and wanted
             else None
         )
         began = self.p.start("build")

@@ -103,6 +103,7 @@ def gate(folder: Path, config: str, env: dict[str, str] | None = None) -> tuple[
             "gate",
             "run",
             "--no-store",
+            "--record-launches",  # off by default (see gate.pipeline)
             "--evidence",
             str(evidence),
             "--build-dir",
@@ -256,6 +257,7 @@ def test_the_torch_example_reports_the_extensions_kernels_launched_on_both_paths
             "gate",
             "run",
             "--no-store",
+            "--record-launches",
             "--evidence",
             str(evidence),
             "--config",

@@ -152,6 +152,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "`cuda-gate diff`, [baseline] in the configuration)",
     )
     parser.add_argument(
+        "--record-launches",
+        action="store_true",
+        help="record every kernel launch and loaded module of the entry points with the CUPTI "
+        "launch recorder (config record_launches = true; on by itself for require_launch)",
+    )
+    parser.add_argument(
         "--wait",
         action="store_true",
         help="when another run holds the evidence or build folder, wait for it instead of "
@@ -268,6 +274,7 @@ def handle(args: argparse.Namespace) -> int:
         first_line=_which_config(project),
         prebuilt=prebuilt,
         baseline=baseline,
+        record_launches=args.record_launches,
     )
     outcome = run(options, progress, err.live)
     record = outcome.record

@@ -109,6 +109,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = frozenset(
     {"python", "targets", "devices", "kernels", "smoke", "build", "artifact", "entry_point"}
     | {"strict_libraries", "signing", "store", "host", "stale_artifacts", "baseline"}
+    | {"record_launches"}
 )
 _BUILD_KEYS = frozenset({"name", "command", "cwd", "env", "timeout"})
 _ARTIFACT_KEYS = frozenset({"path", "kernels", "require_launch"})
@@ -238,6 +239,7 @@ class Config:
     devices: tuple[Capability, ...] = ()
     kernels: tuple[str, ...] = ()
     smoke: bool = True
+    record_launches: bool = False  # the CUPTI launch recorder in every run (also: require_launch)
     builds: tuple[BuildStep, ...] = ()
     artifacts: tuple[ArtifactSpec, ...] = ()
     entry_points: tuple[EntryPointSpec, ...] = ()
@@ -497,6 +499,7 @@ def parse(
         devices=tuple(_capability(d, at("devices").child(i)) for i, d in enumerate(devices)),
         kernels=tv.texts(doc.get("kernels", []), at("kernels")),
         smoke=tv.flag(doc.get("smoke", True), at("smoke")),
+        record_launches=tv.flag(doc.get("record_launches", False), at("record_launches")),
         builds=tuple(
             _build(t, at("build").child(i), base, built)
             for i, t in enumerate(tv.tables(doc.get("build", []), at("build")))

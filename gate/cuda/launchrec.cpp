@@ -86,17 +86,25 @@ struct Module {
 typedef CUresult (*FuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
 typedef CUresult (*GetErrorName)(CUresult, const char **);
 
+// Never destroyed: a library the program loaded before us (libkernels.so with its static
+// runtime) unregisters its modules in its own destructors, after ours would have run, and
+// CUPTI calls us then. So the state lives on the heap, reached through references, and
+// outlives every destructor (the process is ending; the memory goes with it).
 // Recursive: a driver call made under it may load a module, whose callback locks too.
-std::recursive_mutex lock;
-std::vector<Kernel *> kernels;
-std::unordered_map<std::string, Kernel *> by_name;
-std::unordered_map<const void *, Kernel *> by_pointer;  // symbolName pointers seen
-std::vector<Module> modules;
-std::vector<Load> loads;
-std::unordered_map<std::string, std::string> written;  // "<fnv64>:<size>" -> image file
-std::vector<std::string> errors;
-std::string folder;
-std::string program;
+std::recursive_mutex &lock = *new std::recursive_mutex;
+std::vector<Kernel *> &kernels = *new std::vector<Kernel *>;
+std::unordered_map<std::string, Kernel *> &by_name = *new std::unordered_map<std::string, Kernel *>;
+// symbolName pointers seen
+std::unordered_map<const void *, Kernel *> &by_pointer =
+    *new std::unordered_map<const void *, Kernel *>;
+std::vector<Module> &modules = *new std::vector<Module>;
+std::vector<Load> &loads = *new std::vector<Load>;
+// "<fnv64>:<size>" -> image file
+std::unordered_map<std::string, std::string> &written =
+    *new std::unordered_map<std::string, std::string>;
+std::vector<std::string> &errors = *new std::vector<std::string>;
+std::string &folder = *new std::string;
+std::string &program = *new std::string;
 uint64_t budget = 256ull << 20;  // image bytes this process may write
 uint64_t spent = 0;
 uint64_t started_ns = 0;
@@ -109,7 +117,14 @@ bool active = false;
 thread_local int runtime_depth = 0;
 thread_local bool runtime_load = false;
 thread_local const char *driver_call = nullptr;
-thread_local std::string load_file;
+// A plain buffer: a thread_local std::string is destroyed at thread exit, and the main
+// thread's callbacks still run after that (see the state above).
+thread_local char load_file[4096];
+
+void set_load_file(const char *name) {
+  load_file[0] = 0;
+  if (name) snprintf(load_file, sizeof load_file, "%s", name);
+}
 thread_local Kernel *runtime_kernel = nullptr;
 thread_local Kernel *driver_kernel = nullptr;
 
@@ -200,9 +215,10 @@ CubinFacts read_cubin(const unsigned char *data, uint64_t size) {
   const uint32_t SHT_SYMTAB = 2;
   if (data == nullptr || size < 64 || memcmp(data, "\x7f" "ELF", 4) != 0) return facts;
   if (data[4] != 2 || data[5] != 1) return facts;  // ELF64, little endian: every cubin
-  uint16_t machine, shentsize, shnum;
-  uint32_t flags;
-  uint64_t shoff;
+  // Zero where a read falls outside the image (read_at then leaves them as they are).
+  uint16_t machine = 0, shentsize = 0, shnum = 0;
+  uint32_t flags = 0;
+  uint64_t shoff = 0;
   read_at(data, size, 0x12, &machine);
   read_at(data, size, 0x28, &shoff);
   read_at(data, size, 0x30, &flags);
@@ -216,8 +232,8 @@ CubinFacts read_cubin(const unsigned char *data, uint64_t size) {
   if (shentsize != 64 || shoff == 0 || shoff > size || (size - shoff) / 64 < count) return facts;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t header = shoff + uint64_t(i) * 64;
-    uint32_t type, link;
-    uint64_t offset, bytes, entsize;
+    uint32_t type = 0, link = 0;
+    uint64_t offset = 0, bytes = 0, entsize = 0;
     read_at(data, size, header + 4, &type);
     if (type != SHT_SYMTAB) continue;
     read_at(data, size, header + 0x18, &offset);
@@ -226,14 +242,14 @@ CubinFacts read_cubin(const unsigned char *data, uint64_t size) {
     read_at(data, size, header + 0x38, &entsize);
     if (entsize != 24 || link == 0 || link >= count || offset > size || size - offset < bytes)
       continue;
-    uint64_t strings_header = shoff + uint64_t(link) * 64, strings, strings_size;
+    uint64_t strings_header = shoff + uint64_t(link) * 64, strings = 0, strings_size = 0;
     read_at(data, size, strings_header + 0x18, &strings);
     read_at(data, size, strings_header + 0x20, &strings_size);
     if (strings > size || size - strings < strings_size) continue;
     for (uint64_t at = offset; at + 24 <= offset + bytes; at += 24) {
-      uint32_t name;
-      uint8_t info, other;
-      uint16_t shndx;
+      uint32_t name = 0;
+      uint8_t info = 0, other = 0;
+      uint16_t shndx = 0;
       read_at(data, size, at, &name);
       read_at(data, size, at + 4, &info);
       read_at(data, size, at + 5, &other);
@@ -462,10 +478,10 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
   if (load) {
     runtime_load = true;
     driver_call = cb->functionName;
-    load_file.clear();
+    set_load_file(nullptr);
     if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLibraryLoadFromFile_v12060) {
       auto p = static_cast<const RuntimeLibraryFromFile *>(cb->functionParams);
-      if (p->fileName) load_file = p->fileName;
+      set_load_file(p->fileName);
     }
   }
   if (runtime_launch(id)) {
@@ -564,7 +580,7 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
     if (inside_runtime) return;  // counted once, as the runtime call
     if (runtime_depth == 0) {
       driver_call = cb->functionName;  // a module loaded lazily now is the driver's
-      load_file.clear();
+      set_load_file(nullptr);
     }
     Kernel *k = kernel_for(cb->symbolName, cb->functionName);
     ++k->count;
@@ -587,13 +603,13 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
     return;
   }
   driver_call = cb->functionName;
-  load_file.clear();
+  set_load_file(nullptr);
   if (id == CUPTI_DRIVER_TRACE_CBID_cuModuleLoad) {
     auto p = static_cast<const cuModuleLoad_params *>(cb->functionParams);
-    if (p->fname) load_file = p->fname;
+    set_load_file(p->fname);
   } else if (id == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile) {
     auto p = static_cast<const cuLibraryLoadFromFile_params *>(cb->functionParams);
-    if (p->fileName) load_file = p->fileName;
+    set_load_file(p->fileName);
   }
   Load l;
   l.api = cb->functionName;
