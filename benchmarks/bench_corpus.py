@@ -164,11 +164,7 @@ def main() -> int:
     text = render(dists, times, peaks, tool, args.runs, where)
     print(text)
     if not args.no_write:
-        old = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        fd, tmp = tempfile.mkstemp(dir=args.output.parent, prefix=".RESULTS.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(bench_inspect.merge(old, text, BEGIN, END))
-        Path(tmp).replace(args.output)
+        bench_inspect.write_results(args.output, text, BEGIN, END)
     return 0
 
 

@@ -159,12 +159,19 @@ def main() -> int:
     text = render(results, libs, tool, args.runs, start_machine)
     print(text)
     if not args.no_write:
-        old = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        fd, tmp = tempfile.mkstemp(dir=args.output.parent, prefix=".RESULTS.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(merge(old, text))
-        Path(tmp).replace(args.output)
+        write_results(args.output, text)
     return 0
+
+
+def write_results(
+    path: Path, block: str, begin: str = BEGIN, end_marker: str = END, *, first: bool = True
+) -> None:
+    """Replace this benchmark's part of ``path`` (RESULTS.md) with ``block``, atomically."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".RESULTS.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(merge(old, block, begin, end_marker, first=first))
+    Path(tmp).replace(path)
 
 
 def _revision() -> str:
@@ -237,12 +244,16 @@ def render(
     return "\n".join(lines)
 
 
-def merge(old: str, block: str, begin: str = BEGIN, end_marker: str = END) -> str:
+def merge(
+    old: str, block: str, begin: str = BEGIN, end_marker: str = END, *, first: bool = True
+) -> str:
     """``old`` with its generated part (between ``begin`` and ``end_marker``) replaced by
-    ``block`` (put first if it has none)."""
+    ``block`` (put first if it has none, or last with ``first=False``)."""
     marked = f"{begin}\n{block.strip()}\n{end_marker}\n"
     start, end = old.find(begin), old.find(end_marker)
     if start < 0 or end < start:
+        if not first:
+            return (old.rstrip("\n") + "\n\n" if old else "") + marked
         return marked + ("\n" + old if old else "")
     rest = old[end + len(end_marker) :].lstrip("\n")
     return old[:start] + marked + ("\n" + rest if rest else "")

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import bench_inspect  # noqa: E402
 from bench_inspect import machine  # noqa: E402
 
 from gate import cuobjdump  # noqa: E402
@@ -176,12 +177,7 @@ def render(rows: list[Row], tool: str, runs: int, where: str) -> str:
 
 def merge(old: str, block: str) -> str:
     """``old`` with this script's part replaced by ``block`` (appended if it has none)."""
-    marked = f"{BEGIN}\n{block.strip()}\n{END}\n"
-    start, end = old.find(BEGIN), old.find(END)
-    if start < 0 or end < start:
-        return (old.rstrip("\n") + "\n\n" if old else "") + marked
-    rest = old[end + len(END) :].lstrip("\n")
-    return old[:start] + marked + ("\n" + rest if rest else "")
+    return bench_inspect.merge(old, block, BEGIN, END, first=False)
 
 
 def main() -> int:
@@ -206,11 +202,7 @@ def main() -> int:
     text = render(rows, tool, args.runs, where)
     print(text)
     if not args.no_write:
-        old = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        fd, tmp = tempfile.mkstemp(dir=args.output.parent, prefix=".RESULTS.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(merge(old, text))
-        Path(tmp).replace(args.output)
+        bench_inspect.write_results(args.output, text, BEGIN, END, first=False)
     return 0
 
 
