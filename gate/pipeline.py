@@ -88,7 +88,7 @@ class RunOptions:
     first_line: str = ""  # said once the folders are locked (which configuration, ...)
     prebuilt: Checksums | None = None  # gate these files instead of building (--prebuilt)
     baseline: Found | None = None  # the run to compare with (--baseline), read before the run
-    record_launches: bool = False  # --record-launches: the CUPTI launch recorder in every run
+    record_launches: bool | None = None  # --[no-]record-launches; None: the config's, else on
 
 
 @dataclass(frozen=True)
@@ -298,15 +298,15 @@ def _locked_run(
 
 
 def records_launches(options: RunOptions, config: Config) -> bool:
-    """Whether the runs go through the CUPTI launch recorder: when asked for
-    (``--record-launches``, ``record_launches = true``) or needed (a ``require_launch``).
-    Off otherwise: on the H200 a program that dlopens a library with its own static CUDA
-    runtime died at exit under an earlier recorder, and a gate must not change what it runs."""
-    return (
-        options.record_launches
-        or config.record_launches
-        or any(a.require_launch for a in config.artifacts)
-    )
+    """Whether the runs go through the CUPTI launch recorder: always for a ``require_launch``;
+    else as ``--[no-]record-launches`` says, else as ``record_launches`` says, else on. (Where
+    CUPTI is missing, or a profiler holds CUDA_INJECTION64_PATH, the recorder stage says so and
+    the runs go on without it.)"""
+    if any(a.require_launch for a in config.artifacts):
+        return True
+    if options.record_launches is not None:
+        return options.record_launches
+    return config.record_launches is not False
 
 
 def _compared(record: RunRecord, baseline: Found, config: Config, p: _Progress) -> RunRecord:

@@ -103,7 +103,7 @@ def gate(folder: Path, config: str, env: dict[str, str] | None = None) -> tuple[
             "gate",
             "run",
             "--no-store",
-            "--record-launches",  # off by default (see gate.pipeline)
+            "--record-launches",  # the default; said so the test holds if that changes
             "--evidence",
             str(evidence),
             "--build-dir",

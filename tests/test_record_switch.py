@@ -18,17 +18,20 @@ ARTIFACT = '[[artifact]]\npath = "build/app"\n'
 @pytest.mark.parametrize(
     ("text", "flag", "records"),
     [
-        ("", False, False),  # off by default
+        ("", None, True),  # on by default
         ("", True, True),  # --record-launches
-        ("record_launches = true\n", False, True),
-        ("record_launches = false\n", False, False),
+        ("", False, False),  # --no-record-launches
+        ("record_launches = true\n", None, True),
+        ("record_launches = true\n", False, False),  # the command line says no
+        ("record_launches = false\n", None, False),
         ("record_launches = false\n", True, True),  # the command line asks for it
+        (ARTIFACT, None, True),
         (ARTIFACT, False, False),
-        (ARTIFACT + 'require_launch = ["scale"]\n', False, True),  # a requirement needs it
+        (ARTIFACT + 'require_launch = ["scale"]\n', None, True),  # a requirement needs it
         (ARTIFACT + 'require_launch = "all"\n', False, True),
     ],
 )
-def test_the_recorder_runs_when_asked_for_or_needed(text: str, flag: bool, records: bool) -> None:
+def test_the_recorder_runs_unless_turned_off(text: str, flag: bool | None, records: bool) -> None:
     config = parse_text(text, Path("/p/cuda-gate.toml"))
     assert records_launches(RunOptions(record_launches=flag), config) is records
 
@@ -36,3 +39,31 @@ def test_the_recorder_runs_when_asked_for_or_needed(text: str, flag: bool, recor
 def test_record_launches_is_a_flag() -> None:
     with pytest.raises(ConfigError, match="record_launches"):
         parse_text('record_launches = "yes"\n', Path("/p/cuda-gate.toml"))
+
+
+def test_record_launches_false_beside_a_require_launch_is_one_error_line() -> None:
+    text = "record_launches = false\n" + ARTIFACT + 'require_launch = ["scale"]\n'
+    with pytest.raises(ConfigError) as e:
+        parse_text(text, Path("/p/cuda-gate.toml"))
+    assert str(e.value) == (
+        "/p/cuda-gate.toml: record_launches: false, but artifact[0].require_launch needs the "
+        "launch recorder"
+    )
+
+
+def test_no_record_launches_beside_a_require_launch_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gate import cli
+
+    (tmp_path / "cuda-gate.toml").write_text(ARTIFACT + 'require_launch = "all"\n')
+    monkeypatch.chdir(tmp_path)
+    status = cli.main(["run", "--no-record-launches", "--no-store", "--evidence", "ev"])
+    assert status == 7  # a configuration error
+    err = capsys.readouterr().err.strip().splitlines()
+    said = (
+        f"cuda-gate: error: --no-record-launches: {tmp_path / 'cuda-gate.toml'} asks for "
+        "launches of build/app (require_launch), which needs the launch recorder"
+    )
+    assert err == [said]
+    assert not (tmp_path / "ev").exists()  # refused before the run began

@@ -80,6 +80,38 @@ def test_recorder_builds_is_cached_and_writes_a_record_without_a_device(tmp_path
     assert record.kernels == ()
 
 
+def test_the_recorder_and_its_cupti_are_not_counted_as_what_the_program_loaded(
+    tmp_path: Path,
+) -> None:
+    """In a recorded run the loader log shows the recorder and the CUPTI it links (the
+    driver loads them at cuInit); they are the gate's, never judged as the program's."""
+    from gate.config import EntryPoint
+    from gate.evidence import EvidenceDir
+    from gate.rules.causes import ExecPath
+    from gate.stages.runs import run_entry_point
+
+    tool = nvcc()
+    built = recorder.build(tool, tmp_path / "r", cupti=cupti(tool), folder=tmp_path / "cache")
+    assert built.library is not None, built.note
+    assert built.cupti is not None
+    # Without a driver nothing loads the recorder, so the program loads it itself, as the
+    # driver would: the recorder brings its CUPTI with it.
+    load = f"import ctypes; ctypes.CDLL({str(built.library)!r})"
+    entry = EntryPoint("loads", (sys.executable, "-c", load), expected_output="")
+    plain = run_entry_point(entry, ExecPath.NATIVE)
+    assert plain.result.ok, plain.result.output()
+    ours = built.objects()
+    assert ours == {built.library.resolve(), built.cupti.resolve()}
+    assert ours <= set(plain.loaded)  # the loader log does show them
+    evidence = EvidenceDir(tmp_path / "ev")
+    evidence.root.mkdir()
+    recorded = run_entry_point(entry, ExecPath.NATIVE, evidence=evidence, instrument=built)
+    assert recorded.result.ok, recorded.result.output()
+    assert recorded.launch_folder is not None
+    assert not ours & set(recorded.loaded)
+    assert Path(sys.executable).resolve() in recorded.loaded  # the program's own stay
+
+
 def test_without_cupti_the_run_goes_on_and_says_so(tmp_path: Path) -> None:
     toolkit = tmp_path / "toolkit/bin"
     toolkit.mkdir(parents=True)

@@ -153,9 +153,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--record-launches",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="record every kernel launch and loaded module of the entry points with the CUPTI "
-        "launch recorder (config record_launches = true; on by itself for require_launch)",
+        "launch recorder (the default; config record_launches = false turns it off; always on "
+        "for require_launch)",
     )
     parser.add_argument(
         "--wait",
@@ -223,6 +225,7 @@ def handle(args: argparse.Namespace) -> int:
     from gate import config
     from gate.attest.signing import load_signer_from_env_or_file
     from gate.commands.stdout import Stdout
+    from gate.errors import ConfigError
     from gate.pipeline import RunOptions, run
     from gate.render import text
     from gate.rules.targets import Target
@@ -238,6 +241,12 @@ def handle(args: argparse.Namespace) -> int:
         refuse_unbuildable(target, args.nvcc)
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
+    needing = [a.pattern for a in project.artifacts if a.require_launch]
+    if args.record_launches is False and needing:
+        raise ConfigError(
+            f"--no-record-launches: {project.label} asks for launches of {needing[0]} "
+            "(require_launch), which needs the launch recorder"
+        )
     prebuilt = _prebuilt(args.prebuilt)
     store = None if args.no_store else load_settings(url=args.store, config=project)
     if store is not None and store.local_dir is not None:

@@ -17,6 +17,8 @@ every table sits under ``tool.cuda-gate``)::
     host = "aarch64"           # the host the artifacts ship for (default: the device's only
                                # host class where it has one, 12.1 -> aarch64; else this one)
     stale_artifacts = "warn"   # an artifact the build did not write: "warn" or "fail"
+    record_launches = true     # the CUPTI launch recorder in every run (the default; false
+                               # turns it off, unless a require_launch needs it)
 
     [[build]]                  # run in order before inspection
     name = "configure"         # optional: build-1, build-2, ...
@@ -62,7 +64,7 @@ import glob
 import re
 import stat
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -239,7 +241,7 @@ class Config:
     devices: tuple[Capability, ...] = ()
     kernels: tuple[str, ...] = ()
     smoke: bool = True
-    record_launches: bool = False  # the CUPTI launch recorder in every run (also: require_launch)
+    record_launches: bool | None = None  # the CUPTI launch recorder: None = the default (on)
     builds: tuple[BuildStep, ...] = ()
     artifacts: tuple[ArtifactSpec, ...] = ()
     entry_points: tuple[EntryPointSpec, ...] = ()
@@ -499,7 +501,7 @@ def parse(
         devices=tuple(_capability(d, at("devices").child(i)) for i, d in enumerate(devices)),
         kernels=tv.texts(doc.get("kernels", []), at("kernels")),
         smoke=tv.flag(doc.get("smoke", True), at("smoke")),
-        record_launches=tv.flag(doc.get("record_launches", False), at("record_launches")),
+        record_launches=_record_launches(doc, at),
         builds=tuple(
             _build(t, at("build").child(i), base, built)
             for i, t in enumerate(tv.tables(doc.get("build", []), at("build")))
@@ -532,6 +534,20 @@ def parse(
 
 HOSTS = ("x86_64", "aarch64", "ppc64le")  # as `uname -m` names them
 _STALE = ("warn", "fail")
+
+
+def _record_launches(doc: Mapping[str, Any], at: Callable[[str], tv.At]) -> bool | None:
+    """``record_launches``: absent (the default: on), or a flag; false cannot stand beside a
+    ``require_launch``, which needs the recorder."""
+    if "record_launches" not in doc:
+        return None
+    on = tv.flag(doc["record_launches"], at("record_launches"))
+    if not on:
+        for i, table in enumerate(doc.get("artifact", []) or []):
+            if isinstance(table, Mapping) and table.get("require_launch"):
+                where = at("artifact").child(i).child("require_launch").key
+                raise at("record_launches").fail(f"false, but {where} needs the launch recorder")
+    return on
 
 
 def _baseline(value: object, at: tv.At) -> Policy:

@@ -49,7 +49,9 @@ namespace {
 
 struct Kernel {
   std::string name;
-  const char *api = "";  // the launching API (a global constant string)
+  // The launching API, copied: CUPTI's name of a runtime call can live in a static CUDA
+  // runtime inside a library the program dlclose()s before exit, when the record is written.
+  std::string api;
   uint64_t count = 0;
   uint64_t first_ns = 0;
   int binary_version = -1;  // -1: the driver was not asked (a runtime launch it hid)
@@ -116,7 +118,14 @@ bool active = false;
 // Per thread: how deep inside CUDA runtime calls, and the load call under way.
 thread_local int runtime_depth = 0;
 thread_local bool runtime_load = false;
-thread_local const char *driver_call = nullptr;
+// The API call a module load happens inside, copied for the same reason (a plain buffer,
+// like load_file below; "" outside any call).
+thread_local char driver_call[128];
+
+void set_driver_call(const char *name) {
+  driver_call[0] = 0;
+  if (name) snprintf(driver_call, sizeof driver_call, "%s", name);
+}
 // A plain buffer: a thread_local std::string is destroyed at thread exit, and the main
 // thread's callbacks still run after that (see the state above).
 thread_local char load_file[4096];
@@ -394,7 +403,7 @@ Kernel *kernel_for(const char *name, const char *api) {
   } else {
     k = new Kernel();
     k->name = key;
-    k->api = api;
+    k->api = api ? api : "";
     k->first_ns = now_ns();
     kernels.push_back(k);
     by_name.emplace(key, k);
@@ -477,7 +486,7 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
   ++runtime_depth;
   if (load) {
     runtime_load = true;
-    driver_call = cb->functionName;
+    set_driver_call(cb->functionName);
     set_load_file(nullptr);
     if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLibraryLoadFromFile_v12060) {
       auto p = static_cast<const RuntimeLibraryFromFile *>(cb->functionParams);
@@ -574,12 +583,12 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
       Kernel *k = inside_runtime ? runtime_kernel : driver_kernel;
       if (k != nullptr) describe_function(k, f);
       if (!inside_runtime) driver_kernel = nullptr;
-      if (runtime_depth == 0) driver_call = nullptr;
+      if (runtime_depth == 0) set_driver_call(nullptr);
       return;
     }
     if (inside_runtime) return;  // counted once, as the runtime call
     if (runtime_depth == 0) {
-      driver_call = cb->functionName;  // a module loaded lazily now is the driver's
+      set_driver_call(cb->functionName);  // a module loaded lazily now is the driver's
       set_load_file(nullptr);
     }
     Kernel *k = kernel_for(cb->symbolName, cb->functionName);
@@ -599,10 +608,10 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb) {
       if (error_name != nullptr && error_name(CUresult(l.result), &name) == CUDA_SUCCESS && name)
         l.error = name;
     }
-    driver_call = nullptr;
+    set_driver_call(nullptr);
     return;
   }
-  driver_call = cb->functionName;
+  set_driver_call(cb->functionName);
   set_load_file(nullptr);
   if (id == CUPTI_DRIVER_TRACE_CBID_cuModuleLoad) {
     auto p = static_cast<const cuModuleLoad_params *>(cb->functionParams);
@@ -637,7 +646,7 @@ void on_module(CUpti_CallbackId id, const CUpti_ResourceData *rd) {
   m.fnv64 = md->pCubin ? fnv1a(md->pCubin, md->cubinSize) : 0;
   bool by_runtime = runtime_depth > 0 && !runtime_load;
   m.origin = by_runtime ? "runtime" : "driver";
-  m.during = driver_call ? driver_call : "";
+  m.during = driver_call;
   if (!by_runtime) m.file = load_file;
   if (md->pCubin != nullptr && md->cubinSize > 0) {
     auto data = reinterpret_cast<const unsigned char *>(md->pCubin);

@@ -120,7 +120,7 @@ def run(
     process at a time, as exclusive-process mode admits. With ``recorder`` each run's
     launches are recorded and judged (gate.stages.launches).
     """
-    instrument = recorder.env_for if recorder is not None else None
+    instrument = recorder
     with libraries.Prefetch(use_cache=use_cache) as prefetch:
         runs = _run_points(
             evidence, points, prefetch, side_by_side=side_by_side, instrument=instrument

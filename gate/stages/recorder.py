@@ -56,6 +56,12 @@ class Recorder:
     library: Path | None
     note: str
     build: proc.Result | None = None
+    cupti: Path | None = None  # the libcupti it links
+
+    def objects(self) -> frozenset[Path]:
+        """What the recorder brings into every recorded process (itself, its CUPTI), resolved:
+        the gate's instruments, left out of what the entry point loaded."""
+        return frozenset(p.resolve() for p in (self.library, self.cupti) if p is not None)
 
     def env_for(
         self, folder: Path, entry_env: Mapping[str, str], environ: Mapping[str, str] | None = None
@@ -211,7 +217,9 @@ def build(
         return Recorder(
             None, f"kernel launches not recorded: the recorder did not build ({said})", result
         )
-    return Recorder(output, f"launches recorded with CUPTI from the {cupti.source}", result)
+    return Recorder(
+        output, f"launches recorded with CUPTI from the {cupti.source}", result, cupti.library
+    )
 
 
 class PendingBuild:

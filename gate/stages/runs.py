@@ -23,9 +23,10 @@ import contextlib
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from gate import proc
 from gate.config import EntryPoint
@@ -37,9 +38,21 @@ from gate.rules.causes import Cause, ExecPath, RuntimeFailure, classify
 from gate.stages import loaded
 
 DEFAULT_TIMEOUT = 300.0
+
+
 # The launch recorder's variables for a run recording into a folder, or none and why not
 # (gate.stages.recorder.Recorder.env_for).
-Instrument = Callable[[Path, Mapping[str, str]], tuple[dict[str, str], str]]
+class Instrument(Protocol):
+    """What records a run (gate.stages.recorder.Recorder): the variables for one run, and the
+    objects it brings into the process, which are the gate's and not the program's."""
+
+    def env_for(
+        self, folder: Path, entry_env: Mapping[str, str], environ: Mapping[str, str] | None = None
+    ) -> tuple[dict[str, str], str]: ...
+
+    def objects(self) -> frozenset[Path]: ...
+
+
 LAUNCH_VARIABLES = ("CUDA_INJECTION64_PATH", "CUDA_GATE_LAUNCH_DIR")
 
 # Variables each path sets and removes. CUDA_CACHE_PATH is added per run (a fresh folder).
@@ -145,7 +158,7 @@ def run_entry_point(
             launch_folder = f"launches/{Path(name).stem}"
             folder = evidence.path(launch_folder)
             folder.mkdir(parents=True, exist_ok=True)
-            launch_env, launch_note = instrument(folder, dict(entry.env))
+            launch_env, launch_note = instrument.env_for(folder, dict(entry.env))
             extra = {**extra, **launch_env}
             if not launch_env:
                 launch_folder = None
@@ -165,6 +178,9 @@ def run_entry_point(
             )
         cache_clean = not any(cache_dir.rglob("*"))
         found = loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or ".")) if record_loaded else ()
+        if launch_folder is not None and instrument is not None:
+            ours = instrument.objects()  # the recorder and its CUPTI: not the program's
+            found = tuple(lib for lib in found if lib.path not in ours)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
         shutil.rmtree(log_dir, ignore_errors=True)
