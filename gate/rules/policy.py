@@ -46,7 +46,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.errors import BadInputError
+from gate.errors import BadInputError, ConfigError
 from gate.rules.baseline import Policy, Rule
 from gate.rules.compat import Form
 from gate.rules.require import Requirement
@@ -132,7 +132,7 @@ class ReleasePolicy:
                 for name, caps in data["required_devices"].items()
             )
             baseline = Policy.from_mapping(data["baseline"], where)
-        except (ValueError, AttributeError, TypeError) as e:
+        except (ConfigError, ValueError, AttributeError, TypeError) as e:
             raise BadInputError(f"{where}: 'policy' holds a value it cannot: {e}") from e
         if not isinstance(data["ptx_as_device_code"], bool):
             raise BadInputError(f"{where}: 'policy.ptx_as_device_code' is not a boolean")
