@@ -16,6 +16,7 @@ import pytest
 
 from gate.config import parse_text
 from gate.errors import ConfigError
+from gate.pipeline import RunOptions, records_launches
 from gate.rules.baseline import Level, Rule
 from gate.rules.policy import DEFAULT_POLICY, Action, ReleasePolicy
 from gate.rules.targets import Capability
@@ -232,3 +233,9 @@ def test_the_editor_schema_knows_the_policy_table() -> None:
         '[policy.baseline]\ndropped_target = "ignore"\n',
     ):
         assert not schema().is_valid(tomllib.loads(bad)), bad
+
+
+@pytest.mark.parametrize(("word", "records"), [("off", False), ("warn", True), ("fail", True)])
+def test_launch_coverage_turns_the_launch_recorder_on(word: str, records: bool) -> None:
+    config = parse_text(f'[policy]\nlaunch_coverage = "{word}"\n', FILE)
+    assert records_launches(RunOptions(), config) is records

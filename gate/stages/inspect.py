@@ -42,7 +42,7 @@ from gate.rules.require import Requirement, why_not
 from gate.rules.routes import general, jit_support, min_driver
 from gate.rules.targets import Capability, Target, Variant, Version
 from gate.rules.verdict import Check, CheckState
-from gate.stages.policycheck import policy_checks, stand_in_entries
+from gate.stages.policycheck import policy_checks, sass_optional, stand_in_entries
 from gate.stages.stubcheck import stub_check
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
@@ -242,6 +242,7 @@ def run(
                 use_cache=use_cache,
                 deferred=deferred,
                 in_wheel=in_wheel,
+                policy=ReleasePolicy() if is_smoke else policy,
             )
             done.append(artifact)
             evidence.write_text("sha256.txt", "".join(f"{a.sha256}  {a.path}\n" for a in done))
@@ -343,10 +344,13 @@ def inspect_artifact(
     use_cache: bool = True,
     deferred: Deferred | None = None,
     in_wheel: bool = False,
+    policy: ReleasePolicy = DEFAULT_POLICY,
 ) -> Inspected:
     """Inspect one artifact with our reader, cross-checked by cuobjdump where available.
 
     With ``deferred``, its full SASS dump is left running there; else it is waited for.
+    ``policy``: a SASS dump is not checked for SASS the policy does not ask for
+    (:func:`gate.stages.policycheck.sass_optional`).
     """
     fmt = read_format(path)
     report, digest, size = read_device_code(path, use_cache=use_cache)
@@ -385,7 +389,9 @@ def inspect_artifact(
             digest=digest,
             use_cache=use_cache,
             deferred=deferred,
-            checked=smoke or bool(report.listing.entries),  # as artifact_checks decides
+            # As artifact_checks decides.
+            checked=(smoke or bool(report.listing.entries))
+            and not sass_optional(report.listing, policy),
         )
         cross = CrossCheck(
             f"cuobjdump ({cuobjdump.version(tool)})", compare(report.listing, theirs)
@@ -537,7 +543,7 @@ def artifact_checks(
     checks = [host_check(artifact, host)]
     if has_code:
         name, listing = artifact.name, artifact.listing
-        checks += content_checks(artifact, evidence)
+        checks += content_checks(artifact, evidence, policy)
         for requirement in required:
             checks += listing_checks(name, listing, requirement, artifact.kernels, policy)
         checks.append(coverage_check(name, listing))
@@ -613,13 +619,20 @@ def _holds_checks(evidence: EvidenceDir, name: str, prefix: str, holds: _Holds) 
     return checks
 
 
-def content_checks(artifact: Inspected, evidence: EvidenceDir) -> list[Check]:
+def content_checks(
+    artifact: Inspected, evidence: EvidenceDir, policy: ReleasePolicy = DEFAULT_POLICY
+) -> list[Check]:
     """The listings and dumps hold what their names say: ELF entries, SASS code, PTX text.
 
-    ``sass.txt`` with only cuobjdump's "Fatbin ptx code" header is not a SASS dump.
+    ``sass.txt`` with only cuobjdump's "Fatbin ptx code" header is not a SASS dump. An
+    artifact of PTX alone that the policy accepts as device code is asked for no cubin
+    and no SASS (:func:`gate.stages.policycheck.sass_optional`).
     """
     cls, name, prefix = "gate.inspect", artifact.name, artifact.prefix
-    checks = _holds_checks(evidence, name, prefix, (*_LISTING_HOLDS, *_SASS_HOLDS))
+    holds = (*_LISTING_HOLDS, *_SASS_HOLDS)
+    if sass_optional(artifact.listing, policy):
+        holds = tuple(h for h in holds if h not in (_LISTS_CUBIN, *_SASS_HOLDS))
+    checks = _holds_checks(evidence, name, prefix, holds)
     for module in artifact.ptx_modules:
         missing = [
             label
@@ -653,8 +666,9 @@ def _holds_sass(text: str) -> bool:
     return bool(_SASS_FUNCTION.search(text))
 
 
+_LISTS_CUBIN = ("elf-list.txt", "ELF listing lists a cubin", _lists_cubin)
 _LISTING_HOLDS: _Holds = (
-    ("elf-list.txt", "ELF listing lists a cubin", _lists_cubin),
+    _LISTS_CUBIN,
     ("ptx.txt", "PTX dump holds PTX", _holds_ptx),
 )
 _SASS_HOLDS: _Holds = (("sass.txt", "SASS dump holds SASS", _holds_sass),)

@@ -43,6 +43,13 @@ def stand_in_entries(listing: Listing, requirement: Requirement) -> tuple[Device
     return tuple(e for e in entries if e.target in accepted)
 
 
+def sass_optional(listing: Listing, policy: ReleasePolicy) -> bool:
+    """The artifact carries PTX and no SASS, and the policy accepts PTX as device code:
+    an ELF listing without a cubin and a SASS dump without SASS are then what it holds,
+    no failure (whether its PTX stands in for each required target is checked per target)."""
+    return policy.ptx_as_device_code and listing.has_ptx and not listing.targets(Kind.SASS)
+
+
 def policy_checks(
     name: str,
     listing: Listing,
