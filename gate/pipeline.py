@@ -9,6 +9,7 @@ lost. The verdict is accepted only with execution evidence.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
@@ -19,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from gate import __version__, git, machine, proc
+from gate import __version__, ci, git, machine, proc
 from gate.attest import manifest
 from gate.attest.signing import Signer
 from gate.baseline.resolve import Found, compare_records
@@ -270,6 +271,7 @@ def _locked_run(
         diagnoses=found.diagnoses,
         paths_proved=found.paths_proved,
         notes=found.notes,
+        policy=config.policy,
     )
     if options.baseline is not None:
         record = _compared(record, options.baseline, config, p)
@@ -298,11 +300,11 @@ def _locked_run(
 
 
 def records_launches(options: RunOptions, config: Config) -> bool:
-    """Whether the runs go through the CUPTI launch recorder: always for a ``require_launch``;
-    else as ``--[no-]record-launches`` says, else as ``record_launches`` says, else on. (Where
-    CUPTI is missing, or a profiler holds CUDA_INJECTION64_PATH, the recorder stage says so and
-    the runs go on without it.)"""
-    if any(a.require_launch for a in config.artifacts):
+    """Whether the runs go through the CUPTI launch recorder: always where it is needed (a
+    ``require_launch``, ``[policy] launch_coverage``); else as ``--[no-]record-launches``
+    says, else as ``record_launches`` says, else on. (Where CUPTI is missing, or a profiler
+    holds CUDA_INJECTION64_PATH, the recorder stage says so and the runs go on without it.)"""
+    if config.policy.launch_coverage.judged or any(a.require_launch for a in config.artifacts):
         return True
     if options.record_launches is not None:
         return options.record_launches
@@ -484,6 +486,7 @@ class _Stages:
             use_cuobjdump=options.use_cuobjdump,
             use_cache=options.use_cache,
             progress=count,
+            runner_class=ci.runner_class(os.environ),
         )
         count.clear()
         self.deferred = inspected.deferred

@@ -44,14 +44,15 @@ from gate.reader.hostelf import Dependency
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.causes import Cause, ExecPath, RunFacts, RuntimeFailure
 from gate.rules.compat import Form
+from gate.rules.policy import ReleasePolicy
 from gate.rules.require import Requirement
 from gate.rules.targets import Capability, Target, Version
 from gate.rules.verdict import Check, CheckState, Stage, StageStatus, Verdict, decide
 
 RESULT_FILE = "result.json"
 LOADED_LIST = "loaded-libraries.txt"  # every library the runs loaded, how each runs here
-RESULT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+RESULT_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
 
 
@@ -203,6 +204,7 @@ class RunRecord:
     paths_proved: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # what the run did not do, and why (no check stands for it)
     baseline: Baseline | None = None  # what --baseline compared the run with, and found
+    policy: ReleasePolicy | None = None  # the effective [policy]; None before version 5
 
     @property
     def verdict(self) -> Verdict:
@@ -320,6 +322,7 @@ class RunRecord:
             "paths_proved": list(self.paths_proved),
             "notes": list(self.notes),
             "baseline": None if self.baseline is None else self.baseline.to_json(),
+            "policy": None if self.policy is None else self.policy.to_json(),
         }
 
     def dumps(self) -> str:
@@ -547,6 +550,9 @@ class _Parser:
             baseline=None
             if data.get("baseline") is None
             else Baseline.from_json(data["baseline"], self.where),
+            policy=None
+            if data.get("policy") is None
+            else ReleasePolicy.from_json(data["policy"], self.where),
         )
         self.same_verdict(self.obj(data, "verdict"), record, version)
         return record

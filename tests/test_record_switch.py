@@ -67,3 +67,13 @@ def test_no_record_launches_beside_a_require_launch_is_refused_before_anything_r
     )
     assert err == [said]
     assert not (tmp_path / "ev").exists()  # refused before the run began
+
+
+def test_launch_coverage_in_the_policy_needs_the_recorder() -> None:
+    on = parse_text('[policy]\nlaunch_coverage = "warn"\n', Path("/p/cuda-gate.toml"))
+    assert records_launches(RunOptions(record_launches=False), on)
+    with pytest.raises(ConfigError, match=r"record_launches: false, but policy.launch_coverage"):
+        parse_text(
+            'record_launches = false\n[policy]\nlaunch_coverage = "fail"\n',
+            Path("/p/cuda-gate.toml"),
+        )

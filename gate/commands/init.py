@@ -108,9 +108,24 @@ smoke = true
 # object-lock-mode = "COMPLIANCE"
 # object-lock-days = 365
 
+## The release policy: what each finding about the artifacts' device code does. The
+## values shown are the defaults, the gate's behaviour without the table; an unknown key
+## or value is an error. docs/configuration.md ("Release policy") has every rule.
+# [policy]
+# missing_sass = "fail"       # a required target without SASS: "fail" or "warn"
+# ptx_as_device_code = false  # PTX that JIT-compiles for it stands in for the SASS
+# missing_ptx = "fail"        # a required target without PTX: "fail", "warn", "allow"
+# ptx_for_highest = "off"     # compute_N of the highest required N: "off", "warn", "fail"
+# surplus_targets = "allow"   # SASS no required target asked for: "allow", "warn", "fail"
+# trap_stubs = "fail"         # kernels that only trap on a checked device: "fail", "warn"
+# launch_coverage = "off"     # kernels no entry point launched: "off", "warn", "fail"
+## Per runner class (CUDA_GATE_RUNNER_CLASS), devices every artifact must run on:
+# required_devices = { gb10 = ["12.1"], h200 = ["9.0"] }
+
 ## What a loss against `cuda-gate run --baseline REF` or `cuda-gate diff OLD NEW` does:
 ## each rule fails by default; "warn" keeps it in the report without failing the run.
-# [baseline]
+## ([baseline] at the top level is the same table: give one of the two.)
+# [policy.baseline]
 # dropped_artifact = "fail"
 # dropped_target = "fail"
 # dropped_kernel = "fail"
@@ -124,7 +139,7 @@ TEMPLATE = HEADER + BODY
 # the folders `cuda-gate run` writes beside the project (gate.pipeline's defaults).
 GITIGNORE_COMMENT = "# cuda-gate: the signing key (never commit it) and the folders a run writes"
 GITIGNORE_LINES = ("/cuda-gate.key", "/gate-evidence/", "/gate-build/")
-_TABLE = re.compile(r"^(#? ?)\[(\[?)([a-z_]+)(\]?)\]", re.MULTILINE)
+_TABLE = re.compile(r"^(#? ?)\[(\[?)([a-z_.]+)(\]?)\]", re.MULTILINE)
 
 
 def template(fmt: str) -> str:

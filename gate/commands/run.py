@@ -218,6 +218,22 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from e
 
 
+def _refuse_unrecorded(args: argparse.Namespace, project: Config) -> None:
+    """``--no-record-launches`` where the configuration needs the recorder: a ConfigError."""
+    from gate.errors import ConfigError
+
+    needing = [
+        f"launches of {a.pattern} (require_launch)" for a in project.artifacts if a.require_launch
+    ]
+    if project.policy.launch_coverage.judged:
+        needing.append("launch coverage (policy.launch_coverage)")
+    if args.record_launches is False and needing:
+        raise ConfigError(
+            f"--no-record-launches: {project.label} asks for {needing[0]}, which needs the "
+            "launch recorder"
+        )
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run the pipeline and print the table, the diagnosis and the verdict."""
     import tempfile
@@ -225,7 +241,6 @@ def handle(args: argparse.Namespace) -> int:
     from gate import config
     from gate.attest.signing import load_signer_from_env_or_file
     from gate.commands.stdout import Stdout
-    from gate.errors import ConfigError
     from gate.pipeline import RunOptions, run
     from gate.render import text
     from gate.rules.targets import Target
@@ -241,12 +256,7 @@ def handle(args: argparse.Namespace) -> int:
         refuse_unbuildable(target, args.nvcc)
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
-    needing = [a.pattern for a in project.artifacts if a.require_launch]
-    if args.record_launches is False and needing:
-        raise ConfigError(
-            f"--no-record-launches: {project.label} asks for launches of {needing[0]} "
-            "(require_launch), which needs the launch recorder"
-        )
+    _refuse_unrecorded(args, project)
     prebuilt = _prebuilt(args.prebuilt)
     store = None if args.no_store else load_settings(url=args.store, config=project)
     if store is not None and store.local_dir is not None:

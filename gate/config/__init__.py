@@ -46,9 +46,21 @@ every table sits under ``tool.cuda-gate``)::
 
     [store]                    # read by gate.store.settings (see there)
 
-    [baseline]                 # what a loss against --baseline does: "fail" (default) or "warn"
+    [policy]                   # the release policy (gate.rules.policy; defaults shown)
+    missing_sass = "fail"      # a required target without SASS: "fail" | "warn"
+    ptx_as_device_code = false # PTX that JIT-compiles for a required target stands in for its SASS
+    missing_ptx = "fail"       # a required target without PTX: "fail" | "warn" | "allow"
+    ptx_for_highest = "off"    # compute_N for the highest required N: "off" | "warn" | "fail"
+    surplus_targets = "allow"  # SASS no required target asked for: "allow" | "warn" | "fail"
+    trap_stubs = "fail"        # kernels that only trap on a checked device: "fail" | "warn"
+    launch_coverage = "off"    # kernels no entry point launched: "off" | "warn" | "fail"
+    required_devices = { gb10 = ["12.1"] }  # per runner class (CUDA_GATE_RUNNER_CLASS):
+                               # capabilities every artifact must have a route on
+
+    [policy.baseline]          # what a loss against --baseline does: "fail" (default) or "warn"
     dropped_target = "fail"    # also dropped_artifact, dropped_kernel, lost_native_route,
-                               # newer_driver (gate.rules.baseline)
+                               # newer_driver (gate.rules.baseline); [baseline] is the same
+                               # table (one of the two)
 
 ``gate/schemas/config.schema.json`` describes the same shape for editors (Taplo); this
 module stays the authority. Build commands and their ``env`` values may use the target
@@ -70,13 +82,15 @@ from pathlib import Path
 from typing import Any
 
 from gate.config import placeholders
+from gate.config import policy as policy_table
 from gate.config import values as tv
 from gate.config.placeholders import PLACEHOLDERS, TOOLS, substitute, substitute_argv
 from gate.errors import ConfigError
 from gate.jsonutil import depth
 from gate.reader.artifacts import file_kind, shown
-from gate.rules.baseline import Policy, Rule
+from gate.rules.baseline import Policy
 from gate.rules.compat import Form
+from gate.rules.policy import ReleasePolicy
 from gate.rules.require import Requirement
 from gate.rules.targets import (
     Capability,
@@ -111,13 +125,12 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = frozenset(
     {"python", "targets", "devices", "kernels", "smoke", "build", "artifact", "entry_point"}
     | {"strict_libraries", "signing", "store", "host", "stale_artifacts", "baseline"}
-    | {"record_launches"}
+    | {"record_launches", "policy"}
 )
 _BUILD_KEYS = frozenset({"name", "command", "cwd", "env", "timeout"})
 _ARTIFACT_KEYS = frozenset({"path", "kernels", "require_launch"})
 _ENTRY_KEYS = _BUILD_KEYS | {"expected_returncode", "expected_output"}
 _SIGNING_KEYS = frozenset({"key_file"})
-_BASELINE_KEYS = frozenset(r.value for r in Rule)
 
 Scalar = str | int | float | bool
 ENTRY_PASS = r"(?m)^PASS$"  # noqa: S105 - the smoke program prints PASS, not a password
@@ -251,7 +264,12 @@ class Config:
     strict_libraries: tuple[str, ...] = ()
     host: str | None = None
     stale_fails: bool = False  # stale_artifacts = "fail"
-    baseline: Policy = Policy()  # noqa: RUF009 - frozen, shared safely; [baseline]: which losses against a baseline only warn
+    policy: ReleasePolicy = ReleasePolicy()  # noqa: RUF009 - frozen, shared safely; [policy]
+
+    @property
+    def baseline(self) -> Policy:
+        """Which losses against a baseline only warn (``[policy.baseline]`` or ``[baseline]``)."""
+        return self.policy.baseline
 
     def is_strict(self, library: Path) -> bool:
         """Whether a loaded library is judged per kernel (a ``strict_libraries`` glob matches)."""
@@ -525,10 +543,14 @@ def parse(
         host=_choice(doc.get("host"), at("host"), HOSTS),
         stale_fails=_choice(doc.get("stale_artifacts", "warn"), at("stale_artifacts"), _STALE)
         == "fail",
-        baseline=_baseline(doc.get("baseline", {}), at("baseline")),
+        policy=policy_table.read(doc, root),
     )
     if not config.smoke and not config.entry_points:
         raise at("smoke").fail("false, but no entry_point is configured: nothing would run")
+    if config.record_launches is False and config.policy.launch_coverage.judged:
+        raise at("record_launches").fail(
+            "false, but policy.launch_coverage needs the launch recorder"
+        )
     return config
 
 
@@ -548,14 +570,6 @@ def _record_launches(doc: Mapping[str, Any], at: Callable[[str], tv.At]) -> bool
                 where = at("artifact").child(i).child("require_launch").key
                 raise at("record_launches").fail(f"false, but {where} needs the launch recorder")
     return on
-
-
-def _baseline(value: object, at: tv.At) -> Policy:
-    """``[baseline]``: each rule of gate.rules.baseline, ``"fail"`` or ``"warn"``."""
-    table = tv.table(value, at)
-    tv.check_keys(table, _BASELINE_KEYS, at)
-    chosen = {key: _choice(item, at.child(key), _STALE) for key, item in table.items()}
-    return Policy.from_mapping(chosen, str(at))
 
 
 def _choice(value: object, at: tv.At, allowed: Sequence[str]) -> str | None:

@@ -23,6 +23,8 @@ why a check or a run failed     :mod:`gate.rules.causes` (``Cause``,
 the hosts a device ships on     :func:`gate.rules.hosts.host_for`
 a check's state, the verdict,   :mod:`gate.rules.verdict`
 the test-result lists
+what a release policy lets      :mod:`gate.rules.policy` (``[policy]``: PTX as
+pass, warns on or fails         device code, surplus SASS, PTX for the highest target)
 ==============================  ==================================================
 
 This package imports nothing of the gate but :mod:`gate.errors` and

@@ -159,6 +159,7 @@ def run(
             artifacts=artifacts,
             capability=capability,
             required=required_launches(config),
+            launch_coverage=config.policy.launch_coverage,
         )
         checks += recorded.checks
         evidence.write_text("launches/recorder.txt", recorder.note + "\n")

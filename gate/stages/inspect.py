@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,10 +37,12 @@ from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.hosts import HostRule
 from gate.rules.kernels import describe, matching, parse
+from gate.rules.policy import DEFAULT_POLICY, Action, ReleasePolicy
 from gate.rules.require import Requirement, why_not
 from gate.rules.routes import general, jit_support, min_driver
 from gate.rules.targets import Capability, Target, Variant, Version
 from gate.rules.verdict import Check, CheckState
+from gate.stages.policycheck import policy_checks, sass_optional, stand_in_entries
 from gate.stages.stubcheck import stub_check
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
@@ -193,6 +195,7 @@ def run(
     use_cuobjdump: bool = True,
     use_cache: bool = True,
     progress: Callable[[int, int, str], None] | None = None,
+    runner_class: str | None = None,
 ) -> InspectOutcome:
     """Inspect the smoke program and every configured artifact (wheels library by library).
 
@@ -203,10 +206,13 @@ def run(
     Full SASS dumps are left running (``InspectOutcome.deferred``): the caller must call
     its ``finish()`` before the evidence is complete.
     ``progress`` hears (files done, files in all, the one read now) before each file.
+    ``runner_class`` picks the devices ``[policy] required_devices`` asks of every artifact.
     """
     deferred = Deferred()
+    policy = config.policy
+    must_run = policy.devices_for(runner_class)
     devices: tuple[Capability, ...] = (capability or smoke_requirement.target.capability,)
-    devices += tuple(d for d in config.devices if d not in devices)
+    devices += tuple(d for d in (*config.devices, *must_run) if d not in devices)
     done: list[Inspected] = []
     checks: list[Check] = []
     seen: set[str] = set()
@@ -236,6 +242,7 @@ def run(
                 use_cache=use_cache,
                 deferred=deferred,
                 in_wheel=in_wheel,
+                policy=ReleasePolicy() if is_smoke else policy,
             )
             done.append(artifact)
             evidence.write_text("sha256.txt", "".join(f"{a.sha256}  {a.path}\n" for a in done))
@@ -248,6 +255,9 @@ def run(
                 (smoke_requirement,) if is_smoke else required,
                 driver_cuda,
                 devices=devices,
+                policy=ReleasePolicy() if is_smoke else policy,
+                must_run=() if is_smoke else must_run,
+                runner_class=runner_class,
             )
     except GateError as e:
         return InspectOutcome(tuple(done), tuple(checks), e, deferred)
@@ -334,10 +344,13 @@ def inspect_artifact(
     use_cache: bool = True,
     deferred: Deferred | None = None,
     in_wheel: bool = False,
+    policy: ReleasePolicy = DEFAULT_POLICY,
 ) -> Inspected:
     """Inspect one artifact with our reader, cross-checked by cuobjdump where available.
 
     With ``deferred``, its full SASS dump is left running there; else it is waited for.
+    ``policy``: a SASS dump is not checked for SASS the policy does not ask for
+    (:func:`gate.stages.policycheck.sass_optional`).
     """
     fmt = read_format(path)
     report, digest, size = read_device_code(path, use_cache=use_cache)
@@ -376,7 +389,9 @@ def inspect_artifact(
             digest=digest,
             use_cache=use_cache,
             deferred=deferred,
-            checked=smoke or bool(report.listing.entries),  # as artifact_checks decides
+            # As artifact_checks decides.
+            checked=(smoke or bool(report.listing.entries))
+            and not sass_optional(report.listing, policy),
         )
         cross = CrossCheck(
             f"cuobjdump ({cuobjdump.version(tool)})", compare(report.listing, theirs)
@@ -516,20 +531,34 @@ def artifact_checks(
     driver_cuda: Version | None,
     *,
     devices: Sequence[Capability] = (),
+    policy: ReleasePolicy = DEFAULT_POLICY,
+    must_run: Sequence[Capability] = (),
+    runner_class: str | None = None,
 ) -> list[Check]:
     """Every check on one artifact; an artifact without device code of its own gets fewer,
     and fails when kernels are required of it. ``devices``: those its trap stubs are
-    judged for (gate.stages.stubcheck)."""
+    judged for (gate.stages.stubcheck); ``policy`` the release policy it is judged by,
+    ``must_run`` the devices it requires of ``runner_class`` (gate.stages.policycheck)."""
     has_code = artifact.smoke or bool(artifact.listing.entries)
     checks = [host_check(artifact, host)]
     if has_code:
-        checks += content_checks(artifact, evidence)
+        name, listing = artifact.name, artifact.listing
+        checks += content_checks(artifact, evidence, policy)
         for requirement in required:
-            checks += listing_checks(artifact.name, artifact.listing, requirement, artifact.kernels)
-        checks.append(coverage_check(artifact.name, artifact.listing))
-        stubs = stub_check(artifact.name, artifact.listing, devices)
+            checks += listing_checks(name, listing, requirement, artifact.kernels, policy)
+        checks.append(coverage_check(name, listing))
+        stubs = stub_check(name, listing, devices, trap_stubs=policy.trap_stubs)
         checks += [stubs] if stubs is not None else []
-        checks += driver_checks(artifact.name, artifact.listing, required, driver_cuda)
+        checks += driver_checks(name, listing, required, driver_cuda)
+        checks += policy_checks(
+            name,
+            listing,
+            required,
+            policy,
+            devices=must_run,
+            runner_class=runner_class,
+            driver=driver_cuda,
+        )
     elif artifact.kernels and not artifact.in_wheel:
         checks.append(
             Check(
@@ -590,13 +619,20 @@ def _holds_checks(evidence: EvidenceDir, name: str, prefix: str, holds: _Holds) 
     return checks
 
 
-def content_checks(artifact: Inspected, evidence: EvidenceDir) -> list[Check]:
+def content_checks(
+    artifact: Inspected, evidence: EvidenceDir, policy: ReleasePolicy = DEFAULT_POLICY
+) -> list[Check]:
     """The listings and dumps hold what their names say: ELF entries, SASS code, PTX text.
 
-    ``sass.txt`` with only cuobjdump's "Fatbin ptx code" header is not a SASS dump.
+    ``sass.txt`` with only cuobjdump's "Fatbin ptx code" header is not a SASS dump. An
+    artifact of PTX alone that the policy accepts as device code is asked for no cubin
+    and no SASS (:func:`gate.stages.policycheck.sass_optional`).
     """
     cls, name, prefix = "gate.inspect", artifact.name, artifact.prefix
-    checks = _holds_checks(evidence, name, prefix, (*_LISTING_HOLDS, *_SASS_HOLDS))
+    holds = (*_LISTING_HOLDS, *_SASS_HOLDS)
+    if sass_optional(artifact.listing, policy):
+        holds = tuple(h for h in holds if h not in (_LISTS_CUBIN, *_SASS_HOLDS))
+    checks = _holds_checks(evidence, name, prefix, holds)
     for module in artifact.ptx_modules:
         missing = [
             label
@@ -630,21 +666,29 @@ def _holds_sass(text: str) -> bool:
     return bool(_SASS_FUNCTION.search(text))
 
 
+_LISTS_CUBIN = ("elf-list.txt", "ELF listing lists a cubin", _lists_cubin)
 _LISTING_HOLDS: _Holds = (
-    ("elf-list.txt", "ELF listing lists a cubin", _lists_cubin),
+    _LISTS_CUBIN,
     ("ptx.txt", "PTX dump holds PTX", _holds_ptx),
 )
 _SASS_HOLDS: _Holds = (("sass.txt", "SASS dump holds SASS", _holds_sass),)
 
 
 def listing_checks(
-    artifact: str, listing: Listing, requirement: Requirement, kernels: Sequence[str]
+    artifact: str,
+    listing: Listing,
+    requirement: Requirement,
+    kernels: Sequence[str],
+    policy: ReleasePolicy = DEFAULT_POLICY,
 ) -> list[Check]:
     """The seed's inspection checks: the target and the kernels, in SASS and in PTX.
 
     What satisfies the required target is the decision core's table
     (gate.rules.require); a kernel is matched by its whole name (gate.rules.kernels),
-    and the check names the kernel it matched.
+    and the check names the kernel it matched. What a missing target does is the
+    release policy's: ``missing_sass`` and ``missing_ptx`` (fail, warn; PTX also
+    allow), and ``ptx_as_device_code``, under which PTX that JIT-compiles for the
+    target stands in for its SASS (a warning: the first launch JIT-compiles).
     """
     checks = []
     for kind, label, cause in (
@@ -652,32 +696,61 @@ def listing_checks(
         (Kind.PTX, requirement.ptx_label(), Cause.MISSING_PTX),
     ):
         ptx = kind is Kind.PTX
+        action = policy.missing_ptx if ptx else policy.missing_sass
+        key = "missing_ptx" if ptx else "missing_sass"
         matching = [e for e in listing.of_kind(kind) if requirement.satisfied_by(e.target)]
         # A kernel-less entry (nvcc's device-link stub) is no kernel's code: where the
         # artifact has kernels, only an entry holding some stands for the target.
         entries = [e for e in matching if e.kernels or not listing.kernels()]
         found = tuple(dict.fromkeys(e.target for e in entries))
+        where = f"{label} {kind.value}"
+        state = CheckState.PASSED
         if entries:
             isa = f" (ISA {entries[0].ptx_isa})" if ptx and entries[0].ptx_isa else ""
             message = f"{kind.value} for {label} present: {_names(found)}{isa}"
-        elif matching:
-            stubs = _names(tuple(dict.fromkeys(e.target for e in matching)))
-            message = f"no {kind.value} for {label}: only kernel-less entries ({stubs})"
         else:
-            message = _lto_only(listing) or why_not(requirement, listing.targets(kind), ptx=ptx)
+            if matching:
+                stubs = _names(tuple(dict.fromkeys(e.target for e in matching)))
+                message = f"no {kind.value} for {label}: only kernel-less entries ({stubs})"
+            else:
+                message = _lto_only(listing) or why_not(requirement, listing.targets(kind), ptx=ptx)
+            standing = (
+                ()
+                if ptx or not policy.ptx_as_device_code
+                else stand_in_entries(listing, requirement)
+            )
+            if standing:
+                entries = list(standing)
+                shown = _names(tuple(dict.fromkeys(e.target for e in standing)))
+                where = f"{shown} PTX (standing in for {label} SASS)"
+                state = CheckState.WARNED
+                message += (
+                    f"; {shown} PTX stands in as device code (policy.ptx_as_device_code = "
+                    "true): the driver JIT-compiles it at the first launch"
+                )
+            else:
+                state = action.state(found=True)
+                message += (
+                    f' (policy.{key} = "{action.value}")' if action is not Action.FAIL else ""
+                )
         checks.append(
             Check(
                 f"{artifact}: {kind.value} for {label}",
                 "gate.inspect",
-                CheckState.of(bool(entries)),
+                state,
                 message,
-                cause=None if entries else cause,
+                cause=cause if state is CheckState.FAILED else None,
                 path=ExecPath.JIT if ptx else ExecPath.NATIVE,
             )
         )
+        if not entries and not action.judged:
+            continue  # an allowed absence: no kernel is looked for in code that is not there
         names = {k for e in entries for k in e.kernels}
         for kernel in kernels:
-            checks.append(_kernel_check(artifact, kernel, names, f"{label} {kind.value}", ptx=ptx))
+            check = _kernel_check(artifact, kernel, names, where, ptx=ptx)
+            if not entries and check.failed and action is Action.WARN:
+                check = replace(check, state=CheckState.WARNED, cause=None)
+            checks.append(check)
     return checks
 
 

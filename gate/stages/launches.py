@@ -42,7 +42,8 @@ from gate.reader.cubin import read_ptx
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import read_buffer
 from gate.rules.causes import Cause, ExecPath
-from gate.rules.coverage import Coverage, coverage, unmet
+from gate.rules.coverage import ALL, Coverage, coverage, unmet
+from gate.rules.policy import Action
 from gate.rules.routes import Path as RoutePath
 from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, CheckState
@@ -88,8 +89,15 @@ def judge(
     artifacts: Sequence[Inspected],
     capability: Capability,
     required: Mapping[Path, Required],
+    launch_coverage: Action = Action.OFF,
 ) -> LaunchOutcome:
-    """Coverage, runtime modules and recorded routes of every run (see the module docstring)."""
+    """Coverage, runtime modules and recorded routes of every run (see the module docstring).
+
+    ``launch_coverage`` (``[policy]``): ``warn`` or ``fail`` asks every kernel of every
+    artifact without a ``require_launch`` of its own (the smoke program aside) to be
+    launched, a never-launched kernel warning or failing; ``fail`` is ``require_launch =
+    "all"`` everywhere.
+    """
     checks: list[Check] = []
     table: list[tuple[str, ExecPath, Coverage]] = []
     lines: list[str] = []
@@ -98,11 +106,12 @@ def judge(
         carried = artifact.listing.kernels()
         if not carried:
             continue
+        wanted, level = required.get(artifact.path), Action.FAIL
+        if not wanted and not artifact.smoke and launch_coverage.judged:
+            wanted, level = ALL, launch_coverage
         for path in ExecPath:
             on_path = [r for r in runs if r.path is path]
-            check, cov, text = coverage_check(
-                artifact, path, on_path, required.get(artifact.path), held
-            )
+            check, cov, text = coverage_check(artifact, path, on_path, wanted, held, level=level)
             if check is not None:
                 checks.append(check)
             lines += text
@@ -129,12 +138,18 @@ def coverage_check(
     runs: Sequence[Run],
     required: Required | None,
     held: Held | None = None,
+    *,
+    level: Action = Action.FAIL,
 ) -> tuple[Check | None, Coverage | None, list[str]]:
     """One artifact on one path: a passed case with the figures, or what ``required`` lacks.
 
     Unrecorded runs give no check (the rest of the run is unchanged), unless launches
-    are required: then the requirement fails, saying why nothing was recorded.
+    are required: then the requirement fails (``level`` warn: warns), saying why nothing
+    was recorded.
     """
+    state = level.state(found=True)
+    cause = Cause.EVIDENCE if state is CheckState.FAILED else None
+    by = f' (policy.launch_coverage = "{level.value}")' if level is not Action.FAIL else ""
     name = f"{artifact.name}: kernels launched [{path.value}]"
     classname = f"gate.launches.{path.value}"
     records = [p for r in runs for p in r.launches]
@@ -143,8 +158,8 @@ def coverage_check(
         text = [f"{artifact.name} [{path.value}]: {why}"]
         if not required:
             return None, None, text
-        message = f"require_launch cannot be checked: {why}"
-        check = Check(name, classname, CheckState.FAILED, message, cause=Cause.EVIDENCE, path=path)
+        message = f"require_launch cannot be checked: {why}{by}"
+        check = Check(name, classname, state, message, cause=cause, path=path)
         return check, None, text
     held = held or Held.of([(artifact.name, artifact.listing)])
     launched = launch_counts(records)
@@ -164,12 +179,11 @@ def coverage_check(
     if missing:
         said = "; ".join(u.text() for u in missing)
         message = (
-            f"require_launch not met on the {path.title} path: {said} ({cov.figures} launched)"
+            f"require_launch not met on the {path.title} path: {said} ({cov.figures} launched)" + by
         )
+        missed = Cause.MISSING_KERNEL if state is CheckState.FAILED else None
         return (
-            Check(
-                name, classname, CheckState.FAILED, message, cause=Cause.MISSING_KERNEL, path=path
-            ),
+            Check(name, classname, state, message, cause=missed, path=path),
             cov,
             text,
         )

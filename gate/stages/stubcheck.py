@@ -22,6 +22,7 @@ from gate.reader.listing import Kind, Listing
 from gate.reader.stubs import stubs_of, unread_targets
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
+from gate.rules.policy import Action, stub_severity
 from gate.rules.stubs import Severity
 from gate.rules.targets import Capability
 from gate.rules.verdict import Check, CheckState
@@ -30,9 +31,15 @@ _SHOWN = 5  # kernels named in one check's message
 
 
 def stub_check(
-    name: str, listing: Listing, devices: Sequence[Capability], *, own: bool = True
+    name: str,
+    listing: Listing,
+    devices: Sequence[Capability],
+    *,
+    own: bool = True,
+    trap_stubs: Action = Action.FAIL,
 ) -> Check | None:
-    """The one check on ``name``'s kernels that do nothing (None without kernels in SASS)."""
+    """The one check on ``name``'s kernels that do nothing (None without kernels in SASS);
+    ``trap_stubs`` (``[policy]``): ``warn`` makes what would fail a warning."""
     if not any(e.kernels for e in listing.of_kind(Kind.SASS)):
         return None
     title = f"{name}: no kernel is a trap stub or empty"
@@ -52,6 +59,9 @@ def stub_check(
     worst = min((s.severity(own=own) for s in found), key=_ORDER.__getitem__)
     if not own and ranked[0].severity(own=True) is Severity.FAIL:
         message += " (a library outside the project: a warning, never a failure)"
+    if stub_severity(worst, trap_stubs) is not worst:
+        worst = stub_severity(worst, trap_stubs)
+        message += f' (policy.trap_stubs = "{trap_stubs.value}")'
     state = _STATES[worst]
     return Check(
         title,
