@@ -23,6 +23,7 @@ from gate.attest.manifest import (
 )
 from gate.attest.signing import generate_key_pair, parse_envelope, signer_from_pem, verify_envelope
 from gate.errors import ArtifactChangedError, EvidenceError
+from gate.record import RESULT_VERSION
 from gate.redact import Redactor
 from tests.manifest_evidence import CAPABILITY, DRIVER_VERSION, KERNEL, make_evidence, sha256
 
@@ -154,7 +155,10 @@ def _edit_result(folder: Path, edit: Any) -> None:
     [
         (lambda d: d.pop("verdict"), "'verdict' is missing or not an object"),
         (lambda d: d.update(artifacts={}), "'artifacts' is missing or not a list of objects"),
-        (lambda d: d.update(version=5), "run record version 5 is not one this cuda-gate reads"),
+        (
+            lambda d: d.update(version=RESULT_VERSION + 1),
+            f"run record version {RESULT_VERSION + 1} is not one this cuda-gate reads",
+        ),
         (lambda d: d["artifacts"][0].update(sha256="abc"), "artifacts/0/sha256"),
         (lambda d: d["executions"][0].update(path="sideways"), "execution path 'sideways'"),
         (lambda d: d["artifacts"][1].update(name="check"), "artifact names must be unique: check"),
