@@ -304,7 +304,7 @@ def records_launches(options: RunOptions, config: Config) -> bool:
     ``require_launch``, ``[policy] launch_coverage``); else as ``--[no-]record-launches``
     says, else as ``record_launches`` says, else on. (Where CUPTI is missing, or a profiler
     holds CUDA_INJECTION64_PATH, the recorder stage says so and the runs go on without it.)"""
-    if config.policy.launch_coverage.judged or any(a.require_launch for a in config.artifacts):
+    if config.recorder_needs():
         return True
     if options.record_launches is not None:
         return options.record_launches

@@ -222,14 +222,10 @@ def _refuse_unrecorded(args: argparse.Namespace, project: Config) -> None:
     """``--no-record-launches`` where the configuration needs the recorder: a ConfigError."""
     from gate.errors import ConfigError
 
-    needing = [
-        f"launches of {a.pattern} (require_launch)" for a in project.artifacts if a.require_launch
-    ]
-    if project.policy.launch_coverage.judged:
-        needing.append("launch coverage (policy.launch_coverage)")
+    needing = project.recorder_needs()
     if args.record_launches is False and needing:
         raise ConfigError(
-            f"--no-record-launches: {project.label} asks for {needing[0]}, which needs the "
+            f"--no-record-launches: {project.label} asks for {needing[0][1]}, which needs the "
             "launch recorder"
         )
 

@@ -271,6 +271,22 @@ class Config:
         """Which losses against a baseline only warn (``[policy.baseline]`` or ``[baseline]``)."""
         return self.policy.baseline
 
+    def recorder_needs(self) -> tuple[tuple[str, str], ...]:
+        """What needs the launch recorder, each as (its key, what it asks for): an artifact's
+        ``require_launch``, a judged ``[policy] launch_coverage``."""
+        needs = [
+            (
+                f"{a.key.removeprefix(f'{self.label}: ')}.require_launch",
+                f"launches of {a.pattern} (require_launch)",
+            )
+            for a in self.artifacts
+            if a.require_launch
+        ]
+        if self.policy.launch_coverage.judged:
+            key = f"{self.prefix}policy.launch_coverage"
+            needs.append((key, "launch coverage (policy.launch_coverage)"))
+        return tuple(needs)
+
     def is_strict(self, library: Path) -> bool:
         """Whether a loaded library is judged per kernel (a ``strict_libraries`` glob matches)."""
         return any(fnmatch.fnmatchcase(library.name, g) for g in self.strict_libraries)
@@ -547,10 +563,9 @@ def parse(
     )
     if not config.smoke and not config.entry_points:
         raise at("smoke").fail("false, but no entry_point is configured: nothing would run")
-    if config.record_launches is False and config.policy.launch_coverage.judged:
-        raise at("record_launches").fail(
-            "false, but policy.launch_coverage needs the launch recorder"
-        )
+    needs = config.recorder_needs()
+    if config.record_launches is False and needs:
+        raise at("record_launches").fail(f"false, but {needs[0][0]} needs the launch recorder")
     return config
 
 
@@ -559,17 +574,10 @@ _STALE = ("warn", "fail")
 
 
 def _record_launches(doc: Mapping[str, Any], at: Callable[[str], tv.At]) -> bool | None:
-    """``record_launches``: absent (the default: on), or a flag; false cannot stand beside a
-    ``require_launch``, which needs the recorder."""
+    """``record_launches``: absent (the default: on), or a flag."""
     if "record_launches" not in doc:
         return None
-    on = tv.flag(doc["record_launches"], at("record_launches"))
-    if not on:
-        for i, table in enumerate(doc.get("artifact", []) or []):
-            if isinstance(table, Mapping) and table.get("require_launch"):
-                where = at("artifact").child(i).child("require_launch").key
-                raise at("record_launches").fail(f"false, but {where} needs the launch recorder")
-    return on
+    return tv.flag(doc["record_launches"], at("record_launches"))
 
 
 def _choice(value: object, at: tv.At, allowed: Sequence[str]) -> str | None:
