@@ -216,8 +216,10 @@ class RunRecord:
         """Checks that ran and failed."""
         return tuple(c for c in self.checks if c.failed)
 
-    def to_json(self) -> dict[str, Any]:
-        """The result.json document."""
+    def to_json(self, *, loaded_listings: bool = True) -> dict[str, Any]:
+        """The result.json document; without ``loaded_listings``, each loaded library's
+        listing is left out (the signed predicate names none, and torch's libraries hold
+        tens of thousands of entries)."""
         verdict = self.verdict
         return {
             "version": RESULT_VERSION,
@@ -274,7 +276,9 @@ class RunRecord:
                     "declared": lib.declared,
                     "entry_points": list(lib.entry_points),
                     "evidence": lib.evidence,
-                    "listing": listing_json(lib.listing, "cuda-gate reader"),
+                    "listing": listing_json(lib.listing, "cuda-gate reader")
+                    if loaded_listings
+                    else None,
                     "route": lib.route,
                     "runs": lib.runs,
                     "strict": lib.strict,

@@ -130,7 +130,7 @@ def build_statement(
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise EvidenceError(f"{source}: artifact names must be unique: {', '.join(duplicates)}")
-    data = record.to_json()
+    data = record.to_json(loaded_listings=False)
     env = data["environment"]
     artifacts = [_artifact_provenance(a, source) for a in data["artifacts"]]
     predicate = {
