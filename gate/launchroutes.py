@@ -66,11 +66,20 @@ def route_text(k: LaunchedKernel, path: ExecPath, held: Held) -> str:
        ``JIT-compiled (sm_90) from PTX``.
     """
     if k.sass is not None:
-        if path is ExecPath.JIT and k.ptx is not None:
+        if path is ExecPath.JIT and jit_compiled(k, held):
             return f"{k.sass} JIT-compiled from {k.ptx} PTX"
         return f"{k.sass} SASS"
     if k.module_sass is None:
         return UNNAMED
-    if path is ExecPath.NATIVE or held.sass(k.module_sha256):
-        return f"{k.module_sass} SASS"
-    return f"JIT-compiled ({k.module_sass}) from PTX"
+    if path is ExecPath.JIT and jit_compiled(k, held):
+        return f"JIT-compiled ({k.module_sass}) from PTX"
+    return f"{k.module_sass} SASS"
+
+
+def jit_compiled(k: LaunchedKernel, held: Held) -> bool:
+    """Whether ``k``, launched on the forced-JIT path, ran from the JIT's output: the driver
+    said its code came from PTX, or the cubin holding it is no embedded SASS cubin of an
+    inspected file (:func:`route_text`'s rule)."""
+    if k.sass is not None:
+        return k.ptx is not None
+    return k.module_sass is not None and not held.sass(k.module_sha256)

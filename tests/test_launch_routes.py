@@ -23,7 +23,7 @@ import pytest
 from gate.config import EntryPoint
 from gate.evidence import EvidenceDir
 from gate.launchlog import launch_counts, read_folder, read_record
-from gate.launchroutes import UNNAMED, Held, route_text
+from gate.launchroutes import UNNAMED, Held, jit_compiled, route_text
 from gate.proc import Result
 from gate.reader.elffile import ElfFile
 from gate.reader.hostelf import HostFormat
@@ -31,7 +31,7 @@ from gate.reader.read import read_paths
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability
 from gate.stages.inspect import Inspected
-from gate.stages.launches import judge
+from gate.stages.launches import jit_compiled_symbols, judge
 from gate.stages.runs import Run
 
 pytestmark = pytest.mark.unit
@@ -103,6 +103,25 @@ def test_routes_say_sass_or_jit_output_by_the_modules_digest() -> None:
     merged = launch_counts([native, jit])
     assert merged["_Z5twicePi"].count == 5
     assert merged["_Z5twicePi"].module_sha256 == SM120_SASS  # the first process's module
+
+
+def test_a_kernel_ran_from_jit_output_only_where_its_route_says_so() -> None:
+    known = held()
+    (jit,) = read_folder(RECORDS / "jit")
+    by_name = {k.name: k for k in jit.kernels}
+    assert jit_compiled(by_name["_Z5twicePi"], known)  # a cubin no inspected file holds
+    assert not jit_compiled(replace(by_name["_Z5twicePi"], module_sha256=SM120_SASS), known)
+    assert not jit_compiled(by_name["_Z7add_onePi"], known)  # its module unread: unknown
+    asked = replace(by_name["_Z7add_onePi"], binary_version=120)
+    assert not jit_compiled(asked, known)  # the driver said SASS, naming no PTX
+    assert jit_compiled(replace(asked, ptx_version=80), known)  # ... or from compute_80
+
+
+def test_the_kernels_recorded_jit_compiled_come_from_forced_jit_runs_only(tmp_path: Path) -> None:
+    evidence = EvidenceDir.create(tmp_path / "ev")
+    runs = [run_of(evidence, p, b"") for p in ExecPath]
+    assert jit_compiled_symbols(runs, [library()]) == {"_Z5twicePi", "_Z11write_valuePi"}
+    assert jit_compiled_symbols(runs[:1], [library()]) == frozenset()  # native only
 
 
 def run_of(evidence: EvidenceDir, path: ExecPath, fatbin: bytes) -> Run:

@@ -37,7 +37,7 @@ def judged(tmp_path: Path, cap: str, *runs: Run, config: Config | None = None) -
         driver=Version(13, 0),
         config=config or Config(project_dir=tmp_path),
     )
-    libraries.write_views(evidence, found, Capability.parse(cap))
+    libraries.write_views(evidence, found)
     return found
 
 
@@ -72,10 +72,11 @@ def test_libraries_read_ahead_are_judged_as_if_read_then(tmp_path: Path) -> None
     shutil.copy(GOLDEN, copy)
     plain = tmp_path / "libplain.so"
     plain.write_bytes(b"\x7fELF not really")
-    with libraries.Prefetch() as prefetch:
+    with libraries.Prefetch(cap=Capability.parse("9.0")) as prefetch:
         prefetch.add([GOLDEN, plain])  # the first run's; copy is asked for only by judge
+        evidence = EvidenceDir.create(tmp_path / "ev")
         found = libraries.judge(
-            EvidenceDir.create(tmp_path / "ev"),
+            evidence,
             runs=(ran("a", GOLDEN, plain), ran("b", copy)),
             artifacts=(),
             cap=Capability.parse("9.0"),
@@ -88,6 +89,26 @@ def test_libraries_read_ahead_are_judged_as_if_read_then(tmp_path: Path) -> None
     assert [c.message for c in found.checks] == [c.message for c in expected.checks]
     text = (tmp_path / "ev" / "loaded-libraries.txt").read_text(encoding="utf-8")
     assert f"{plain}  [not readable" in text or f"{plain}  [no device code]" in text
+    # Its evidence files were rendered while the runs went on, and say what a render now says.
+    libraries.write_views(evidence, found)
+    for name in ("device-code.txt", "device-code.json"):
+        ahead = tmp_path / "ev" / "loaded" / "libkernels.so" / name
+        now = tmp_path / "again" / "ev" / "loaded" / "libkernels.so" / name
+        assert ahead.read_bytes() == now.read_bytes()
+
+
+def test_a_view_rendered_ahead_for_another_device_is_rendered_again(tmp_path: Path) -> None:
+    with libraries.Prefetch(cap=Capability.parse("9.0")) as prefetch:
+        prefetch.add([GOLDEN])
+        _, read = prefetch.get(GOLDEN)
+        assert read is not None
+        report, digest = read
+        assert prefetch.view(digest, report, Capability.parse("9.0")) == libraries.render_view(
+            report, Capability.parse("9.0")
+        )
+        for_spark = prefetch.view(digest, report, Capability.parse("12.1"))
+    assert for_spark == libraries.render_view(report, Capability.parse("12.1"))
+    assert for_spark != libraries.render_view(report, Capability.parse("9.0"))
 
 
 def test_the_same_file_through_a_symlink_is_one_library(tmp_path: Path) -> None:

@@ -162,6 +162,19 @@ def test_the_paths_proved_say_which_path_was_proved_for_which_code(
     assert predict.paths_proved(runs, [_proved(listing(), vendor=vendor)], proved) == [says]
 
 
+def test_own_ptx_proved_by_recorded_jit_launches_says_so() -> None:
+    runs = [run(ExecPath.NATIVE, 0), run(ExecPath.JIT, 0)]
+    blocked = [_proved(listing(), vendor=listing(ptx=None))]
+    both = frozenset({"libext.so"})
+    (said,) = predict.paths_proved(runs, blocked, both, by_launches=both)
+    assert said.endswith(
+        "the project's own PTX (libext.so) proved by its kernels' recorded forced-JIT launches"
+    )
+    # Proved by launches but not among the proved (a module of it failed): not proved.
+    (unproved,) = predict.paths_proved(runs, blocked, frozenset(), by_launches=both)
+    assert unproved.endswith("the project's PTX NOT proved by module load")
+
+
 def test_without_the_native_run_native_is_not_proved_and_no_own_code_says_so() -> None:
     only_vendor = predict.Prediction(
         "app",

@@ -7,6 +7,10 @@ own code is still proved: each PTX entry of the project's artifacts that targets
 device is written to a file and handed to ``python -m gate.stages.jitcheck`` in a
 fresh process with ``CUDA_FORCE_PTX_JIT=1``, ``CUDA_CACHE_DISABLE=1`` and an empty
 ``CUDA_CACHE_PATH``; it must load, and every kernel it declares must be found.
+
+A module whose every kernel the launch recorder saw launched from the driver's JIT
+output in the entry points' forced-JIT runs is proved by those runs already (the
+driver compiled its PTX and ran each kernel of it): it is not loaded again.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,9 +46,10 @@ class Proofs:
     checks: tuple[Check, ...]
     outcomes: tuple[tuple[str, bool], ...]
     commands: tuple[proc.Result, ...] = ()
+    by_launches: frozenset[str] = frozenset()  # proved by recorded JIT launches alone
 
     def proved_names(self) -> frozenset[str]:
-        """The artifacts that had at least one PTX load, and all of whose loads passed."""
+        """The artifacts that had at least one PTX proof, and all of whose proofs passed."""
         return frozenset(name for name, ok in self.outcomes if ok)
 
 
@@ -54,16 +59,20 @@ def start(
     cap: Capability,
     *,
     side_by_side: bool = True,
+    jit_launched: Collection[str] = frozenset(),
 ) -> Pending:
     """Start loading the PTX of every project artifact behind an entry point whose JIT run
     is blocked: each load waits on the driver in a process of its own, so the caller can
-    write evidence meanwhile and then call :meth:`Pending.finish`.
+    write evidence meanwhile and then call :meth:`Pending.finish`. A module whose every
+    kernel is in ``jit_launched`` (recorded launched from JIT output on the forced-JIT
+    path) passes without a load.
 
     Up to 8 at once with ``side_by_side``; one at a time on a device in an exclusive
     compute mode."""
     wanted = {s.name for p in predictions if p.jit_blocked_by_library for s in p.sources if s.own}
     checks: list[Check] = []
     failed: set[str] = set()
+    loaded: set[str] = set()  # the artifacts with a module to load
     jobs: list[tuple[str, str, int, PtxModule]] = []  # artifact, label, index, module
     for artifact in artifacts:
         if artifact.name not in wanted:
@@ -82,9 +91,16 @@ def start(
             continue
         for index, module in enumerate(modules, 1):
             label = f"{module.target} PTX #{index}" if len(modules) > 1 else f"{module.target} PTX"
+            if module.kernels and jit_launched and set(module.kernels) <= set(jit_launched):
+                ran = count(len(module.kernels), "kernel")
+                said = f"all {ran} launched from the driver's JIT output in the forced-JIT runs"
+                checks.append(_check(artifact.name, label, True, f"{said} (launch recorder)"))
+                continue
+            loaded.add(artifact.name)
             jobs.append((artifact.name, label, index, module))
     names = [a.name for a in artifacts if a.name in wanted]
-    return Pending(jobs, checks, failed, names, workers=8 if side_by_side else 1)
+    by_launches = frozenset(n for n in names if n not in loaded and n not in failed)
+    return Pending(jobs, checks, failed, names, workers=8 if side_by_side else 1, by=by_launches)
 
 
 class Pending:
@@ -98,8 +114,10 @@ class Pending:
         names: list[str],
         *,
         workers: int = 8,
+        by: frozenset[str] = frozenset(),
     ) -> None:
         self._jobs, self._checks, self._failed, self._names = jobs, checks, failed, names
+        self._by_launches = by
         self._pool = ThreadPoolExecutor(
             max(1, min(workers, len(jobs))), thread_name_prefix="ptx-load"
         )
@@ -123,7 +141,7 @@ class Pending:
             if not ok:
                 failed.add(name)
         outcomes = tuple((name, name not in failed) for name in dict.fromkeys(self._names))
-        return Proofs(tuple(checks), outcomes, tuple(commands))
+        return Proofs(tuple(checks), outcomes, tuple(commands), self._by_launches)
 
 
 def _check(artifact: str, label: str, ok: bool, detail: str) -> Check:

@@ -37,7 +37,7 @@ from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
 from gate.launchlog import LaunchedKernel, ProcessRecord, launch_counts
-from gate.launchroutes import Held, route_text
+from gate.launchroutes import Held, jit_compiled, route_text
 from gate.reader.cubin import read_ptx
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import read_buffer
@@ -130,6 +130,20 @@ def judge(
         )
         evidence.write_text("launches/coverage.txt", "\n".join(body).strip() + "\n")
     return LaunchOutcome(tuple(checks), tuple(modules), tuple(table), tuple(accounted))
+
+
+def jit_compiled_symbols(runs: Sequence[Run], artifacts: Sequence[Inspected]) -> frozenset[str]:
+    """The kernels some process of a forced-JIT run launched from the driver's JIT output,
+    as the launch recorder saw them (gate.launchroutes.jit_compiled)."""
+    held = Held.of((a.name, a.listing) for a in artifacts)
+    return frozenset(
+        k.name
+        for run in runs
+        if run.path is ExecPath.JIT
+        for record in run.launches
+        for k in record.kernels
+        if jit_compiled(k, held)
+    )
 
 
 def coverage_check(

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import machine
+from gate import jsonutil, machine
 from gate.config import Config
 from gate.demangle import demangle
 from gate.errors import BadInputError
@@ -92,6 +93,27 @@ class Library:
 
 
 @dataclass(frozen=True)
+class View:
+    """A vendor library's own evidence files, rendered: device-code.txt and .json."""
+
+    text: str
+    json: str
+
+
+def render_view(report: reader.ArtifactReport, cap: Capability) -> View:
+    """The library's entries and its routes on ``cap``, as its two evidence files say them.
+
+    For torch's libraries this is tens of thousands of entries: :class:`Prefetch` renders
+    each while the next entry point runs.
+    """
+    view = summary.artifact_json(report, (cap,))
+    return View(
+        summary.console(view, demangle=demangle),
+        jsonutil.dumps({"version": 1, "artifact": view}),
+    )
+
+
+@dataclass(frozen=True)
 class Judged:
     """The loaded libraries, per entry point what it loaded, the checks on them."""
 
@@ -99,7 +121,7 @@ class Judged:
     by_entry: dict[str, tuple[Library, ...]]
     compilers: dict[str, tuple[str, ...]]  # entry point -> runtime compilers it loaded
     checks: tuple[Check, ...]
-    views: tuple[tuple[str, reader.ArtifactReport], ...] = ()  # evidence still to write
+    views: tuple[tuple[str, View], ...] = ()  # evidence still to write: prefix, its files
 
     @property
     def records(self) -> tuple[LoadedLibrary, ...]:
@@ -153,7 +175,7 @@ def judge(
     prefixes: set[str] = set()
     libraries: list[Library] = []
     checks: list[Check] = []
-    views: list[tuple[str, reader.ArtifactReport]] = []
+    views: list[tuple[str, View]] = []
     for digest, (path, report, entry_names) in with_code.items():
         artifact = by_digest.get(digest)
         strict = artifact is None and config.is_strict(path)
@@ -175,7 +197,8 @@ def judge(
         libraries.append(library)
         if artifact is not None:
             continue  # an artifact was judged by the inspect stage already
-        views.append((prefix, report))
+        view = prefetch.view(digest, report, cap) if prefetch else render_view(report, cap)
+        views.append((prefix, view))
         checks.append(_check(library, cap))
         twin = by_name.get(path.name)
         if twin is not None:
@@ -204,16 +227,13 @@ def judge(
     )
 
 
-def write_views(evidence: EvidenceDir, judged: Judged, cap: Capability) -> None:
-    """Each vendor library's device-code.txt and .json (its entries, its routes on ``cap``).
-
-    Apart from :func:`judge`: for torch's libraries this is tens of thousands of entries
-    of JSON, written while the PTX proofs wait on the driver.
-    """
-    for prefix, report in judged.views:
-        view = summary.artifact_json(report, (cap,))
-        evidence.write_text(f"{prefix}device-code.txt", summary.console(view, demangle=demangle))
-        evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
+def write_views(evidence: EvidenceDir, judged: Judged) -> None:
+    """Each vendor library's device-code.txt and .json (its entries, its routes on the
+    device), as :func:`render_view` rendered them; apart from :func:`judge`, so that they
+    are written while the PTX proofs wait on the driver."""
+    for prefix, view in judged.views:
+        evidence.write_text(f"{prefix}device-code.txt", view.text)
+        evidence.write_text(f"{prefix}device-code.json", view.json)
 
 
 _Listed = tuple[Path, str, list[str], str | None]  # path, mark, loaded by, digest if code
@@ -297,23 +317,47 @@ class Prefetch:
     was not asked for.
     """
 
-    def __init__(self, *, use_cache: bool = True) -> None:
+    def __init__(self, *, use_cache: bool = True, cap: Capability | None = None) -> None:
         self._use_cache = use_cache
+        self._cap = cap
         # The project's entry point runs meanwhile: leave it most of the machine.
         workers = machine.background_threads()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="loaded-read")
         self._reads: dict[Path, Future[_Read]] = {}
+        self._views: dict[str, View | None] = {}  # by SHA-256; None: being rendered
+        self._lock = threading.Lock()
 
     def add(self, paths: Iterable[Path]) -> None:
-        """Start reading each of ``paths`` not asked for before."""
+        """Start reading each of ``paths`` not asked for before (and, given the device,
+        rendering its evidence files: :func:`render_view`)."""
         for path in paths:
             if path not in self._reads:
-                self._reads[path] = self._pool.submit(_read, path, use_cache=self._use_cache)
+                self._reads[path] = self._pool.submit(self._fetch, path)
 
     def get(self, path: Path) -> _Read:
         """What :func:`_read` says of ``path`` (waiting for it, or reading it now)."""
         future = self._reads.get(path)
         return future.result() if future is not None else _read(path, use_cache=self._use_cache)
+
+    def view(self, digest: str, report: reader.ArtifactReport, cap: Capability) -> View:
+        """The library's rendered evidence files: rendered while the entry points ran, or now."""
+        with self._lock:
+            done = self._views.get(digest)
+        return done if done is not None and self._cap == cap else render_view(report, cap)
+
+    def _fetch(self, path: Path) -> _Read:
+        read = _read(path, use_cache=self._use_cache)
+        if read[1] is None or self._cap is None:
+            return read
+        report, digest = read[1]
+        with self._lock:
+            if digest in self._views:
+                return read  # the same bytes through another path: rendered once
+            self._views[digest] = None
+        rendered = render_view(report, self._cap)
+        with self._lock:
+            self._views[digest] = rendered
+        return read
 
     def close(self) -> None:
         """Stop: nothing more is read."""

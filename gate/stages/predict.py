@@ -501,18 +501,27 @@ def _with(k: int, n: int) -> str:
 
 
 def paths_proved(
-    runs: Sequence[Run], predictions: Sequence[Prediction], proved: frozenset[str]
+    runs: Sequence[Run],
+    predictions: Sequence[Prediction],
+    proved: frozenset[str],
+    by_launches: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Per entry point, which paths were proved for which code (the verdict's fine print);
-    entry points proved alike are named together."""
+    entry points proved alike are named together. ``by_launches``: the artifacts of
+    ``proved`` whose PTX was proved by recorded forced-JIT launches, with no module load."""
     out: list[tuple[str, str]] = []
     for prediction in predictions:
         pair = {r.path: r for r in runs if r.entry_point.name == prediction.entry}
         native, jit = pair.get(ExecPath.NATIVE), pair.get(ExecPath.JIT)
         words = [f"native {'proved' if native and native.passed else 'NOT proved'}"]
         own = [s.name for s in prediction.sources if s.own]
+        how = (
+            "its kernels' recorded forced-JIT launches"
+            if own and _all_proved(own, by_launches)
+            else "driver module load"
+        )
         proved_own = (
-            f"the project's own PTX ({', '.join(own)}) proved by driver module load"
+            f"the project's own PTX ({', '.join(own)}) proved by {how}"
             if own and _all_proved(own, proved)
             else "the project's PTX NOT proved by module load"
             if own
