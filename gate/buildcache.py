@@ -63,23 +63,25 @@ def compile_program(
     timeout: float,
     use_cache: bool = True,
     folder: Path | None = None,
+    claim_strays: bool = True,
 ) -> proc.Result:
     """Run the nvcc command ``argv`` (whose first word is nvcc) that writes ``output``.
 
     Reuses an earlier program built by the same toolchain from the same inputs and
     options when the cache holds one; else compiles and keeps the result.
+    ``claim_strays=False`` beside the project's own commands (proc.run).
     """
     if not use_cache:
-        return proc.run(argv, cwd=cwd, timeout=timeout)
+        return proc.run(argv, cwd=cwd, timeout=timeout, claim_strays=claim_strays)
     try:
         key = _key(argv, output, inputs)
-    except OSError:
-        return proc.run(argv, cwd=cwd, timeout=timeout)  # an input went missing: let nvcc say
+    except OSError:  # an input went missing: let nvcc say
+        return proc.run(argv, cwd=cwd, timeout=timeout, claim_strays=claim_strays)
     entry = (folder or cache_dir()) / "builds" / key[:2] / key
     reused = _reuse(entry, key, output, argv, cwd)
     if reused is not None:
         return reused
-    result = proc.run(argv, cwd=cwd, timeout=timeout)
+    result = proc.run(argv, cwd=cwd, timeout=timeout, claim_strays=claim_strays)
     if result.ok and output.is_file():
         _keep(entry, key, output, result)
     return result

@@ -351,6 +351,7 @@ class _Stages:
         )
         self.remaining = list(STAGES[:5])
         self.deferred: inspect.Deferred | None = None  # SASS dumps running beside execute
+        self.smoke_ahead: execute.SmokeAhead | None = None  # until the execute stage takes it
         self.inspect_checks_end = 0
         self.found = _Found(
             git.SourceInfo(None, None, None),
@@ -378,6 +379,11 @@ class _Stages:
             p.failed_check(name, outcome.failure, cause)
             return False
         return self.options.stop_after != name
+
+    def take_smoke_ahead(self) -> execute.SmokeAhead | None:
+        """The smoke program's runs started beside the build, handed over once."""
+        ahead, self.smoke_ahead = self.smoke_ahead, None
+        return ahead
 
     def skip_rest(self, stage: str, exit_code: ExitCode | None = None) -> None:
         """Every stage not run yet, skipped with the reason; the runs too, in JUnit."""
@@ -441,6 +447,22 @@ class _Stages:
             else None
         )
         began = self.p.start("build")
+        # On a device in the default compute mode the smoke program runs, both paths,
+        # as soon as it is built: beside the project's build, which is no GPU work.
+        ahead = (
+            probed.capability is not None
+            and probed.shared
+            and options.stop_after not in ("build", "inspect")
+        )
+
+        def on_smoke(smoke: Path) -> None:
+            if ahead:
+                self.smoke_ahead = execute.SmokeAhead(
+                    execute.smoke_entry(smoke, options.timeout),
+                    self.evidence,
+                    pending.result if pending is not None else lambda: None,
+                )
+
         # The device in front needs code built for it; a target named with --target
         # keeps its own form (sm_90a needs sm_90a).
         first = (
@@ -459,6 +481,7 @@ class _Stages:
             ptx=options.ptx,
             use_cache=options.use_cache,
             prebuilt=options.prebuilt,
+            on_smoke=on_smoke,
         )
         found = self.found = replace(found, builds=built.builds, requirements=built.required)
         if not self.finish("build", began, built):
@@ -527,6 +550,7 @@ class _Stages:
             use_cache=options.use_cache,
             side_by_side=probed.shared,
             recorder=launch_recorder,
+            smoke_ahead=self.take_smoke_ahead(),
         )
         self.finish("execute", began, ran, Cause.INTERNAL)
         return replace(
@@ -592,6 +616,9 @@ def _run_stages(
             GateError(f"internal error: {type(e).__name__}: {e}{where}"),
         )
     finally:
+        ahead = stages.take_smoke_ahead()
+        if ahead is not None:  # started, but the execute stage never ran
+            ahead.discard()
         if stages.deferred is not None:
             # Among the inspect stage's checks, where a reader of the table looks for them.
             at = stages.inspect_checks_end

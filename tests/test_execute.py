@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -126,3 +127,47 @@ def test_missing_program_is_a_one_line_tool_error(tmp_path: Path) -> None:
 def test_command_line_records_environment_changes() -> None:
     result = proc.run(["true"], env_set={"A": "1 2"}, env_unset=("B",))
     assert result.command_line() == "env -u B 'A=1 2' true"
+
+
+def test_the_smoke_program_run_ahead_gives_both_paths_and_claims_no_build_stray(
+    tmp_path: Path,
+) -> None:
+    from gate.evidence import EvidenceDir
+    from gate.stages.execute import SmokeAhead, smoke_entry
+
+    evidence = EvidenceDir.create(tmp_path / "ev")
+    smoke = script(tmp_path, "smoke", ENV_PRINTER.replace("echo PASS", "sleep 1\necho PASS"))
+    # A build step that leaves a daemon of a session of its own behind while the smoke
+    # program runs: the build's to claim when it ends, never the gate's smoke program's.
+    marker = tmp_path / "daemon-survived"
+    # ( ... & ): the subshell exits at once, so the daemon is an orphan the gate adopts.
+    body = f"#!/bin/sh\nsleep 0.3\n( setsid sh -c 'sleep 2; touch {marker}' & )\nsleep 3\n"
+    builds: dict[str, proc.Result] = {}
+    build = threading.Thread(
+        target=lambda: builds.update(r=proc.run([str(script(tmp_path, "b.sh", body))]))
+    )
+    build.start()
+    time.sleep(0.1)
+    ahead = SmokeAhead(smoke_entry(smoke, 60.0), evidence, lambda: None)
+    native, jit = ahead.runs()  # they end while the daemon sleeps
+    build.join()
+    assert marker.exists()  # nothing of the build's was killed by the smoke program
+    assert [native.path, jit.path] == [ExecPath.NATIVE, ExecPath.JIT]
+    assert values(native.result.output())["DISABLE"] == "1"
+    assert values(jit.result.output())["FORCE"] == "1"
+    assert (native.log_name, jit.log_name) == ("native.log", "ptx-jit.log")
+    assert native.passed
+    assert jit.passed
+
+
+def test_smoke_runs_ahead_of_a_stage_that_never_came_leave_no_files(tmp_path: Path) -> None:
+    from gate.evidence import EvidenceDir
+    from gate.stages.execute import SmokeAhead, smoke_entry
+
+    evidence = EvidenceDir.create(tmp_path / "ev")
+    smoke = script(tmp_path, "smoke", "#!/bin/sh\necho PASS\n")
+    (tmp_path / "ev" / "launches" / "native").mkdir(parents=True)  # as a recorder leaves it
+    ahead = SmokeAhead(smoke_entry(smoke, 60.0), evidence, lambda: None)
+    ahead.discard()
+    assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == [".cuda-gate", "launches"]
+    assert list((tmp_path / "ev" / "launches").iterdir()) == []

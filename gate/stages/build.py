@@ -3,9 +3,10 @@
 The smoke program (the seed's ``check.cu``, shipped as ``gate/cuda/smoke.cu``) is built
 with ``-gencode arch=compute_XY,code=[sm_XY,compute_XY]``: native SASS and PTX of the
 same target in one fat binary; an identical earlier build of it is reused
-(gate.buildcache) and still run and inspected. The project's own build commands run
-in order with the required targets substituted (gate.config.placeholders). Every command is recorded
-exactly as it ran; the first failing one stops the pipeline, its log kept. With prebuilt
+(gate.buildcache) and still run and inspected. It compiles beside the project's own
+build commands, which run in order with the required targets substituted
+(gate.config.placeholders). Every command is recorded exactly as it ran; the first
+failing one stops the pipeline, its log kept. With prebuilt
 files (``--prebuilt SHA256SUMS``) the project's commands are not run: the files are
 checked against the list instead (gate.stages.prebuilt).
 """
@@ -13,7 +14,8 @@ checked against the list instead (gate.stages.prebuilt).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +76,7 @@ def build_smoke(
     ptx: Sequence[Target],
     *,
     use_cache: bool = True,
+    claim_strays: bool = True,
 ) -> tuple[Path, proc.Result]:
     """Compile smoke.cu with the given targets into ``workdir/smoke``.
 
@@ -91,6 +94,7 @@ def build_smoke(
         cwd=workdir,
         timeout=BUILD_TIMEOUT,
         use_cache=use_cache,
+        claim_strays=claim_strays,
     )
     return output, result
 
@@ -120,51 +124,98 @@ def run(
     ptx: tuple[Target, ...] | None = None,
     use_cache: bool = True,
     prebuilt: Checksums | None = None,
+    on_smoke: Callable[[Path], None] | None = None,
 ) -> BuildOutcome:
-    """Build the smoke program (unless the config turns it off), then the configured steps.
+    """Build the smoke program (unless the config turns it off) and the configured steps.
 
     ``target`` is what the builds are for (their placeholders); ``requirement`` the
     device's or the named target's requirement, which leads the run's requirements.
     With ``prebuilt``, the configured steps are not run: the listed files are checked.
+
+    The smoke program is the gate's own: it compiles in a thread of its own while the
+    project's steps run (claiming none of their strays), and is recorded first.
+    ``on_smoke`` is called with its path as soon as it is built (in that thread).
     """
     targets = config.required_targets(target)
+    smoke_job: Future[tuple[Path, proc.Result]] | None = None
+    pool = ThreadPoolExecutor(1, thread_name_prefix="smoke-build")
+    if config.smoke:
+        sass_of = sass if sass is not None else (target.as_sass(),)
+        ptx_of = ptx if ptx is not None else (target.as_ptx(),)
+        beside = bool(config.builds) and prebuilt is None  # the project's steps run meanwhile
+
+        def smoke_built() -> tuple[Path, proc.Result]:
+            output, result = build_smoke(
+                tools["nvcc"],
+                workdir,
+                sass_of,
+                ptx_of,
+                use_cache=use_cache,
+                claim_strays=not beside,
+            )
+            if result.ok and on_smoke is not None:
+                on_smoke(output)
+            return output, result
+
+        smoke_job = pool.submit(smoke_built)
+    try:
+        steps = _steps(evidence, config, targets, tools, prebuilt)
+    finally:
+        pool.shutdown(wait=True)  # an interrupt still waits for the compile's group to go
     builds: list[Build] = []
     commands: list[proc.Result] = []
     checks: list[Check] = []
     smoke = None
+    failure: GateError | None = None
+    if smoke_job is not None:
+        output, result = smoke_job.result()
+        commands.append(result)
+        builds.append(build_record(SMOKE, result))
+        evidence.write_text("build.log", _log(result))
+        checks.append(_build_check(SMOKE, result, "the smoke program"))
+        if result.ok:
+            smoke = output
+        else:
+            failure = ToolError(
+                result.describe_failure("building the smoke program", BUILD_TIMEOUT),
+                hint=machine.nvcc_failure_hint(result.output()),
+            )
+    return BuildOutcome(
+        config.requirements(requirement),
+        tuple(builds) + steps.builds,
+        smoke,
+        tuple(commands) + steps.commands,
+        tuple(checks) + steps.checks,
+        failure or steps.failure,
+        steps.built_since,
+    )
+
+
+def _steps(
+    evidence: EvidenceDir,
+    config: Config,
+    targets: Sequence[Target],
+    tools: Mapping[str, str],
+    prebuilt: Checksums | None,
+) -> BuildOutcome:
+    """The project's part: its build steps in order (the first failing one stops them), or
+    the check of the prebuilt files. Requirements and smoke are the caller's."""
+    builds: list[Build] = []
+    commands: list[proc.Result] = []
+    checks: list[Check] = []
     since: list[float] = []
 
     def outcome(failure: GateError | None = None) -> BuildOutcome:
         return BuildOutcome(
-            config.requirements(requirement),
+            (),
             tuple(builds),
-            smoke,
+            None,
             tuple(commands),
             tuple(checks),
             failure,
             since[0] if since else None,
         )
 
-    if config.smoke:
-        output, result = build_smoke(
-            tools["nvcc"],
-            workdir,
-            sass if sass is not None else (target.as_sass(),),
-            ptx if ptx is not None else (target.as_ptx(),),
-            use_cache=use_cache,
-        )
-        commands.append(result)
-        builds.append(build_record(SMOKE, result))
-        evidence.write_text("build.log", _log(result))
-        checks.append(_build_check(SMOKE, result, "the smoke program"))
-        if not result.ok:
-            return outcome(
-                ToolError(
-                    result.describe_failure("building the smoke program", BUILD_TIMEOUT),
-                    hint=machine.nvcc_failure_hint(result.output()),
-                )
-            )
-        smoke = output
     if prebuilt is not None:
         # Built elsewhere: no build time, so no freshness check (built_since stays None).
         checked = prebuilt_stage.run(evidence, config, prebuilt)

@@ -12,8 +12,10 @@ for coverage, runtime modules and recorded routes (gate.stages.launches).
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Mapping, Sequence
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,7 +35,15 @@ from gate.stages.inspect import Inspected
 from gate.stages.recorder import Recorder
 from gate.stages.runs import DEFAULT_TIMEOUT, Instrument, Run, log_text, run_entry_point
 
-__all__ = ["DEFAULT_TIMEOUT", "ExecuteOutcome", "entry_points", "run", "skipped"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "ExecuteOutcome",
+    "SmokeAhead",
+    "entry_points",
+    "run",
+    "skipped",
+    "smoke_entry",
+]
 
 
 @dataclass(frozen=True)
@@ -55,8 +65,58 @@ def entry_points(
     config: Config, smoke: Path | None, timeout: float, tools: Mapping[str, str]
 ) -> list[EntryPoint]:
     """The smoke program (the seed's log names) and the configured entry points, in order."""
-    out = [EntryPoint(SMOKE, (str(smoke),), timeout=timeout)] if smoke is not None else []
+    out = [smoke_entry(smoke, timeout)] if smoke is not None else []
     return out + [spec.entry_point(tools) for spec in config.entry_points]
+
+
+def smoke_entry(smoke: Path, timeout: float) -> EntryPoint:
+    """The smoke program as an entry point (the seed's log names)."""
+    return EntryPoint(SMOKE, (str(smoke),), timeout=timeout)
+
+
+class SmokeAhead:
+    """The smoke program's two paths, run while the project builds and is inspected.
+
+    The gate's own program, both paths at once (as :func:`run` does on a device in the
+    default compute mode), before the project's entry points run: what the device does
+    then is the gate's, and the project's build is no GPU work. It claims none of the
+    build's strays. :func:`run` takes its runs in the smoke program's place; a run that
+    never gets to the execute stage calls :meth:`discard`.
+    """
+
+    def __init__(
+        self,
+        entry: EntryPoint,
+        evidence: EvidenceDir,
+        instrument: Callable[[], Instrument | None],
+    ) -> None:
+        self.entry, self._evidence = entry, evidence
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="smoke-ahead")
+        self._runs = self._pool.submit(self._both, instrument)
+        self._pool.shutdown(wait=False)
+
+    def _both(self, instrument: Callable[[], Instrument | None]) -> list[Run]:
+        one = functools.partial(
+            run_entry_point,
+            self.entry,
+            evidence=self._evidence,
+            instrument=instrument(),
+            claim_strays=False,
+        )
+        with ThreadPoolExecutor(2, thread_name_prefix="smoke") as pool:
+            return list(pool.map(one, ExecPath, [p.log_name for p in ExecPath]))
+
+    def runs(self) -> list[Run]:
+        """Both runs, native first (waiting for them)."""
+        return self._runs.result()
+
+    def discard(self) -> None:
+        """The execute stage will not run: wait for the runs and take their files away."""
+        with contextlib.suppress(Exception):
+            self._runs.result()
+        for path in ExecPath:
+            self._evidence.path(path.log_name).unlink(missing_ok=True)
+            shutil.rmtree(self._evidence.path(f"launches/{Path(path.log_name).stem}"), True)
 
 
 def entry_names(config: Config) -> list[str]:
@@ -111,6 +171,7 @@ def run(
     use_cache: bool = True,
     side_by_side: bool = True,
     recorder: Recorder | None = None,
+    smoke_ahead: SmokeAhead | None = None,
 ) -> ExecuteOutcome:
     """Run every entry point on both paths, judge what they loaded, check the predictions.
 
@@ -118,12 +179,18 @@ def run(
     With ``side_by_side`` (the device is in the default compute mode) the gate's own
     programs, the smoke program's two paths and the PTX proofs, run at once; else one
     process at a time, as exclusive-process mode admits. With ``recorder`` each run's
-    launches are recorded and judged (gate.stages.launches).
+    launches are recorded and judged (gate.stages.launches). ``smoke_ahead``: the smoke
+    program's runs, started earlier (:class:`SmokeAhead`).
     """
     instrument = recorder
-    with libraries.Prefetch(use_cache=use_cache) as prefetch:
+    with libraries.Prefetch(use_cache=use_cache, cap=capability) as prefetch:
         runs = _run_points(
-            evidence, points, prefetch, side_by_side=side_by_side, instrument=instrument
+            evidence,
+            points,
+            prefetch,
+            side_by_side=side_by_side,
+            instrument=instrument,
+            ahead=smoke_ahead,
         )
         judged = libraries.judge(
             evidence,
@@ -139,9 +206,12 @@ def run(
     predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)
     # The PTX loads wait on the driver in processes of their own: write the loaded
     # libraries' evidence (torch's come to megabytes of JSON) meanwhile.
-    pending = jitproof.start(predictions, artifacts, capability, side_by_side=side_by_side)
+    jit_launched = launches.jit_compiled_symbols(runs, artifacts) if recorder else frozenset()
+    pending = jitproof.start(
+        predictions, artifacts, capability, side_by_side=side_by_side, jit_launched=jit_launched
+    )
     try:
-        libraries.write_views(evidence, judged, capability)
+        libraries.write_views(evidence, judged)
     finally:
         proofs = pending.finish(evidence)
     proved = proofs.proved_names()
@@ -174,7 +244,7 @@ def run(
         loaded=judged.records,
         checks=tuple(checks),
         diagnoses=tuple(predict.diagnose(runs, predictions)),
-        paths_proved=tuple(predict.paths_proved(runs, predictions, proved)),
+        paths_proved=tuple(predict.paths_proved(runs, predictions, proved, proofs.by_launches)),
         commands=proofs.commands,
         launches=recorded,
         recorder_note=recorder.note if recorder is not None else "",
@@ -201,6 +271,7 @@ def _run_points(
     *,
     side_by_side: bool,
     instrument: Instrument | None = None,
+    ahead: SmokeAhead | None = None,
 ) -> list[Run]:
     """Every entry point on both paths, each run's log and execution-status.txt written,
     and what each run loaded handed to ``prefetch`` while the next one runs."""
@@ -212,7 +283,9 @@ def _run_points(
             path.log_name if smoke else f"entry-{safe_name(entry.name)}.{path.log_name}"
             for path in ExecPath
         ]
-        if smoke and side_by_side:
+        if smoke and ahead is not None and ahead.entry == entry:
+            pair = ahead.runs()
+        elif smoke and side_by_side:
             # The gate's own program: both paths at once (separate processes, caches and
             # environments; each mostly CUDA start-up). The project's entry
             # points run one at a time, as they would alone.

@@ -139,12 +139,14 @@ def run_entry_point(
     record_loaded: bool = True,
     evidence: EvidenceDir | None = None,
     instrument: Instrument | None = None,
+    claim_strays: bool = True,
 ) -> Run:
     """Run ``entry`` once on ``path`` in a fresh process with its own empty JIT cache folder.
 
     With ``evidence``, the run's log there grows as the program prints (``tail -f``);
     the caller writes the whole log (:func:`log_text`) once it ends. With ``evidence``
     and ``instrument``, the launch recorder writes into ``launches/<log stem>/`` there.
+    ``claim_strays=False``: the gate's own program beside the project's commands (proc.run).
     """
     env_set, env_unset = PATH_ENV[path]
     cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-"))
@@ -175,6 +177,7 @@ def run_entry_point(
                 cwd=entry.cwd,
                 timeout=entry.timeout,
                 sink=live.write if live is not None else None,
+                claim_strays=claim_strays,
             )
         cache_clean = not any(cache_dir.rglob("*"))
         found = loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or ".")) if record_loaded else ()
