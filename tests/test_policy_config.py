@@ -241,3 +241,15 @@ def test_launch_coverage_turns_the_launch_recorder_on(word: str, records: bool) 
     # on even where --no-record-launches would turn it off
     assert records_launches(RunOptions(record_launches=False), config) is records
     assert records_launches(RunOptions(), config)  # the default
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/configuration.md"])
+def test_the_dgx_spark_policy_shown_to_users_loads_as_written(document: str) -> None:
+    text = (Path(__file__).resolve().parent.parent / document).read_text(encoding="utf-8")
+    (block,) = [b for b in text.split("```toml\n")[1:] if b.startswith("[policy]\n")]
+    shown = policy(block.split("```", 1)[0])
+    assert shown.missing_ptx is Action.ALLOW
+    assert shown.ptx_for_highest is Action.FAIL
+    assert shown.surplus_targets is Action.WARN
+    assert shown.launch_coverage is Action.WARN
+    assert shown.devices_for("gb10") == (Capability(12, 1),)
