@@ -29,6 +29,7 @@ from gate.config import Config
 from gate.errors import ConfigError, EvidenceError, ExitCode, GateError, Interrupted, NoDeviceError
 from gate.evidence import EvidenceDir
 from gate.fsutil import Lock
+from gate.launchsummary import Launches
 from gate.record import (
     STAGES,
     Artifact,
@@ -212,6 +213,7 @@ class _Found:
     diagnoses: tuple[str, ...] = ()
     paths_proved: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    launches: Launches | None = None
 
 
 def run(options: RunOptions, say: Progress, live: LiveLine | None = None) -> Outcome:
@@ -272,6 +274,7 @@ def _locked_run(
         paths_proved=found.paths_proved,
         notes=found.notes,
         policy=config.policy,
+        launches=found.launches,
     )
     if options.baseline is not None:
         record = _compared(record, options.baseline, config, p)
@@ -559,6 +562,7 @@ class _Stages:
             loaded_libraries=ran.loaded,
             diagnoses=ran.diagnoses,
             paths_proved=ran.paths_proved,
+            launches=ran.launches.summary() if ran.launches is not None else None,
         )
 
 

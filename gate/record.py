@@ -19,7 +19,9 @@ loaded libraries, how the device runs them; 3 gives each check one ``state``
 and records each required target with its form (``requirements``) and what the run
 did not do, with no check standing for it (``notes``: no cuobjdump to cross-check
 with); 4 adds each entry's ``size`` (bytes of device code) and, for a run compared
-with a baseline (``--baseline``), the comparison (``baseline``: gate.comparison).
+with a baseline (``--baseline``), the comparison (``baseline``: gate.comparison); 5 the
+effective release policy (``policy``); 6 what the launch recorder showed (``launches``:
+coverage per artifact and path, runtime modules; gate.launchsummary), null without it.
 Versions 1 and 2 are still read: a check they mark skipped reads as not run, so a
 stored run is judged by today's rule (a check that did not run never counts as passed);
 their stored verdict is not compared with it. Versions 1 to 3 read with every size 0
@@ -39,6 +41,7 @@ from gate import jsonutil
 from gate.comparison import Baseline
 from gate.errors import BadInputError, ConfigError
 from gate.git import SourceInfo
+from gate.launchsummary import Launches
 from gate.machine import ContainerInfo, DriverInfo, ToolkitInfo
 from gate.reader.hostelf import Dependency
 from gate.reader.listing import DeviceEntry, Kind, Listing
@@ -51,8 +54,8 @@ from gate.rules.verdict import Check, CheckState, Stage, StageStatus, Verdict, d
 
 RESULT_FILE = "result.json"
 LOADED_LIST = "loaded-libraries.txt"  # every library the runs loaded, how each runs here
-RESULT_VERSION = 5
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+RESULT_VERSION = 6
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
 
 
@@ -205,6 +208,7 @@ class RunRecord:
     notes: tuple[str, ...] = ()  # what the run did not do, and why (no check stands for it)
     baseline: Baseline | None = None  # what --baseline compared the run with, and found
     policy: ReleasePolicy | None = None  # the effective [policy]; None before version 5
+    launches: Launches | None = None  # what the launch recorder showed; None without it
 
     @property
     def verdict(self) -> Verdict:
@@ -327,6 +331,7 @@ class RunRecord:
             "notes": list(self.notes),
             "baseline": None if self.baseline is None else self.baseline.to_json(),
             "policy": None if self.policy is None else self.policy.to_json(),
+            "launches": None if self.launches is None else self.launches.to_json(),
         }
 
     def dumps(self) -> str:
@@ -557,6 +562,9 @@ class _Parser:
             policy=None
             if data.get("policy") is None
             else ReleasePolicy.from_json(data["policy"], self.where),
+            launches=None
+            if data.get("launches") is None
+            else Launches.from_json(data["launches"], self.where),
         )
         self.same_verdict(self.obj(data, "verdict"), record, version)
         return record

@@ -13,46 +13,25 @@ libkernels.so); the native process also loads a foreign sm_90a cubin from memory
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from gate.config import EntryPoint
 from gate.evidence import EvidenceDir
 from gate.launchlog import launch_counts, read_folder, read_record
-from gate.launchroutes import UNNAMED, Held, jit_compiled, route_text
-from gate.proc import Result
+from gate.launchroutes import UNNAMED, jit_compiled, route_text
 from gate.reader.elffile import ElfFile
-from gate.reader.hostelf import HostFormat
 from gate.reader.read import read_paths
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability
-from gate.stages.inspect import Inspected
 from gate.stages.launches import jit_compiled_symbols, judge
-from gate.stages.runs import Run
+from tests.launch_golden import GOLDEN, RECORDS, ROOT, SM120_SASS, held, library, run_of
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests/golden"
-RECORDS = GOLDEN / "launches/v2"
 SCHEMA = json.loads((ROOT / "gate/schemas/launches.schema.json").read_text(encoding="utf-8"))
-SM120_SASS = "b0fc75ceb1979707cc602c6c85fa91debef8017ac01f41d63a02233614535f90"
-
-
-def library() -> Inspected:
-    (report,) = read_paths([GOLDEN / "libkernels.so"])
-    host = HostFormat("ELF 64-bit", 64, 62, "x86-64", "shared object", None, (), (), ())
-    path = GOLDEN / "libkernels.so"
-    return Inspected("libkernels.so", path, "f" * 64, 1, host, (), report.listing, (), False, "")
-
-
-def held() -> Held:
-    lib = library()
-    return Held.of([(lib.name, lib.listing)])
 
 
 def test_v2_records_match_the_schema_and_kernels_take_their_modules_code() -> None:
@@ -122,22 +101,6 @@ def test_the_kernels_recorded_jit_compiled_come_from_forced_jit_runs_only(tmp_pa
     runs = [run_of(evidence, p, b"") for p in ExecPath]
     assert jit_compiled_symbols(runs, [library()]) == {"_Z5twicePi", "_Z11write_valuePi"}
     assert jit_compiled_symbols(runs[:1], [library()]) == frozenset()  # native only
-
-
-def run_of(evidence: EvidenceDir, path: ExecPath, fatbin: bytes) -> Run:
-    """The golden record of ``path`` placed in the evidence with the images it names."""
-    folder = f"launches/app.{path.value}"
-    where = evidence.path(folder)
-    where.mkdir(parents=True)
-    (record_file,) = (RECORDS / path.value).glob("launches.*.json")
-    shutil.copy(record_file, where / record_file.name)
-    pid = record_file.name.split(".")[1]
-    (where / f"image-{pid}-0.bin").write_bytes(fatbin)
-    if path is ExecPath.NATIVE:
-        shutil.copy(GOLDEN / "sm_90a.cubin", where / f"image-{pid}-1.bin")
-    result = Result(("./app",), 0, "PASS\n", "", 0.1)
-    entry = EntryPoint("app", ("./app",))
-    return Run(entry, path, result, "x.log", True, True, None, (), read_folder(where), folder)
 
 
 def test_coverage_names_each_runtime_launchs_code_and_the_programs_own_fatbin_is_no_module(

@@ -40,6 +40,7 @@ LAYERS = (
     ("gate.buildcache", 5),
     ("gate.evidence", 5),
     ("gate.launchlog", 4),  # the launch recorder's record, decoded
+    ("gate.launchsummary", 4),  # what the recorder showed, as the run record keeps it
     ("gate.launchroutes", 5),  # which code ran a launched kernel: driver or loaded module
     ("gate.comparison", 5),  # a run compared with a baseline: facts and JSON, no IO
     ("gate.cuobjdump", 5),

@@ -179,6 +179,7 @@ def build_statement(
         "verdict": _pick(data["verdict"], "accepted", "statement", "reasons"),
         "evidence": [{"name": d.name, "sha256": d.sha256, "size": d.size} for d in digests],
         "baseline": _baseline(data["baseline"]),
+        "launches": data["launches"],
     }
     problem = validate_predicate(predicate)
     if problem:

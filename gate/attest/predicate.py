@@ -12,7 +12,9 @@ Version history: 1 (first release); 2 gives each check one ``state`` (passed, wa
 failed, not-run) in place of ``passed`` and ``skipped``, and each run the CUDA
 runtime failure it printed; 3 adds ``baseline``: the run the device code was compared
 with (``--baseline``), named by its result.json's SHA-256, and what was lost against
-it. Versions 1 and 2 are still read: a check version 1 marks skipped reads as not run.
+it; 4 adds ``launches``: what the launch recorder showed (kernels launched per artifact
+and path, with the code that ran each; runtime modules), as result.json version 6 holds
+it. Versions 1 to 3 are still read: a check version 1 marks skipped reads as not run.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from typing import Any
 import jsonschema
 
 from gate.errors import BadInputError
+from gate.launchsummary import Launches
 from gate.record import Execution
 from gate.rules.causes import Cause, ExecPath, RuntimeFailure
 from gate.rules.verdict import Check, CheckState
 
 PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
-PREDICATE_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+PREDICATE_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ class GatePredicate:
     verdict: SignedVerdict
     evidence: tuple[SignedFile, ...]
     baseline: SignedBaseline | None = None
+    launches: Launches | None = None  # version 4; None where nothing was recorded
 
     @property
     def signed_class(self) -> str | None:
@@ -177,6 +181,7 @@ def _read(p: Mapping[str, Any], where: str) -> GatePredicate:
         ),
         evidence=tuple(SignedFile(e["name"], e["sha256"], e["size"]) for e in p["evidence"]),
         baseline=_baseline(p.get("baseline")),
+        launches=None if p.get("launches") is None else Launches.from_json(p["launches"], where),
     )
 
 

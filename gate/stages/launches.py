@@ -33,11 +33,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate import launchsummary
 from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
 from gate.launchlog import LaunchedKernel, ProcessRecord, launch_counts
 from gate.launchroutes import Held, jit_compiled, route_text
+from gate.launchsummary import ArtifactCoverage, KernelLaunch, Launches
 from gate.reader.cubin import read_ptx
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import read_buffer
@@ -78,8 +80,20 @@ class LaunchOutcome:
 
     checks: tuple[Check, ...]
     modules: tuple[RuntimeModule, ...]
-    coverage: tuple[tuple[str, ExecPath, Coverage], ...]
+    coverage: tuple[ArtifactCoverage, ...]
     accounted: tuple[str, ...] = ()  # images the driver was handed that inspected files hold
+
+    def summary(self) -> Launches:
+        """As the run record and the signed predicate keep it (gate.launchsummary)."""
+        return Launches(
+            self.coverage,
+            tuple(
+                launchsummary.RuntimeModule(
+                    m.sha256, m.kind, m.kept, m.origin, m.targets(), m.runs, m.refused or None
+                )
+                for m in self.modules
+            ),
+        )
 
 
 def judge(
@@ -99,7 +113,7 @@ def judge(
     "all"`` everywhere.
     """
     checks: list[Check] = []
-    table: list[tuple[str, ExecPath, Coverage]] = []
+    table: list[ArtifactCoverage] = []
     lines: list[str] = []
     held = Held.of((a.name, a.listing) for a in artifacts)
     for artifact in artifacts:
@@ -116,7 +130,7 @@ def judge(
                 checks.append(check)
             lines += text
             if cov is not None:
-                table.append((artifact.name, path, cov))
+                table.append(cov)
                 checks += route_checks(artifact, path, on_path, capability)
     accounted: list[str] = []
     modules = keep_modules(evidence, runs, artifacts, held, accounted)
@@ -154,8 +168,9 @@ def coverage_check(
     held: Held | None = None,
     *,
     level: Action = Action.FAIL,
-) -> tuple[Check | None, Coverage | None, list[str]]:
-    """One artifact on one path: a passed case with the figures, or what ``required`` lacks.
+) -> tuple[Check | None, ArtifactCoverage | None, list[str]]:
+    """One artifact on one path: a passed case with the figures, or what ``required`` lacks,
+    and the coverage as the run record keeps it.
 
     Unrecorded runs give no check (the rest of the run is unchanged), unless launches
     are required: then the requirement fails (``level`` warn: warns), saying why nothing
@@ -190,6 +205,13 @@ def coverage_check(
         f"  {c:>8}  {demangle(s)}  {route_text(launched[s], path, held)}" for s, c in cov.launched
     ]
     text += [f"  {'never':>8}  {demangle(s)}" for s in cov.never]
+    kept = ArtifactCoverage(
+        artifact.name,
+        path,
+        len(cov.carried),
+        tuple(KernelLaunch(s, c, route_text(launched[s], path, held)) for s, c in cov.launched),
+        cov.never,
+    )
     if missing:
         said = "; ".join(u.text() for u in missing)
         message = (
@@ -198,10 +220,10 @@ def coverage_check(
         missed = Cause.MISSING_KERNEL if state is CheckState.FAILED else None
         return (
             Check(name, classname, state, message, cause=missed, path=path),
-            cov,
+            kept,
             text,
         )
-    return Check(name, classname, CheckState.PASSED, message, path=path), cov, text
+    return Check(name, classname, CheckState.PASSED, message, path=path), kept, text
 
 
 def code_ran(
