@@ -229,6 +229,19 @@ def test_the_example_is_accepted_on_the_device_on_both_paths(project: Path) -> N
     proofs = [c for c in result["checks"] if c["name"].endswith("loads under forced JIT")]
     assert proofs
     assert all(c["state"] == "passed" for c in proofs), proofs
+    if result["launches"] is not None:
+        # The recorder saw every kernel of the extension launched from JIT output on the
+        # forced-JIT path: that proves its PTX; no module is loaded again.
+        coverage = {(c["artifact"], c["path"]): c for c in result["launches"]["coverage"]}
+        own = extension[0]["path"].rsplit("/", 1)[-1]
+        for path in ("native", "jit"):
+            assert coverage[(own, path)]["never"] == [], coverage[(own, path)]
+        jit_routes = {k["route"] for k in coverage[(own, "jit")]["launched"]}
+        assert all("JIT-compiled" in route for route in jit_routes), jit_routes
+        assert all("(launch recorder)" in c["message"] for c in proofs), proofs
+        assert all(
+            "recorded forced-JIT launches" in p for p in result["paths_proved"] if "check-" in p
+        ), result["paths_proved"]
     # torch ships no PTX: the report says so of libtorch_cuda.so, and why whole-program
     # forced JIT can only pass by luck (lazy loading) names the libraries that block it.
     cap = result["device"]["capability"]
