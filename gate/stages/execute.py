@@ -96,15 +96,8 @@ class SmokeAhead:
         self._pool.shutdown(wait=False)
 
     def _both(self, instrument: Callable[[], Instrument | None]) -> list[Run]:
-        one = functools.partial(
-            run_entry_point,
-            self.entry,
-            evidence=self._evidence,
-            instrument=instrument(),
-            claim_strays=False,
-        )
-        with ThreadPoolExecutor(2, thread_name_prefix="smoke") as pool:
-            return list(pool.map(one, ExecPath, [p.log_name for p in ExecPath]))
+        names = [p.log_name for p in ExecPath]
+        return both_at_once(self.entry, names, self._evidence, instrument(), claim_strays=False)
 
     def runs(self) -> list[Run]:
         """Both runs, native first (waiting for them)."""
@@ -117,6 +110,24 @@ class SmokeAhead:
         for path in ExecPath:
             self._evidence.path(path.log_name).unlink(missing_ok=True)
             shutil.rmtree(self._evidence.path(f"launches/{Path(path.log_name).stem}"), True)
+
+
+def both_at_once(
+    entry: EntryPoint,
+    names: Sequence[str],
+    evidence: EvidenceDir,
+    instrument: Instrument | None,
+    *,
+    claim_strays: bool = True,
+) -> list[Run]:
+    """The gate's own program on both paths at once (separate processes, caches and
+    environments; each mostly CUDA start-up), native first. The project's entry points
+    run one at a time, as they would alone."""
+    one = functools.partial(
+        run_entry_point, entry, evidence=evidence, instrument=instrument, claim_strays=claim_strays
+    )
+    with ThreadPoolExecutor(2, thread_name_prefix="smoke") as pool:
+        return list(pool.map(one, ExecPath, names))
 
 
 def entry_names(config: Config) -> list[str]:
@@ -286,14 +297,7 @@ def _run_points(
         if smoke and ahead is not None and ahead.entry == entry:
             pair = ahead.runs()
         elif smoke and side_by_side:
-            # The gate's own program: both paths at once (separate processes, caches and
-            # environments; each mostly CUDA start-up). The project's entry
-            # points run one at a time, as they would alone.
-            with ThreadPoolExecutor(2) as pool:
-                one = functools.partial(
-                    run_entry_point, entry, evidence=evidence, instrument=instrument
-                )
-                pair = list(pool.map(one, ExecPath, names))
+            pair = both_at_once(entry, names, evidence, instrument)
         else:
             pair = [
                 run_entry_point(entry, p, n, evidence=evidence, instrument=instrument)
