@@ -178,6 +178,7 @@ def run(
     output_limit: int | None = None,
     claim_strays: bool = True,
     sink: Callable[[str], None] | None = None,
+    settle: float = 0.0,
 ) -> Result:
     """Run ``argv`` to completion or timeout; never raises for a non-zero exit.
 
@@ -192,6 +193,10 @@ def run(
 
     ``sink`` gets the output while the command runs (a log being written, for ``tail
     -f``): whole lines, each stream's first ``output_limit`` bytes, then one note.
+
+    ``settle`` seconds are given to what the command left running to end on its own
+    before it is killed: a container runtime's monitor (podman's conmon) finishes the
+    container's cleanup just after ``podman run`` returns, and is no stray.
 
     ``env_set`` and ``env_unset`` change the environment of this child only, on top
     of ``base_env`` (default: this process's environment without the gate's secrets).
@@ -240,6 +245,8 @@ def run(
         duration = time.monotonic() - start
         if pump is not None:
             pump.pump(final=True)
+        if claim_strays and settle > 0 and not timed_out:
+            _settle(before | {child.pid}, settle)
         with _live_lock:
             _live.discard(child.pid)
             strays = _kill_strays(before | _live, child.pid, _live) if claim_strays else ()
@@ -515,6 +522,23 @@ def _command_of(pid: int) -> bytes:
         return b"(" + stat[stat.find(b"(") + 1 : stat.rfind(b")")] + b")"
     except OSError:
         return b"?"
+
+
+def _settle(before: set[int], seconds: float) -> None:
+    """Wait up to ``seconds`` for the processes adopted since ``before`` to exit, reaping
+    each as it does (never one another thread's command is waiting for)."""
+    end = time.monotonic() + seconds
+    while True:
+        with _live_lock:
+            left = _orphans() - before - _live
+        for pid in list(left):
+            with contextlib.suppress(ChildProcessError):
+                done, _ = os.waitpid(pid, os.WNOHANG)
+                if done == pid:
+                    left.discard(pid)
+        if not left or time.monotonic() >= end:
+            return
+        time.sleep(0.02)
 
 
 def _kill_strays(before: set[int], child: int, others: set[int]) -> tuple[str, ...]:

@@ -8,6 +8,10 @@ in order with the required targets substituted (gate.config.placeholders). Every
 exactly as it ran; the first failing one stops the pipeline, its log kept. With prebuilt
 files (``--prebuilt SHA256SUMS``) the project's commands are not run: the files are
 checked against the list instead (gate.stages.prebuilt).
+
+In the delivery image (``--image``) the smoke program is built by the image's own nvcc,
+into the gate's work folder, and the project's build commands are not run: the image
+is the build's product, its artifacts are gated as it ships them (gate.stages.inimage).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import buildcache, machine, proc
+from gate import machine, proc
 from gate.checksums import Checksums
 from gate.config import SMOKE_NAME, Config
 from gate.config.placeholders import gencode
@@ -29,7 +33,8 @@ from gate.rules.require import Requirement
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState
 from gate.stages import prebuilt as prebuilt_stage
-from gate.stages.probe import BUILD_TIMEOUT, cuda_source
+from gate.container.place import HOST, Place
+from gate.stages.probe import BUILD_TIMEOUT, compile_gate_program, cuda_source
 
 SMOKE = SMOKE_NAME
 SMOKE_KERNEL = "write_value"
@@ -74,6 +79,7 @@ def build_smoke(
     ptx: Sequence[Target],
     *,
     use_cache: bool = True,
+    place: Place = HOST,
 ) -> tuple[Path, proc.Result]:
     """Compile smoke.cu with the given targets into ``workdir/smoke``.
 
@@ -84,13 +90,8 @@ def build_smoke(
     source.write_text(cuda_source(f"{SMOKE}.cu"), encoding="utf-8")
     output = workdir / SMOKE
     argv = [nvcc, "-O2", *gencode(sass, ptx), str(source), "-o", str(output)]
-    result = buildcache.compile_program(
-        argv,
-        output=output,
-        inputs=[source],
-        cwd=workdir,
-        timeout=BUILD_TIMEOUT,
-        use_cache=use_cache,
+    result = compile_gate_program(
+        argv, output=output, inputs=[source], cwd=workdir, use_cache=use_cache, place=place
     )
     return output, result
 
@@ -120,6 +121,7 @@ def run(
     ptx: tuple[Target, ...] | None = None,
     use_cache: bool = True,
     prebuilt: Checksums | None = None,
+    place: Place = HOST,
 ) -> BuildOutcome:
     """Build the smoke program (unless the config turns it off), then the configured steps.
 
@@ -152,6 +154,7 @@ def run(
             sass if sass is not None else (target.as_sass(),),
             ptx if ptx is not None else (target.as_ptx(),),
             use_cache=use_cache,
+            place=place,
         )
         commands.append(result)
         builds.append(build_record(SMOKE, result))
@@ -165,6 +168,9 @@ def run(
                 )
             )
         smoke = output
+    if place.in_image:
+        # The image is the build's product: its artifacts are gated as it ships them.
+        return outcome()
     if prebuilt is not None:
         # Built elsewhere: no build time, so no freshness check (built_since stays None).
         checked = prebuilt_stage.run(evidence, config, prebuilt)

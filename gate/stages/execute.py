@@ -31,9 +31,16 @@ from gate.stages import jitproof, launches, libraries, predict
 from gate.stages.build import SMOKE
 from gate.stages.inspect import Inspected
 from gate.stages.recorder import Recorder
-from gate.stages.runs import DEFAULT_TIMEOUT, Instrument, Run, log_text, run_entry_point
+from gate.stages.runs import (
+    DEFAULT_TIMEOUT,
+    Instrument,
+    Run,
+    RunsIn,
+    log_text,
+    run_entry_point,
+)
 
-__all__ = ["DEFAULT_TIMEOUT", "ExecuteOutcome", "entry_points", "run", "skipped"]
+__all__ = ["DEFAULT_TIMEOUT", "ExecuteOutcome", "RunsIn", "entry_points", "run", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,7 @@ def run(
     use_cache: bool = True,
     side_by_side: bool = True,
     recorder: Recorder | None = None,
+    runs_in: RunsIn = RunsIn(),  # noqa: B008 - frozen, shared safely
 ) -> ExecuteOutcome:
     """Run every entry point on both paths, judge what they loaded, check the predictions.
 
@@ -123,7 +131,12 @@ def run(
     instrument = recorder
     with libraries.Prefetch(use_cache=use_cache) as prefetch:
         runs = _run_points(
-            evidence, points, prefetch, side_by_side=side_by_side, instrument=instrument
+            evidence,
+            points,
+            prefetch,
+            side_by_side=side_by_side,
+            instrument=instrument,
+            runs_in=runs_in,
         )
         judged = libraries.judge(
             evidence,
@@ -201,6 +214,7 @@ def _run_points(
     *,
     side_by_side: bool,
     instrument: Instrument | None = None,
+    runs_in: RunsIn = RunsIn(),  # noqa: B008 - frozen, shared safely
 ) -> list[Run]:
     """Every entry point on both paths, each run's log and execution-status.txt written,
     and what each run loaded handed to ``prefetch`` while the next one runs."""
@@ -218,12 +232,18 @@ def _run_points(
             # points run one at a time, as they would alone.
             with ThreadPoolExecutor(2) as pool:
                 one = functools.partial(
-                    run_entry_point, entry, evidence=evidence, instrument=instrument
+                    run_entry_point,
+                    entry,
+                    evidence=evidence,
+                    instrument=instrument,
+                    runs_in=runs_in,
                 )
                 pair = list(pool.map(one, ExecPath, names))
         else:
             pair = [
-                run_entry_point(entry, p, n, evidence=evidence, instrument=instrument)
+                run_entry_point(
+                    entry, p, n, evidence=evidence, instrument=instrument, runs_in=runs_in
+                )
                 for p, n in zip(ExecPath, names, strict=True)
             ]
         for done in pair:
