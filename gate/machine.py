@@ -266,7 +266,7 @@ DEVICE_FACTS_SCRIPT = (
     'for f in /dev/nvidia[0-9]*; do [ -e "$f" ] && echo "node $f"; done; '
     "command -v nvidia-smi >/dev/null 2>&1 && echo smi; "
     "{ ldconfig -p 2>/dev/null | grep -q 'libcuda\\.so\\.1 '; } && echo libcuda; "
-    'for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib '
+    "for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib "
     '/usr/local/nvidia/lib64; do [ -e "$d/libcuda.so.1" ] && echo libcuda; done; '
     '[ "${CUDA_VISIBLE_DEVICES+set}" = set ] && echo "visible $CUDA_VISIBLE_DEVICES"; true'
 )
@@ -299,7 +299,9 @@ def diagnose_no_device(report: ProbeReport, facts: DeviceFacts | None = None) ->
     if report.driver == 0 or not facts.libcuda:
         listed = [
             "libcuda.so.1 " + ("present" if facts.libcuda else "not found"),
-            f"device nodes {' '.join(facts.nodes)}" if facts.nodes else "no /dev/nvidia* device nodes",
+            f"device nodes {' '.join(facts.nodes)}"
+            if facts.nodes
+            else "no /dev/nvidia* device nodes",
             "nvidia-smi " + ("present" if facts.smi else "not found"),
         ]
         # The runtime's "driver version is insufficient" says nothing when there is none.

@@ -31,6 +31,7 @@ from gate.container.place import HOST, InImage, Place
 from gate.errors import ConfigError, EvidenceError, ExitCode, GateError, Interrupted, NoDeviceError
 from gate.evidence import EvidenceDir
 from gate.fsutil import Lock
+from gate.reader.hostelf import Dependency, HostFormat
 from gate.record import (
     STAGES,
     Artifact,
@@ -41,7 +42,6 @@ from gate.record import (
     LoadedLibrary,
     RunRecord,
 )
-from gate.reader.hostelf import Dependency, HostFormat
 from gate.redact import Redactor
 from gate.render.diff import headline
 from gate.render.live import REDRAW_EVERY, Counter, LiveLine, heartbeat_setting
@@ -459,18 +459,8 @@ class _Stages:
         assert probed.target is not None  # noqa: S101 - the probe stage ran
         assert env.toolkit is not None  # noqa: S101 - the environment stage ran
         options, config, place = self.options, self.config, self.place
-        tool_paths = tools(
-            env.toolkit.nvcc, options.python, config.python, in_image=place.in_image
-        )
-        # The launch recorder compiles while the project builds and is inspected.
-        wanted = records_launches(options, config) and not place.in_image
-        pending = (
-            recorder.PendingBuild(env.toolkit.nvcc, self.workdir, use_cache=options.use_cache)
-            if probed.capability is not None and wanted
-            else None
-        )
-        if place.in_image:
-            found = self.found = replace(found, notes=(*found.notes, *_image_notes(config)))
+        tool_paths, pending = self.prepare(env.toolkit.nvcc, probed)
+        found = self.found
         began = self.p.start("build")
         # The device in front needs code built for it; a target named with --target
         # keeps its own form (sm_90a needs sm_90a).
@@ -535,7 +525,8 @@ class _Stages:
             dict.fromkeys(a.cross_check_note for a in inspected.artifacts if a.cross_check_note)
         )
         found = self.found = replace(
-            found, artifacts=tuple(a.record() for a in inspected.artifacts),
+            found,
+            artifacts=tuple(a.record() for a in inspected.artifacts),
             notes=(*found.notes, *notes),
         )
         inspected_ok = self.finish("inspect", began, inspected, Cause.EVIDENCE)
@@ -582,6 +573,24 @@ class _Stages:
             paths_proved=ran.paths_proved,
         )
 
+    def prepare(
+        self, nvcc: str, probed: probe.ProbeOutcome
+    ) -> tuple[dict[str, str], recorder.PendingBuild | None]:
+        """What ``{nvcc}`` and ``{python}`` stand for, and the launch recorder started."""
+        options, config, place = self.options, self.config, self.place
+        tool_paths = tools(nvcc, options.python, config.python, in_image=place.in_image)
+        if place.in_image:
+            found = self.found
+            self.found = replace(found, notes=(*found.notes, *_image_notes(config)))
+            return tool_paths, None
+        # The launch recorder compiles while the project builds and is inspected.
+        wanted = records_launches(options, config) and probed.capability is not None
+        pending = (
+            recorder.PendingBuild(nvcc, self.workdir, use_cache=options.use_cache)
+            if wanted
+            else None
+        )
+        return tool_paths, pending
 
     def image_artifacts(
         self,
@@ -621,9 +630,7 @@ def _image_notes(config: Config) -> tuple[str, ...]:
             f"the image is the build's product: the {len(config.builds)} build command(s) of "
             f"{config.label} were not run; its artifacts are gated as the image ships them"
         )
-    notes.append(
-        "kernel launches not recorded: the launch recorder does not run inside an image"
-    )
+    notes.append("kernel launches not recorded: the launch recorder does not run inside an image")
     return tuple(notes)
 
 

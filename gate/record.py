@@ -42,9 +42,9 @@ from typing import Any
 
 from gate import jsonutil
 from gate.comparison import Baseline
+from gate.container.info import ContainerInfo
 from gate.errors import BadInputError, ConfigError
 from gate.git import SourceInfo
-from gate.container.info import ContainerInfo
 from gate.machine import DriverInfo, ToolkitInfo
 from gate.reader.hostelf import Dependency
 from gate.reader.listing import DeviceEntry, Kind, Listing

@@ -388,9 +388,7 @@ def _image(args: argparse.Namespace, project: Config) -> InImage | None:
             "inside an image"
         )
     settings = project.container
-    return resolve(
-        text, runtime=settings.runtime, gpus=settings.gpus, options=settings.options
-    )
+    return resolve(text, runtime=settings.runtime, gpus=settings.gpus, options=settings.options)
 
 
 def _which_config(project: Config) -> str:

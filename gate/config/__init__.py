@@ -110,9 +110,9 @@ __all__ = [
     "PLACEHOLDERS",
     "ArtifactSpec",
     "BuildCommand",
-    "ContainerSettings",
     "BuildStep",
     "Config",
+    "ContainerSettings",
     "EntryPoint",
     "EntryPointSpec",
     "ResolvedArtifact",
@@ -285,7 +285,7 @@ class Config:
     stale_fails: bool = False  # stale_artifacts = "fail"
     policy: ReleasePolicy = ReleasePolicy()  # noqa: RUF009 - frozen, shared safely; [policy]
     image: str | None = None  # the delivery image to run inside (--image overrides)
-    container: ContainerSettings = ContainerSettings()  # noqa: RUF009 - frozen; [container]
+    container: ContainerSettings = ContainerSettings()
 
     @property
     def baseline(self) -> Policy:
@@ -603,8 +603,10 @@ def _container(value: object, at: tv.At) -> ContainerSettings:
     options = tv.texts(table.get("options", []), at.child("options"))
     for i, option in enumerate(options):
         if not option.startswith("-"):
-            raise at.child("options").child(i).fail(
-                f"{tv.quote(option)}: not an option (each is one `run` option: --volume=A:B)"
+            raise (
+                at.child("options")
+                .child(i)
+                .fail(f"{tv.quote(option)}: not an option (each is one `run` option: --volume=A:B)")
             )
     return ContainerSettings(runtime, gpus, options)
 

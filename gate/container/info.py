@@ -128,11 +128,7 @@ def inside(
     if not given:
         return None
     fields = _containerenv(containerenv)
-    runtime = (
-        "podman"
-        if fields is not None
-        else ("docker" if dockerenv.exists() else None)
-    )
+    runtime = "podman" if fields is not None else ("docker" if dockerenv.exists() else None)
     try:
         reference = parse(given)
     except BadInputError:

@@ -147,9 +147,7 @@ class InImage:
         # machine's environment without the gate's secrets (gate.proc), as every child.
         result = proc.run(line, timeout=timeout, sink=sink, settle=_SETTLE)
         if result.timed_out:
-            proc.run(
-                [self.runtime.program, "rm", "--force", name], timeout=_REMOVE_TIMEOUT
-            )
+            proc.run([self.runtime.program, "rm", "--force", name], timeout=_REMOVE_TIMEOUT)
         return replace(result, cwd=os.fspath(cwd) if cwd is not None else None)
 
     def label(self) -> str:

@@ -112,9 +112,7 @@ def inspect(runtime: Runtime, reference: Reference) -> ImageFacts:
     BadInputError (exit 6, one line) when the runtime holds no such image, or holds it
     under another digest than the pinned one; ToolError when the runtime itself fails.
     """
-    result = proc.run(
-        [runtime.program, "image", "inspect", reference.text], timeout=QUERY_TIMEOUT
-    )
+    result = proc.run([runtime.program, "image", "inspect", reference.text], timeout=QUERY_TIMEOUT)
     if not result.ok:
         if _unknown(result):
             raise BadInputError(_unknown_message(runtime, reference))
@@ -160,7 +158,8 @@ def _facts(runtime: Runtime, reference: Reference, result: proc.Result) -> Image
     if not isinstance(item, dict) or not isinstance(item.get("Id"), str):
         raise BadInputError(f"image {reference.text}: {runtime.name} reports no image id")
     image_id = _sha(item["Id"])
-    config = item.get("Config") if isinstance(item.get("Config"), dict) else {}
+    raw_config = item.get("Config")
+    config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
     digests = _digests(item, reference)
     chosen = reference.digest if reference.digest in digests else (digests[0] if digests else None)
     return ImageFacts(
@@ -193,7 +192,9 @@ def _digests(item: Mapping[str, Any], reference: Reference) -> tuple[str, ...]:
         found.append(descriptor["digest"])
     repo_digests = [d for d in item.get("RepoDigests") or () if isinstance(d, str) and "@" in d]
     ours = [
-        d for d in repo_digests if reference.name and same_repository(d.split("@")[0], reference.name)
+        d
+        for d in repo_digests
+        if reference.name and same_repository(d.split("@")[0], reference.name)
     ]
     found += [d.split("@", 1)[1] for d in ours + repo_digests]
     return tuple(dict.fromkeys(d for d in found if re.fullmatch(r"sha256:[0-9a-f]{64}", d)))

@@ -25,6 +25,7 @@ from gate import machine, proc
 from gate.checksums import Checksums
 from gate.config import SMOKE_NAME, Config
 from gate.config.placeholders import gencode
+from gate.container.place import HOST, Place
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir, safe_name
 from gate.record import Build
@@ -33,7 +34,6 @@ from gate.rules.require import Requirement
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState
 from gate.stages import prebuilt as prebuilt_stage
-from gate.container.place import HOST, Place
 from gate.stages.probe import BUILD_TIMEOUT, compile_gate_program, cuda_source
 
 SMOKE = SMOKE_NAME

@@ -185,7 +185,9 @@ def _image_nvcc(place: InImage, explicit: str | None) -> tuple[str, proc.Result]
     env = dict(place.image.env)
     candidates = [explicit] if explicit else ["nvcc"]
     if not explicit:
-        candidates += [f"{env[v].rstrip('/')}/bin/nvcc" for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)]
+        candidates += [
+            f"{env[v].rstrip('/')}/bin/nvcc" for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)
+        ]
         candidates.append("/usr/local/cuda/bin/nvcc")
     tried = []
     for candidate in dict.fromkeys(candidates):

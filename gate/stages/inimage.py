@@ -136,7 +136,11 @@ class ImageFiles:
                 limits=self.limits,
             )
             self._keep(merged)
-        return {p.lstrip("/"): self.written[p.lstrip("/")] for p in paths if p.lstrip("/") in self.written}
+        return {
+            p.lstrip("/"): self.written[p.lstrip("/")]
+            for p in paths
+            if p.lstrip("/") in self.written
+        }
 
     def _keep(self, merged: Merged) -> None:
         self.entries = dict(merged.entries)
@@ -154,9 +158,11 @@ class ImageFiles:
                 return current
             if entry.kind is not Kind.SYMLINK or entry.link is None:
                 return None
-            base = PurePosixPath("/") if entry.link.startswith("/") else PurePosixPath(
-                "/" + current
-            ).parent
+            base = (
+                PurePosixPath("/")
+                if entry.link.startswith("/")
+                else PurePosixPath("/" + current).parent
+            )
             current = _normal(str(base / entry.link))
         return None
 
@@ -185,7 +191,9 @@ class ImageFiles:
             for path in files:
                 old = chosen.get(path)
                 merged_kernels = tuple(dict.fromkeys((old[0].kernels if old else ()) + kernels))
-                resolved = ResolvedArtifact(self.root / path, spec.key, spec.pattern, merged_kernels)
+                resolved = ResolvedArtifact(
+                    self.root / path, spec.key, spec.pattern, merged_kernels
+                )
                 chosen[path] = (resolved, shown_path(self.place, path))
         self.extract(chosen)
         missing = [p for p in chosen if p not in self.written]
@@ -238,7 +246,9 @@ def image_dependencies(
         if not fmt.needed:
             return ()
         said = place.run(["ldd", inside], timeout=_LDD_TIMEOUT)
-        found = {m.group(1): m.group(2) for m in map(_LDD_LINE.match, said.stdout.splitlines()) if m}
+        found = {
+            m.group(1): m.group(2) for m in map(_LDD_LINE.match, said.stdout.splitlines()) if m
+        }
         if not said.ok or not found:
             return tuple(Dependency(name, path.name, None) for name in fmt.needed)
         direct = [Dependency(n, path.name, _where(found.get(n))) for n in fmt.needed]

@@ -155,7 +155,7 @@ def run_entry_point(
     record_loaded: bool = True,
     evidence: EvidenceDir | None = None,
     instrument: Instrument | None = None,
-    runs_in: RunsIn = RunsIn(),  # noqa: B008 - frozen, shared safely
+    runs_in: RunsIn = RunsIn(),
 ) -> Run:
     """Run ``entry`` once on ``path`` in a fresh process with its own empty JIT cache folder.
 
