@@ -17,7 +17,8 @@ from gate.errors import BadInputError
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 # Repository path components and tags as the distribution spec allows them.
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]*$")
+_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(?::[0-9]+)?$")
+_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
 _SHOWN = 120
 
@@ -61,11 +62,20 @@ def parse(text: str) -> Reference:
     slash = rest.rfind("/")
     colon = rest.rfind(":")
     name, tag = (rest[:colon], rest[colon + 1 :]) if colon > slash else (rest, None)
-    if not name or not _NAME.match(name) or name.endswith(("/", ":")):
+    if not _good_name(name):
         raise BadInputError(f"image {shown!r}: {name!r} is not a repository name")
     if tag is not None and not _TAG.match(tag):
         raise BadInputError(f"image {shown!r}: {tag!r} is not a tag")
     return Reference(given, name, tag, digest if at else None)
+
+
+def _good_name(name: str) -> bool:
+    """Path components, the first of which may be a registry host with a port."""
+    parts = name.split("/")
+    first, rest = (parts[0], parts[1:]) if len(parts) > 1 else (None, parts)
+    if first is not None and not _HOST.match(first):
+        return False
+    return all(_COMPONENT.match(part) for part in rest)
 
 
 def same_repository(stored: str, given: str) -> bool:
