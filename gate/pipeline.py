@@ -613,7 +613,7 @@ class _Stages:
             return RunsIn()
         scratch = self.workdir / "runs"
         scratch.mkdir(parents=True, exist_ok=True)
-        return RunsIn(self.place, scratch, self.files.host_paths)
+        return RunsIn(self.place, scratch, self.files.host_paths, self.files.exists)
 
     def close(self) -> None:
         """The image's saved archive closed (its files go with the build folder)."""

@@ -149,3 +149,29 @@ def test_inside_a_container_the_digest_is_the_references_own_pin(tmp_path: Path)
 )
 def test_artifact_globs_over_image_paths(pattern: str, path: str, matches: bool) -> None:
     assert (glob_regex(pattern).match(path) is not None) is matches
+
+
+def test_a_path_of_the_image_is_followed_through_its_links() -> None:
+    from gate.image.merge import Entry, Kind
+    from gate.stages.inimage import ImageFiles
+
+    def entry(path: str, kind: Kind, link: str | None = None) -> Entry:
+        return Entry(path, kind, 0, "sha256:" + HEX, 0, 0o755, link)
+
+    entries = {
+        "usr": entry("usr", Kind.DIR),
+        "usr/lib": entry("usr/lib", Kind.DIR),
+        "usr/lib/libc.so.6": entry("usr/lib/libc.so.6", Kind.FILE),
+        "usr/lib/libc.so": entry("usr/lib/libc.so", Kind.SYMLINK, "libc.so.6"),
+        "lib": entry("lib", Kind.SYMLINK, "usr/lib"),
+        "loop": entry("loop", Kind.SYMLINK, "/loop"),
+        "abs": entry("abs", Kind.SYMLINK, "/lib/../usr/lib/libc.so"),
+    }
+    files = ImageFiles.__new__(ImageFiles)
+    files.entries = entries
+    assert files.real_file("/lib/libc.so.6") == "usr/lib/libc.so.6"
+    assert files.real_file("/lib/libc.so") == "usr/lib/libc.so.6"
+    assert files.real_file("abs") == "usr/lib/libc.so.6"
+    assert files.real_file("/usr/lib") is None  # a folder, not a file
+    assert files.real_file("/loop/x") is None
+    assert files.real_file("/lib/nothing.so") is None

@@ -22,7 +22,7 @@ from gate.proc import Result
 from gate.reader.hostelf import HostFormat
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import read_paths
-from gate.record import RunRecord
+from gate.record import RESULT_VERSION, RunRecord
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.policy import DEFAULT_POLICY, Action, ReleasePolicy
 from gate.rules.require import Requirement
@@ -376,7 +376,7 @@ def test_result_json_holds_the_effective_policy_and_reads_it_back() -> None:
     )
     record = replace(make_record(), policy=policy)
     doc = json.loads(record.dumps())
-    assert doc["version"] == 5
+    assert doc["version"] == RESULT_VERSION  # the policy is recorded since version 5
     assert doc["policy"]["surplus_targets"] == "warn"
     assert doc["policy"]["required_devices"] == {"gb10": ["12.1"]}
     schema = json.loads(

@@ -34,6 +34,7 @@ from gate.container.place import InImage, resolve
 from gate.errors import ExitCode
 from gate.fsutil import sha256_file
 from gate.rules.causes import ExecPath
+from gate.stages.inimage import ImageFiles
 from gate.stages.runs import RunsIn, run_entry_point
 from tests.containers import (
     BUSYBOX,
@@ -265,3 +266,27 @@ def test_the_entry_point_runs_in_the_image_with_its_env_and_never_the_gates_secr
     assert done.result.argv[:4] == (place.runtime.program, "run", "--rm", "--pull=never")
     assert not done.result.strays  # podman's conmon finished the removal on its own
     assert not podman("ps", "--all", "--quiet")  # and no container is left
+
+
+def test_what_a_run_in_the_image_loaded_is_read_from_the_images_layers(
+    tmp_path: Path, podman: PodmanStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in podman.env.items():
+        monkeypatch.setenv(name, value)
+    scratch = tmp_path / "work"
+    scratch.mkdir()
+    resolved = resolve(APP)
+    place = InImage(resolved.runtime, resolved.image, mounts=(scratch,))
+    files = ImageFiles.open(place, scratch / "image")
+    try:
+        runs_in = RunsIn(place, scratch, files.host_paths, files.exists)
+        done = run_entry_point(
+            EntryPoint("shell", ("sh", "-c", "echo PASS")), ExecPath.NATIVE, runs_in=runs_in
+        )
+    finally:
+        files.close()
+    assert done.passed, done.result.output()
+    # The loader's log names the container's files; each is read from the image's layers.
+    [libc] = [p for p in done.loaded if p.name == "libc.so.6"]
+    assert libc.is_relative_to(files.root), done.loaded
+    assert all(p.is_relative_to(files.root) for p in done.loaded)

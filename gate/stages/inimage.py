@@ -21,7 +21,7 @@ import shutil
 import tarfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from gate.config import Config, ResolvedArtifact
 from gate.container.place import InImage
@@ -126,7 +126,8 @@ class ImageFiles:
 
     def extract(self, paths: Iterable[str]) -> dict[str, Path]:
         """The files at ``paths`` of the image (no leading ``/``), written here once each."""
-        wanted = {p.lstrip("/") for p in paths} - set(self.written)
+        asked = [p.lstrip("/") for p in paths]
+        wanted = set(asked) - set(self.written)
         if wanted or not self.entries:
             merged = merge(
                 self.store,
@@ -136,11 +137,7 @@ class ImageFiles:
                 limits=self.limits,
             )
             self._keep(merged)
-        return {
-            p.lstrip("/"): self.written[p.lstrip("/")]
-            for p in paths
-            if p.lstrip("/") in self.written
-        }
+        return {p: self.written[p] for p in asked if p in self.written}
 
     def _keep(self, merged: Merged) -> None:
         self.entries = dict(merged.entries)
@@ -148,22 +145,28 @@ class ImageFiles:
             self.written[path] = self.root / path
 
     def real_file(self, path: str) -> str | None:
-        """The regular file ``path`` is, or points to through links inside the image."""
-        current = path.lstrip("/")
-        for _ in range(_MAX_LINKS):
+        """The regular file ``path`` is in the image, every link on the way (a folder's,
+        as ``/lib -> usr/lib``, or the file's own) followed inside the image."""
+        pending = _normal(path).split("/")
+        done: list[str] = []
+        links = 0
+        while pending:
+            part = pending.pop(0)
+            current = "/".join([*done, part])
             entry = self.entries.get(current)
             if entry is None:
                 return None
-            if entry.kind in (Kind.FILE, Kind.HARDLINK):
-                return current
-            if entry.kind is not Kind.SYMLINK or entry.link is None:
-                return None
-            base = (
-                PurePosixPath("/")
-                if entry.link.startswith("/")
-                else PurePosixPath("/" + current).parent
-            )
-            current = _normal(str(base / entry.link))
+            if entry.kind is Kind.SYMLINK and entry.link is not None:
+                links += 1
+                if links > _MAX_LINKS:
+                    return None
+                base = "" if entry.link.startswith("/") else "/".join(done)
+                pending = _normal(f"{base}/{entry.link}").split("/") + pending
+                done = []
+                continue
+            done.append(part)
+            if not pending:
+                return current if entry.kind in (Kind.FILE, Kind.HARDLINK) else None
         return None
 
     def in_image(self, pattern: str) -> str:
@@ -200,6 +203,13 @@ class ImageFiles:
         if missing:
             raise BadInputError(f"{shown_path(self.place, missing[0])}: could not be read")
         return tuple(chosen.values())
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` is a file in a container of the image: in a mounted folder, or
+        a file (through links) of the image's own."""
+        if any(Path(path).is_relative_to(m) for m in self.place.mounts):
+            return Path(path).is_file()
+        return self.real_file(path) is not None
 
     def host_paths(self, paths: Sequence[Path]) -> tuple[Path | None, ...]:
         """Where the files a container loaded are here, in order: a mounted folder's files

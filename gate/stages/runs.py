@@ -82,6 +82,7 @@ class RunsIn:
     where: Place = HOST
     scratch: Path | None = None
     locate: Callable[[tuple[Path, ...]], tuple[Path | None, ...]] | None = None
+    exists: Callable[[str], bool] | None = None  # a path is a file where the runs are
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,11 @@ def run_entry_point(
                 sink=live.write if live is not None else None,
             )
         cache_clean = not any(cache_dir.rglob("*"))
-        found = loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or ".")) if record_loaded else ()
+        found = (
+            loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or "."), exists=runs_in.exists)
+            if record_loaded
+            else ()
+        )
         if locate is not None:
             here = locate(tuple(lib.path for lib in found))
             found = tuple(
