@@ -179,6 +179,7 @@ def run(
     claim_strays: bool = True,
     sink: Callable[[str], None] | None = None,
     settle: float = 0.0,
+    on_timeout: Callable[[], object] | None = None,
 ) -> Result:
     """Run ``argv`` to completion or timeout; never raises for a non-zero exit.
 
@@ -197,6 +198,8 @@ def run(
     ``settle`` seconds are given to what the command left running to end on its own
     before it is killed: a container runtime's monitor (podman's conmon) finishes the
     container's cleanup just after ``podman run`` returns, and is no stray.
+    ``on_timeout`` is called when the timeout passes, before the group is killed: a
+    container is removed through its runtime first, while its monitor still tends it.
 
     ``env_set`` and ``env_unset`` change the environment of this child only, on top
     of ``base_env`` (default: this process's environment without the gate's secrets).
@@ -226,6 +229,8 @@ def run(
             ticks.append((_PUMP_EVERY, lambda _: pump.pump()))
         try:
             timed_out = not _wait(child, timeout, ticks)
+            if timed_out and on_timeout is not None:
+                on_timeout()
         except BaseException:
             # Interrupted (a signal): the group goes, and what escaped it too.
             _kill_group(child.pid)
@@ -245,11 +250,7 @@ def run(
         duration = time.monotonic() - start
         if pump is not None:
             pump.pump(final=True)
-        if claim_strays and settle > 0 and not timed_out:
-            _settle(before | {child.pid}, settle)
-        with _live_lock:
-            _live.discard(child.pid)
-            strays = _kill_strays(before | _live, child.pid, _live) if claim_strays else ()
+        strays = _after(before, child.pid, claim=claim_strays, settle=settle)
         (stdout, cut_out), (stderr, cut_err) = _read_back(out, limit), _read_back(err, limit)
     return Result(
         argv=args,
@@ -522,6 +523,16 @@ def _command_of(pid: int) -> bytes:
         return b"(" + stat[stat.find(b"(") + 1 : stat.rfind(b")")] + b")"
     except OSError:
         return b"?"
+
+
+def _after(before: set[int], pid: int, *, claim: bool, settle: float) -> tuple[str, ...]:
+    """The command ``pid`` ended: what it left running (given ``settle`` seconds to end on
+    its own), killed and named when ``claim``."""
+    if claim and settle > 0:
+        _settle(before | {pid}, settle)
+    with _live_lock:
+        _live.discard(pid)
+        return _kill_strays(before | _live, pid, _live) if claim else ()
 
 
 def _settle(before: set[int], seconds: float) -> None:

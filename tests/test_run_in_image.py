@@ -86,7 +86,7 @@ def _tiny(podman: PodmanStore, work: Path) -> None:
     (root / "bin").mkdir(parents=True)
     (root / "etc").mkdir()
     shutil.copy(BUSYBOX, root / "bin/busybox")
-    for tool in ("sh", "cat", "env"):
+    for tool in ("sh", "cat", "env", "sleep"):
         (root / "bin" / tool).symlink_to("busybox")
     (root / "etc/marker").write_text(MARKER + "\n")
     with tarfile.open(work / "rootfs.tar", "w") as tar:
@@ -290,3 +290,21 @@ def test_what_a_run_in_the_image_loaded_is_read_from_the_images_layers(
     [libc] = [p for p in done.loaded if p.name == "libc.so.6"]
     assert libc.is_relative_to(files.root), done.loaded
     assert all(p.is_relative_to(files.root) for p in done.loaded)
+
+
+def test_an_entry_point_past_its_timeout_goes_with_its_container(
+    tmp_path: Path, podman: PodmanStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in podman.env.items():
+        monkeypatch.setenv(name, value)
+    scratch = tmp_path / "work"
+    scratch.mkdir()
+    resolved = resolve(TINY)
+    place = InImage(resolved.runtime, resolved.image, mounts=(scratch,))
+    entry = EntryPoint("hangs", ("sleep", "600"), timeout=3.0)
+    done = run_entry_point(
+        entry, ExecPath.NATIVE, record_loaded=False, runs_in=RunsIn(place, scratch)
+    )
+    assert done.result.timed_out
+    assert not done.passed
+    assert not podman("ps", "--all", "--quiet")  # the container was removed with it

@@ -145,9 +145,16 @@ class InImage:
         line = self.argv(argv, env_set=env_set, env_unset=env_unset, cwd=cwd, name=name)
         # The container's variables are on its command line; the runtime itself gets this
         # machine's environment without the gate's secrets (gate.proc), as every child.
-        result = proc.run(line, timeout=timeout, sink=sink, settle=_SETTLE)
-        if result.timed_out:
-            proc.run([self.runtime.program, "rm", "--force", name], timeout=_REMOVE_TIMEOUT)
+        remove = [self.runtime.program, "rm", "--force"]
+        if self.runtime.name == "podman":
+            remove.append("--time=0")  # docker's --force kills at once; podman's waits
+
+        def removed() -> proc.Result:
+            # Through the runtime, while its monitor still tends the container: killing the
+            # client first would leave a container podman can no longer stop.
+            return proc.run([*remove, name], timeout=_REMOVE_TIMEOUT)
+
+        result = proc.run(line, timeout=timeout, sink=sink, settle=_SETTLE, on_timeout=removed)
         return replace(result, cwd=os.fspath(cwd) if cwd is not None else None)
 
     def label(self) -> str:
