@@ -47,14 +47,6 @@ class ToolkitInfo:
     nvcc: str
 
 
-@dataclass(frozen=True)
-class ContainerInfo:
-    """The delivery image the gate ran inside, from CUDA_GATE_IMAGE / CUDA_GATE_IMAGE_DIGEST."""
-
-    image: str
-    digest: str | None
-
-
 def host_arch() -> str:
     """The host CPU architecture as `uname -m` prints it."""
     return platform.machine() or "unknown"
@@ -64,6 +56,11 @@ def background_threads() -> int:
     """Threads for the gate's own work beside a project's command (SASS dumps, library
     reads): at most a quarter of the cores, one on a small machine, never more than 4."""
     return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
+def kernel_release() -> str:
+    """The running kernel's release (``uname -r``): a container's is this machine's."""
+    return platform.release()
 
 
 def os_description() -> str:
@@ -184,14 +181,6 @@ def smi_capability() -> str | None:
     return str(found[0]) if found else None
 
 
-def container_info() -> ContainerInfo | None:
-    """The delivery image named by the workflow, if the gate runs inside one."""
-    image = os.environ.get("CUDA_GATE_IMAGE")
-    if not image:
-        return None
-    return ContainerInfo(image, os.environ.get("CUDA_GATE_IMAGE_DIGEST") or None)
-
-
 @cache
 def ld_cache() -> dict[tuple[str, str], str]:
     """The loader's cache as `ldconfig -p` lists it; empty when ldconfig is unavailable."""
@@ -250,41 +239,92 @@ def libcuda_present() -> bool:
     return any((Path(d) / "libcuda.so.1").exists() for d in _LIBCUDA_DIRS)
 
 
-def diagnose_no_device(report: ProbeReport) -> str:
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What decides why no device is usable, where the probe ran: the driver's library,
+    the device nodes, nvidia-smi, and CUDA_VISIBLE_DEVICES (None: unset)."""
+
+    libcuda: bool
+    nodes: tuple[str, ...]
+    smi: bool
+    visible: str | None
+    where: str = ""  # " in the image ..." when not this machine
+
+
+def device_facts() -> DeviceFacts:
+    """This machine's facts."""
+    return DeviceFacts(
+        libcuda=libcuda_present(),
+        nodes=tuple(sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*"))),
+        smi=shutil.which("nvidia-smi") is not None,
+        visible=os.environ.get("CUDA_VISIBLE_DEVICES"),
+    )
+
+
+# Run by `sh` in an image: one line per fact (gate.stages.probe reads them back).
+DEVICE_FACTS_SCRIPT = (
+    'for f in /dev/nvidia[0-9]*; do [ -e "$f" ] && echo "node $f"; done; '
+    "command -v nvidia-smi >/dev/null 2>&1 && echo smi; "
+    "{ ldconfig -p 2>/dev/null | grep -q 'libcuda\\.so\\.1 '; } && echo libcuda; "
+    "for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib "
+    '/usr/local/nvidia/lib64; do [ -e "$d/libcuda.so.1" ] && echo libcuda; done; '
+    '[ "${CUDA_VISIBLE_DEVICES+set}" = set ] && echo "visible $CUDA_VISIBLE_DEVICES"; true'
+)
+
+
+def parse_device_facts(text: str, where: str) -> DeviceFacts:
+    """The facts :data:`DEVICE_FACTS_SCRIPT` printed."""
+    lines = text.splitlines()
+    visible = next((line[8:] for line in lines if line.startswith("visible ")), None)
+    return DeviceFacts(
+        libcuda="libcuda" in lines,
+        nodes=tuple(sorted(line[5:] for line in lines if line.startswith("node "))),
+        smi="smi" in lines,
+        visible=visible,
+        where=where,
+    )
+
+
+def diagnose_no_device(report: ProbeReport, facts: DeviceFacts | None = None) -> str:
     """Which of "no driver", "no device visible", "driver older than the toolkit" holds.
 
     The CUDA runtime says "driver version is insufficient" (error 35) also when no
     driver is installed at all; the facts decide: libcuda.so.1, the /dev/nvidia*
-    device nodes, nvidia-smi, CUDA_VISIBLE_DEVICES, and the driver's own version.
+    device nodes, nvidia-smi, CUDA_VISIBLE_DEVICES, and the driver's own version
+    (this machine's unless ``facts`` are of an image).
     """
+    facts = facts or device_facts()
     said = f" (the CUDA runtime says: {report.error_text})" if report.error_text else ""
-    nodes = sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*"))
-    smi = shutil.which("nvidia-smi")
-    if report.driver == 0 or not libcuda_present():
-        facts = [
-            "libcuda.so.1 " + ("present" if libcuda_present() else "not found"),
-            f"device nodes {' '.join(nodes)}" if nodes else "no /dev/nvidia* device nodes",
-            "nvidia-smi " + ("present" if smi else "not found"),
+    where = facts.where
+    if report.driver == 0 or not facts.libcuda:
+        listed = [
+            "libcuda.so.1 " + ("present" if facts.libcuda else "not found"),
+            f"device nodes {' '.join(facts.nodes)}"
+            if facts.nodes
+            else "no /dev/nvidia* device nodes",
+            "nvidia-smi " + ("present" if facts.smi else "not found"),
         ]
         # The runtime's "driver version is insufficient" says nothing when there is none.
-        return f"no NVIDIA driver installed ({'; '.join(facts)})"
+        return f"no NVIDIA driver installed{where} ({'; '.join(listed)})"
     if report.error_code == _CUDA_DRIVER_TOO_OLD and report.driver and report.runtime:
         return (
-            f"driver older than the toolkit: the driver supports CUDA "
+            f"driver older than the toolkit{where}: the driver supports CUDA "
             f"{_cuda_version(report.driver)}, the toolkit's runtime is "
             f"{_cuda_version(report.runtime)}{said}"
         )
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    visible = facts.visible
     if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
-        return f"no device visible: CUDA_VISIBLE_DEVICES={visible!r} hides every device{said}"
-    if not nodes:
         return (
-            "no device visible: the driver is installed but there is no /dev/nvidia0 "
+            f"no device visible{where}: CUDA_VISIBLE_DEVICES={visible!r} hides every device{said}"
+        )
+    if not facts.nodes:
+        return (
+            f"no device visible{where}: the driver is installed but there is no /dev/nvidia0 "
             f"device node (in a container, start it with the GPU passed in){said}"
         )
     if report.error_code == _CUDA_NO_DEVICE or report.error_code is None:
-        return f"no device visible: the driver is installed but reports no device{said}"
-    return f"the CUDA device cannot be used{said}"
+        return f"no device visible{where}: the driver is installed but reports no device{said}"
+    return f"the CUDA device cannot be used{where}{said}"
 
 
 PYTHON_ENV = "CUDA_GATE_PYTHON"

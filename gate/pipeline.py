@@ -27,11 +27,14 @@ from gate import __version__, ci, git, machine, proc
 from gate.attest.signing import Signer
 from gate.baseline.resolve import Found, compare_records
 from gate.checksums import Checksums
-from gate.config import Config
+from gate.config import Config, EntryPoint, ResolvedArtifact
+from gate.container.info import of_place
+from gate.container.place import HOST, InImage, Place
 from gate.errors import ConfigError, EvidenceError, ExitCode, GateError, Interrupted, NoDeviceError
 from gate.evidence import EvidenceDir
 from gate.fsutil import Lock
 from gate.launchsummary import Launches
+from gate.reader.hostelf import Dependency, HostFormat
 from gate.record import (
     STAGES,
     Artifact,
@@ -54,11 +57,11 @@ from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState, Stage, StageStatus
 from gate.stages import build, environment, inspect, probe, recorder
 from gate.stages.build import SMOKE_KERNEL
-from gate.stages.runs import DEFAULT_TIMEOUT
+from gate.stages.runs import DEFAULT_TIMEOUT, RunsIn
 from gate.store import StoreSettings, publish, run_meta_from_evidence
 
 if TYPE_CHECKING:
-    from gate.stages import execute
+    from gate.stages import execute, inimage
 
 Progress = Callable[[str], None]
 # In the build folder: held for the whole run, so two runs never build into one folder.
@@ -97,6 +100,7 @@ class RunOptions:
     prebuilt: Checksums | None = None  # gate these files instead of building (--prebuilt)
     baseline: Found | None = None  # the run to compare with (--baseline), read before the run
     record_launches: bool | None = None  # --[no-]record-launches; None: the config's, else on
+    image: InImage | None = None  # --image (or the config's image), resolved before the run
 
 
 @dataclass(frozen=True)
@@ -194,10 +198,16 @@ def _clock(elapsed: float) -> str:
     return f"{minutes}m{seconds:02d}s"
 
 
-def tools(nvcc: str, python: str | None, configured: str | None = None) -> dict[str, str]:
+def tools(
+    nvcc: str, python: str | None, configured: str | None = None, *, in_image: bool = False
+) -> dict[str, str]:
     """What ``{nvcc}`` and ``{python}`` stand for in this run (``python``: ``--python``;
-    ``configured``: the config's ``python``; gate.machine.find_python orders them)."""
+    ``configured``: the config's ``python``; gate.machine.find_python orders them). In the
+    image they name the image's: its nvcc, and ``--python``, the config's or ``python3``
+    on the image's PATH."""
     found = {"nvcc": nvcc}
+    if in_image:
+        return {**found, "python": python or configured or "python3"}
     chosen = machine.find_python(python, configured)
     if chosen is not None:
         found["python"] = chosen
@@ -383,6 +393,11 @@ class _Stages:
             p,
         )
         self.remaining = list(STAGES[:5])
+        # In the delivery image: every command in containers of it, the work folder mounted.
+        self.place: Place = (
+            HOST if options.image is None else replace(options.image, mounts=(workdir,))
+        )
+        self.files: inimage.ImageFiles | None = None  # the image's files, once read
         self.deferred: inspect.Deferred | None = None  # SASS dumps running beside execute
         self.smoke_ahead: execute.SmokeAhead | None = None  # until the execute stage takes it
         self.inspect_checks_end = 0
@@ -438,7 +453,17 @@ class _Stages:
         """Environment, then probe, then the rest (stopping where a stage says so)."""
         options, found = self.options, self.found
         began = self.p.start("environment")
-        env = environment.run(self.evidence, nvcc=options.nvcc, project_dir=options.project_dir)
+        place = self.place
+        env = environment.run(
+            self.evidence,
+            nvcc=options.nvcc,
+            project_dir=options.project_dir,
+            place=place,
+            container=of_place(place) if isinstance(place, InImage) else None,
+        )
+        if isinstance(place, InImage):
+            start = (place.runtime.version_command, place.image.command)
+            env = replace(env, commands=(*(c for c in start if c is not None), *env.commands))
         found = self.found = replace(found, environment=env.environment, source=env.source)
         if not self.finish("environment", began, env):
             self.skip_rest("environment")
@@ -452,6 +477,7 @@ class _Stages:
             workdir=self.workdir,
             explicit_target=options.target,
             use_cache=options.use_cache,
+            place=place,
         )
         found = self.found = replace(
             found,
@@ -474,32 +500,10 @@ class _Stages:
 
         assert probed.target is not None  # noqa: S101 - the probe stage ran
         assert env.toolkit is not None  # noqa: S101 - the environment stage ran
-        options, config = self.options, self.config
-        tool_paths = tools(env.toolkit.nvcc, options.python, config.python)
-        # The launch recorder compiles while the project builds and is inspected.
-        wanted = records_launches(options, config)
-        pending = (
-            recorder.PendingBuild(env.toolkit.nvcc, self.workdir, use_cache=options.use_cache)
-            if probed.capability is not None and wanted
-            else None
-        )
+        options, config, place = self.options, self.config, self.place
+        tool_paths, pending = self.prepare(env.toolkit.nvcc, probed)
+        found = self.found
         began = self.p.start("build")
-        # On a device in the default compute mode the smoke program runs, both paths,
-        # as soon as it is built: beside the project's build, which is no GPU work.
-        ahead = (
-            probed.capability is not None
-            and probed.shared
-            and options.stop_after not in ("build", "inspect")
-        )
-
-        def on_smoke(smoke: Path) -> None:
-            if ahead:
-                self.smoke_ahead = execute.SmokeAhead(
-                    execute.smoke_entry(smoke, options.timeout),
-                    self.evidence,
-                    pending.result if pending is not None else lambda: None,
-                )
-
         # The device in front needs code built for it; a target named with --target
         # keeps its own form (sm_90a needs sm_90a).
         first = (
@@ -518,7 +522,8 @@ class _Stages:
             ptx=options.ptx,
             use_cache=options.use_cache,
             prebuilt=options.prebuilt,
-            on_smoke=on_smoke,
+            on_smoke=self.smoke_starter(probed, pending),
+            place=place,
         )
         found = self.found = replace(found, builds=built.builds, requirements=built.required)
         if not self.finish("build", began, built):
@@ -529,6 +534,13 @@ class _Stages:
         driver = env.driver.cuda_version if env.driver else None
         device = probed.capability or probed.target.capability
         count = Counter(self.p.where(), say=self.p.say, live=self.p.live)
+        try:
+            from_image, deps_of = self.image_artifacts()
+        except GateError as e:
+            count.clear()
+            self.finish("inspect", began, inspect.InspectOutcome((), (), e), Cause.EVIDENCE)
+            self.skip_rest("inspect")
+            return found
         inspected = inspect.run(
             self.evidence,
             config=config,
@@ -547,6 +559,8 @@ class _Stages:
             use_cache=options.use_cache,
             progress=count,
             runner_class=ci.runner_class(os.environ),
+            from_image=from_image,
+            deps_of=deps_of,
         )
         count.clear()
         self.deferred = inspected.deferred
@@ -554,7 +568,9 @@ class _Stages:
             dict.fromkeys(a.cross_check_note for a in inspected.artifacts if a.cross_check_note)
         )
         found = self.found = replace(
-            found, artifacts=tuple(a.record() for a in inspected.artifacts), notes=notes
+            found,
+            artifacts=tuple(a.record() for a in inspected.artifacts),
+            notes=(*found.notes, *notes),
         )
         inspected_ok = self.finish("inspect", began, inspected, Cause.EVIDENCE)
         self.inspect_checks_end = len(self.p.checks)  # the SASS dump checks go here later
@@ -562,6 +578,8 @@ class _Stages:
             self.skip_rest("inspect")
             return found
         points = execute.entry_points(config, built.smoke, options.timeout, tool_paths)
+        if isinstance(place, InImage):
+            points = [_in_image(entry, config, place) for entry in points]
         if probed.capability is None:
             self.p.checks += execute.skipped(
                 self.evidence, points, inspected.artifacts, "not run: no CUDA device"
@@ -588,6 +606,7 @@ class _Stages:
             side_by_side=probed.shared,
             recorder=launch_recorder,
             smoke_ahead=self.take_smoke_ahead(),
+            runs_in=self.runs_in(),
         )
         self.finish("execute", began, ran, Cause.INTERNAL)
         return replace(
@@ -598,6 +617,109 @@ class _Stages:
             paths_proved=ran.paths_proved,
             launches=ran.launches.summary() if ran.launches is not None else None,
         )
+
+    def smoke_starter(
+        self, probed: probe.ProbeOutcome, pending: recorder.PendingBuild | None
+    ) -> Callable[[Path], None] | None:
+        """What starts the smoke program's runs as soon as it is built, or None.
+
+        On a device in the default compute mode both paths run then, beside the project's
+        build, which is no GPU work; not in the delivery image (no build there, and the runs
+        need its files read first), nor when the run stops before execute.
+        """
+        if (
+            probed.capability is None
+            or not probed.shared
+            or self.place.in_image
+            or self.options.stop_after in ("build", "inspect")
+        ):
+            return None
+        from gate.stages import execute  # noqa: PLC0415 - preloaded (_preload)
+
+        timeout, evidence = self.options.timeout, self.evidence
+
+        def start(smoke: Path) -> None:
+            self.smoke_ahead = execute.SmokeAhead(
+                execute.smoke_entry(smoke, timeout),
+                evidence,
+                pending.result if pending is not None else lambda: None,
+            )
+
+        return start
+
+    def prepare(
+        self, nvcc: str, probed: probe.ProbeOutcome
+    ) -> tuple[dict[str, str], recorder.PendingBuild | None]:
+        """What ``{nvcc}`` and ``{python}`` stand for, and the launch recorder started."""
+        options, config, place = self.options, self.config, self.place
+        tool_paths = tools(nvcc, options.python, config.python, in_image=place.in_image)
+        if place.in_image:
+            found = self.found
+            self.found = replace(found, notes=(*found.notes, *_image_notes(config)))
+            return tool_paths, None
+        # The launch recorder compiles while the project builds and is inspected.
+        wanted = records_launches(options, config) and probed.capability is not None
+        pending = (
+            recorder.PendingBuild(nvcc, self.workdir, use_cache=options.use_cache)
+            if wanted
+            else None
+        )
+        return tool_paths, pending
+
+    def image_artifacts(
+        self,
+    ) -> tuple[
+        tuple[tuple[ResolvedArtifact, str], ...] | None,
+        Callable[[Path, HostFormat], tuple[Dependency, ...]] | None,
+    ]:
+        """In the image: its artifacts read from its layers, and its loader's dependencies."""
+        place = self.place
+        if not isinstance(place, InImage):
+            return None, None
+        from gate.stages import inimage  # noqa: PLC0415 - only a run in an image reads one
+
+        self.files = inimage.ImageFiles.open(place, self.workdir / "image")
+        found = self.files.artifacts(self.config)
+        shown = {resolved.path: label for resolved, label in found}
+        return found, inimage.image_dependencies(place, shown)
+
+    def runs_in(self) -> RunsIn:
+        """Where the entry points run: here, or in containers of the image."""
+        if not isinstance(self.place, InImage) or self.files is None:
+            return RunsIn()
+        scratch = self.workdir / "runs"
+        scratch.mkdir(parents=True, exist_ok=True)
+        return RunsIn(self.place, scratch, self.files.host_paths, self.files.exists)
+
+    def close(self) -> None:
+        """The image's saved archive closed (its files go with the build folder)."""
+        if self.files is not None:
+            self.files.close()
+            self.files = None
+
+
+def _image_notes(config: Config) -> tuple[str, ...]:
+    """What a run in the image does not do, and why."""
+    notes = []
+    if config.builds:
+        notes.append(
+            f"the image is the build's product: the {len(config.builds)} build command(s) of "
+            f"{config.label} were not run; its artifacts are gated as the image ships them"
+        )
+    notes.append("kernel launches not recorded: the launch recorder does not run inside an image")
+    return tuple(notes)
+
+
+def _in_image(entry: EntryPoint, config: Config, place: InImage) -> EntryPoint:
+    """An entry point's folder as the image has it: the project's folder is the image's
+    working folder (``cwd = "bin"`` is ``WORKDIR/bin``); a path outside it is the image's."""
+    if entry.cwd is None:
+        return entry
+    cwd = Path(entry.cwd)
+    if cwd.is_relative_to(config.project_dir):
+        inside = Path(place.image.working_dir) / cwd.relative_to(config.project_dir)
+        return replace(entry, cwd=str(inside))
+    return entry
 
 
 class _StageResult(Protocol):
@@ -657,6 +779,7 @@ def _run_stages(
         ahead = stages.take_smoke_ahead()
         if ahead is not None:  # started, but the execute stage never ran
             ahead.discard()
+        stages.close()
         if stages.deferred is not None:
             # Among the inspect stage's checks, where a reader of the table looks for them.
             at = stages.inspect_checks_end

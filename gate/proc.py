@@ -178,6 +178,8 @@ def run(
     output_limit: int | None = None,
     claim_strays: bool = True,
     sink: Callable[[str], None] | None = None,
+    settle: float = 0.0,
+    on_timeout: Callable[[], object] | None = None,
 ) -> Result:
     """Run ``argv`` to completion or timeout; never raises for a non-zero exit.
 
@@ -192,6 +194,12 @@ def run(
 
     ``sink`` gets the output while the command runs (a log being written, for ``tail
     -f``): whole lines, each stream's first ``output_limit`` bytes, then one note.
+
+    ``settle`` seconds are given to what the command left running to end on its own
+    before it is killed: a container runtime's monitor (podman's conmon) finishes the
+    container's cleanup just after ``podman run`` returns, and is no stray.
+    ``on_timeout`` is called when the timeout passes, before the group is killed: a
+    container is removed through its runtime first, while its monitor still tends it.
 
     ``env_set`` and ``env_unset`` change the environment of this child only, on top
     of ``base_env`` (default: this process's environment without the gate's secrets).
@@ -221,6 +229,8 @@ def run(
             ticks.append((_PUMP_EVERY, lambda _: pump.pump()))
         try:
             timed_out = not _wait(child, timeout, ticks)
+            if timed_out and on_timeout is not None:
+                on_timeout()
         except BaseException:
             # Interrupted (a signal): the group goes, and what escaped it too.
             _kill_group(child.pid)
@@ -240,9 +250,7 @@ def run(
         duration = time.monotonic() - start
         if pump is not None:
             pump.pump(final=True)
-        with _live_lock:
-            _live.discard(child.pid)
-            strays = _kill_strays(before | _live, child.pid, _live) if claim_strays else ()
+        strays = _after(before, child.pid, claim=claim_strays, settle=settle)
         (stdout, cut_out), (stderr, cut_err) = _read_back(out, limit), _read_back(err, limit)
     return Result(
         argv=args,
@@ -515,6 +523,33 @@ def _command_of(pid: int) -> bytes:
         return b"(" + stat[stat.find(b"(") + 1 : stat.rfind(b")")] + b")"
     except OSError:
         return b"?"
+
+
+def _after(before: set[int], pid: int, *, claim: bool, settle: float) -> tuple[str, ...]:
+    """The command ``pid`` ended: what it left running (given ``settle`` seconds to end on
+    its own), killed and named when ``claim``."""
+    if claim and settle > 0:
+        _settle(before | {pid}, settle)
+    with _live_lock:
+        _live.discard(pid)
+        return _kill_strays(before | _live, pid, _live) if claim else ()
+
+
+def _settle(before: set[int], seconds: float) -> None:
+    """Wait up to ``seconds`` for the processes adopted since ``before`` to exit, reaping
+    each as it does (never one another thread's command is waiting for)."""
+    end = time.monotonic() + seconds
+    while True:
+        with _live_lock:
+            left = _orphans() - before - _live
+        for pid in list(left):
+            with contextlib.suppress(ChildProcessError):
+                done, _ = os.waitpid(pid, os.WNOHANG)
+                if done == pid:
+                    left.discard(pid)
+        if not left or time.monotonic() >= end:
+            return
+        time.sleep(0.02)
 
 
 def _kill_strays(before: set[int], child: int, others: set[int]) -> tuple[str, ...]:

@@ -19,9 +19,14 @@ loaded libraries, how the device runs them; 3 gives each check one ``state``
 and records each required target with its form (``requirements``) and what the run
 did not do, with no check standing for it (``notes``: no cuobjdump to cross-check
 with); 4 adds each entry's ``size`` (bytes of device code) and, for a run compared
-with a baseline (``--baseline``), the comparison (``baseline``: gate.comparison); 5 the
-effective release policy (``policy``); 6 what the launch recorder showed (``launches``:
-coverage per artifact and path, runtime modules; gate.launchsummary), null without it.
+with a baseline (``--baseline``), the comparison (``baseline``: gate.comparison); 5
+adds the effective release policy (``policy``); 6 records the delivery image a run was
+in (``environment.container``: how it ran there, ``runtime`` for ``--image`` or
+``inside``, the reference, the manifest digest and where it came from, the image id,
+platform, runtime and version, the GPUs passed), where 5 had only ``image`` and
+``digest`` (read as an ``inside`` run whose digest came from the environment), and what
+the launch recorder showed (``launches``: coverage per artifact and path, runtime
+modules; gate.launchsummary), null without it.
 Versions 1 and 2 are still read: a check they mark skipped reads as not run, so a
 stored run is judged by today's rule (a check that did not run never counts as passed);
 their stored verdict is not compared with it. Versions 1 to 3 read with every size 0
@@ -39,10 +44,11 @@ from typing import Any
 
 from gate import jsonutil
 from gate.comparison import Baseline
+from gate.container.info import ContainerInfo
 from gate.errors import BadInputError, ConfigError
 from gate.git import SourceInfo
 from gate.launchsummary import Launches
-from gate.machine import ContainerInfo, DriverInfo, ToolkitInfo
+from gate.machine import DriverInfo, ToolkitInfo
 from gate.reader.hostelf import Dependency
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.causes import Cause, ExecPath, RunFacts, RuntimeFailure
@@ -419,9 +425,7 @@ def _environment_json(env: Environment) -> dict[str, Any]:
             "nvcc": env.toolkit.nvcc,
         },
         "supported_targets": [str(t) for t in env.supported_targets],
-        "container": None
-        if env.container is None
-        else {"image": env.container.image, "digest": env.container.digest},
+        "container": None if env.container is None else env.container.to_json(),
     }
 
 
@@ -601,9 +605,7 @@ class _Parser:
             ),
             container=None
             if not isinstance(container, Mapping)
-            else ContainerInfo(
-                self.text(container, "image"), self.text(container, "digest", optional=True)
-            ),
+            else ContainerInfo.from_json(container, self.where),
         )
 
     def stage(self, s: Mapping[str, Any]) -> Stage:

@@ -306,7 +306,7 @@ def test_run_with_a_folder_baseline_records_the_loss_in_every_report(
     predicate = json.loads((ran.evidence / "manifest.json").read_text(encoding="utf-8"))[
         "predicate"
     ]
-    assert predicate["version"] == PREDICATE_VERSION
+    assert predicate["version"] == PREDICATE_VERSION  # baseline is signed since version 3
     assert predicate["baseline"]["result_sha256"] == digest
     assert predicate["baseline"]["regressions"] == 3
     junit = (ran.evidence / "junit.xml").read_text(encoding="utf-8")

@@ -45,6 +45,7 @@ LAYERS = (
     ("gate.comparison", 5),  # a run compared with a baseline: facts and JSON, no IO
     ("gate.cuobjdump", 5),
     ("gate.image", 5),  # container images: reads with gate.reader, saves through gate.proc
+    ("gate.container", 5),  # the container runtime, the image it resolves, commands in it
     ("gate.record", 6),
     ("gate.render", 7),
     ("gate.attest", 8),

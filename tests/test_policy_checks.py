@@ -376,7 +376,7 @@ def test_result_json_holds_the_effective_policy_and_reads_it_back() -> None:
     )
     record = replace(make_record(), policy=policy)
     doc = json.loads(record.dumps())
-    assert doc["version"] == RESULT_VERSION
+    assert doc["version"] == RESULT_VERSION  # the policy is recorded since version 5
     assert doc["policy"]["surplus_targets"] == "warn"
     assert doc["policy"]["required_devices"] == {"gb10": ["12.1"]}
     schema = json.loads(

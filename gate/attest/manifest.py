@@ -2,8 +2,10 @@
 
 Built from the evidence folder of one gate run (``result.json`` plus every file
 beside it). The Statement (https://github.com/in-toto/attestation/blob/main/spec/v1/statement.md)
-names each final artifact as a subject with its SHA-256; its predicate (type
-:data:`PREDICATE_TYPE`, schema ``gate/schemas/manifest-predicate.schema.json``)
+names each final artifact as a subject with its SHA-256, and the delivery image the
+run was in, where its manifest digest is known, as one more (its repository and
+digest); its predicate (type :data:`PREDICATE_TYPE`, schema
+``gate/schemas/manifest-predicate.schema.json``)
 holds the seed's four evidence sets, the verdict, and the digest of every
 evidence file. ``manifest.json`` is the Statement; ``manifest.dsse.json`` is
 the same bytes signed in a DSSE envelope when a key is configured.
@@ -184,9 +186,17 @@ def build_statement(
     problem = validate_predicate(predicate)
     if problem:
         raise EvidenceError(f"{source}: {problem}")
+    subjects = [{"name": a["name"], "digest": {"sha256": a["sha256"]}} for a in artifacts]
+    container = record.environment.container
+    image = container.subject() if container is not None else None
+    if image is not None:
+        # The delivery image, pinned by its manifest digest, beside the artifacts it ships.
+        if image[0] in names:
+            raise EvidenceError(f"{source}: an artifact is named like the image {image[0]}")
+        subjects.append({"name": image[0], "digest": {"sha256": image[1]}})
     return {
         "_type": STATEMENT_TYPE,
-        "subject": [{"name": a["name"], "digest": {"sha256": a["sha256"]}} for a in artifacts],
+        "subject": subjects,
         "predicateType": PREDICATE_TYPE,
         "predicate": predicate,
     }

@@ -12,9 +12,12 @@ Version history: 1 (first release); 2 gives each check one ``state`` (passed, wa
 failed, not-run) in place of ``passed`` and ``skipped``, and each run the CUDA
 runtime failure it printed; 3 adds ``baseline``: the run the device code was compared
 with (``--baseline``), named by its result.json's SHA-256, and what was lost against
-it; 4 adds ``launches``: what the launch recorder showed (kernels launched per artifact
-and path, with the code that ran each; runtime modules), as result.json version 6 holds
-it. Versions 1 to 3 are still read: a check version 1 marks skipped reads as not run.
+it; 4 gives ``environment.container`` its shape (the run record's, version 6), makes
+the delivery image, where its digest is known, a subject of the Statement beside the
+artifacts (:attr:`GatePredicate.image`), and adds ``launches``: what the launch recorder
+showed (kernels launched per artifact and path, with the code that ran each; runtime
+modules), as result.json version 6 holds it. Versions 1 to 3 are still read: a check
+version 1 marks skipped reads as not run.
 """
 
 from __future__ import annotations
@@ -91,6 +94,17 @@ class SignedBaseline:
 
 
 @dataclass(frozen=True)
+class SignedImage:
+    """The delivery image as signed: what named it, and the subject that pins it."""
+
+    reference: str
+    mode: str  # "runtime" (run --image) or "inside" (the gate ran in it)
+    subject: str | None  # the Statement's subject name for it (None: no digest known)
+    digest: str | None  # "sha256:<hex>"
+    runtime: str | None
+
+
+@dataclass(frozen=True)
 class GatePredicate:
     """Everything a signed gate-run predicate says that its readers use."""
 
@@ -110,6 +124,7 @@ class GatePredicate:
     verdict: SignedVerdict
     evidence: tuple[SignedFile, ...]
     baseline: SignedBaseline | None = None
+    image: SignedImage | None = None
     launches: Launches | None = None  # version 4; None where nothing was recorded
 
     @property
@@ -181,8 +196,19 @@ def _read(p: Mapping[str, Any], where: str) -> GatePredicate:
         ),
         evidence=tuple(SignedFile(e["name"], e["sha256"], e["size"]) for e in p["evidence"]),
         baseline=_baseline(p.get("baseline")),
+        image=_image(env.get("container"), version),
         launches=None if p.get("launches") is None else Launches.from_json(p["launches"], where),
     )
+
+
+def _image(c: Mapping[str, Any] | None, version: int) -> SignedImage | None:
+    """The image of a version 4 predicate; earlier ones named it without a subject."""
+    if c is None:
+        return None
+    reference = str(c.get("reference") or c.get("image") or "")
+    digest = c.get("digest") if isinstance(c.get("digest"), str) else None
+    subject = str(c.get("name") or reference) if version >= 4 and digest and reference else None
+    return SignedImage(reference, str(c.get("mode") or "inside"), subject, digest, c.get("runtime"))
 
 
 def _baseline(b: Mapping[str, Any] | None) -> SignedBaseline | None:

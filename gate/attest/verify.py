@@ -7,7 +7,9 @@ Reads like the procedure (after sigstore-python's ``verify/verifier.py``):
    Statement v1 whose predicate matches the schema;
 2. artifacts: every subject's SHA-256 equals the file in front of us (a relinked
    artifact is a different artifact: the seed's "any subsequent relinking
-   requires a new acceptance test");
+   requires a new acceptance test"); the delivery image's subject equals what the
+   container runtime here holds under its reference, and the artifacts recorded in
+   it are hashed from its layers (:mod:`gate.attest.image_step`);
 3. evidence: every evidence file the predicate records is next to the envelope
    with the recorded SHA-256: a missing file fails like a changed one. Only an
    envelope checked on its own, asked for explicitly (``envelope_only``), skips it;
@@ -34,6 +36,7 @@ from typing import Any
 from gate import jsonutil, proc
 from gate import machine as environment
 from gate.attest import freshness as fresh
+from gate.attest import image_step
 from gate.attest.evidence_step import step_evidence
 from gate.attest.freshness import Freshness
 from gate.attest.manifest import (
@@ -233,6 +236,9 @@ def _parse_statement(payload: bytes, source: str) -> tuple[dict[str, Any], GateP
     predicate = read_predicate(statement.get("predicate"), source)
     subjects = statement.get("subject")
     recorded = {a.name: a.sha256 for a in predicate.artifacts}
+    image = predicate.image
+    if image is not None and image.subject is not None and image.digest is not None:
+        recorded[image.subject] = image.digest.removeprefix("sha256:")
     if (
         not isinstance(subjects, list)
         or not all(
@@ -253,9 +259,16 @@ def _step_artifacts(
 ) -> StepResult:
     """Step 2 (in-toto ResourceDescriptor: the digest is over the artifact's bytes)."""
     paths = {a.name: a.path for a in predicate.artifacts}
-    changed: list[str] = []
+    # The image's subject, and the artifacts read from it, by the runtime here.
+    looked = image_step.look(predicate.image, paths, artifacts_dir)
+    changed = list(looked.problems)
     for subject in statement["subject"]:
         name, expected = subject["name"], subject["digest"]["sha256"]
+        if name in looked.covered:
+            problem = looked.compare(name, expected)
+            if problem:
+                changed.append(problem)
+            continue
         path = _artifact_path(name, paths.get(name), artifacts_dir)
         if path is None:
             changed.append(f"{name}: not found{f' in {artifacts_dir}' if artifacts_dir else ''}")
@@ -272,8 +285,14 @@ def _step_artifacts(
         return failed(2, "artifacts", changed, ArtifactChangedError)
     if count == 0:
         return StepResult(2, "artifacts", Outcome.NOT_CHECKED, "the manifest names no artifacts")
+    checked = count - (len(looked.covered) if looked.unchecked else 0)
+    if checked == 0:
+        return StepResult(2, "artifacts", Outcome.NOT_CHECKED, "; ".join(looked.unchecked))
     names = ", ".join(s["name"] for s in statement["subject"])
-    return StepResult(2, "artifacts", Outcome.PASSED, f"{count} of {count} match ({names})")
+    detail = f"{checked} of {count} match ({names})"
+    if looked.unchecked:
+        detail += f"; {'; '.join(looked.unchecked)}"
+    return StepResult(2, "artifacts", Outcome.PASSED, detail)
 
 
 def _artifact_path(name: str, recorded: str | None, artifacts_dir: Path | None) -> Path | None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from gate.baseline.resolve import Found
     from gate.checksums import Checksums
     from gate.config import Config
+    from gate.container.place import InImage
     from gate.rules.targets import Target
 
 STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
@@ -57,6 +58,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="gate files built elsewhere instead of building: the list (sha256sum's format, "
         "paths relative to it) must match their bytes and name exactly the configured "
         "artifacts; the configuration's build commands are not run (the smoke program is)",
+    )
+    parser.add_argument(
+        "--image",
+        default=None,
+        metavar="IMAGE",
+        help="run inside this delivery image (name[:tag][@sha256:...], as the local podman "
+        "or docker holds it; never pulled): environment, probe, smoke program and entry "
+        "points in fresh containers of it with the GPUs passed in, its artifacts read from "
+        "its own layers, its digest from the runtime's inspection (default: the config's "
+        "image; [container] says how it runs)",
     )
     parser.add_argument(
         "--target",
@@ -246,13 +257,15 @@ def handle(args: argparse.Namespace) -> int:
     progress = err.progress
 
     target = _target(args.target) if args.target else None
-    if target is not None:
-        from gate.stages.probe import refuse_unbuildable
-
-        refuse_unbuildable(target, args.nvcc)
     # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
     _refuse_unrecorded(args, project)
+    image = _image(args, project)
+    if target is not None and image is None:
+        from gate.stages.probe import refuse_unbuildable
+
+        # In the image, its own toolkit is asked, in the probe stage.
+        refuse_unbuildable(target, args.nvcc)
     prebuilt = _prebuilt(args.prebuilt)
     store = None if args.no_store else load_settings(url=args.store, config=project)
     if store is not None and store.local_dir is not None:
@@ -290,6 +303,7 @@ def handle(args: argparse.Namespace) -> int:
         prebuilt=prebuilt,
         baseline=baseline,
         record_launches=args.record_launches,
+        image=image,
     )
     outcome = run(options, progress, err.live)
     record = outcome.record
@@ -351,6 +365,30 @@ class _Stderr:
 
             self.closed = True
             discard(sys.stderr)
+
+
+def _image(args: argparse.Namespace, project: Config) -> InImage | None:
+    """``--image`` (else the config's ``image``) resolved through the runtime before anything
+    runs: a bad reference, an image the runtime lacks or a pin it holds under another
+    digest is one line, exit 6; no runtime, exit 3; what cannot work in an image, exit 7."""
+    text = args.image if args.image is not None else project.image
+    if text is None:
+        return None
+    from gate.container.place import resolve
+    from gate.errors import ConfigError
+
+    if args.prebuilt is not None:
+        raise ConfigError(
+            "--prebuilt gates files of this machine; --image gates the image's own: give one"
+        )
+    needing = project.recorder_needs()
+    if needing:
+        raise ConfigError(
+            f"{needing[0][0]}: {needing[0][1]} needs the launch recorder, which does not run "
+            "inside an image"
+        )
+    settings = project.container
+    return resolve(text, runtime=settings.runtime, gpus=settings.gpus, options=settings.options)
 
 
 def _which_config(project: Config) -> str:

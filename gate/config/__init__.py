@@ -19,6 +19,13 @@ every table sits under ``tool.cuda-gate``)::
     stale_artifacts = "warn"   # an artifact the build did not write: "warn" or "fail"
     record_launches = true     # the CUPTI launch recorder in every run (the default; false
                                # turns it off, unless a require_launch needs it)
+    image = "ghcr.io/org/app@sha256:..."  # run inside this delivery image (as --image does)
+
+    [container]                # how the image runs (only with image / --image)
+    runtime = "podman"         # or "docker", or a path; default: podman, else docker on PATH
+    gpus = "auto"              # "auto" | "cdi" (--device nvidia.com/gpu=all) | "flag"
+                               # (--gpus all) | "none"
+    options = ["--network=none"]  # more `run` options, given to every container
 
     [[build]]                  # run in order before inspection
     name = "configure"         # optional: build-1, build-2, ...
@@ -105,6 +112,7 @@ __all__ = [
     "BuildCommand",
     "BuildStep",
     "Config",
+    "ContainerSettings",
     "EntryPoint",
     "EntryPointSpec",
     "ResolvedArtifact",
@@ -125,8 +133,10 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = frozenset(
     {"python", "targets", "devices", "kernels", "smoke", "build", "artifact", "entry_point"}
     | {"strict_libraries", "signing", "store", "host", "stale_artifacts", "baseline"}
-    | {"record_launches", "policy"}
+    | {"record_launches", "policy", "image", "container"}
 )
+_CONTAINER_KEYS = frozenset({"runtime", "gpus", "options"})
+GPU_MODES = ("auto", "cdi", "flag", "none")
 _BUILD_KEYS = frozenset({"name", "command", "cwd", "env", "timeout"})
 _ARTIFACT_KEYS = frozenset({"path", "kernels", "require_launch"})
 _ENTRY_KEYS = _BUILD_KEYS | {"expected_returncode", "expected_output"}
@@ -243,6 +253,15 @@ class EntryPointSpec:
 
 
 @dataclass(frozen=True)
+class ContainerSettings:
+    """``[container]``: the runtime, how GPUs are passed, more ``run`` options."""
+
+    runtime: str | None = None
+    gpus: str = "auto"
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated configuration; ``source`` is None when the defaults apply."""
 
@@ -265,6 +284,8 @@ class Config:
     host: str | None = None
     stale_fails: bool = False  # stale_artifacts = "fail"
     policy: ReleasePolicy = ReleasePolicy()  # noqa: RUF009 - frozen, shared safely; [policy]
+    image: str | None = None  # the delivery image to run inside (--image overrides)
+    container: ContainerSettings = ContainerSettings()
 
     @property
     def baseline(self) -> Policy:
@@ -560,6 +581,8 @@ def parse(
         stale_fails=_choice(doc.get("stale_artifacts", "warn"), at("stale_artifacts"), _STALE)
         == "fail",
         policy=policy_table.read(doc, root),
+        image=tv.text(doc["image"], at("image")) if "image" in doc else None,
+        container=_container(doc.get("container", {}), at("container")),
     )
     if not config.smoke and not config.entry_points:
         raise at("smoke").fail("false, but no entry_point is configured: nothing would run")
@@ -567,6 +590,25 @@ def parse(
     if config.record_launches is False and needs:
         raise at("record_launches").fail(f"false, but {needs[0][0]} needs the launch recorder")
     return config
+
+
+def _container(value: object, at: tv.At) -> ContainerSettings:
+    """``[container]``: every key optional."""
+    table = tv.table(value, at)
+    tv.check_keys(table, _CONTAINER_KEYS, at)
+    runtime = tv.text(table["runtime"], at.child("runtime")) if "runtime" in table else None
+    if runtime is not None and not runtime.strip():
+        raise at.child("runtime").fail("empty: name podman, docker or a path")
+    gpus = _choice(table.get("gpus", "auto"), at.child("gpus"), GPU_MODES) or "auto"
+    options = tv.texts(table.get("options", []), at.child("options"))
+    for i, option in enumerate(options):
+        if not option.startswith("-"):
+            raise (
+                at.child("options")
+                .child(i)
+                .fail(f"{tv.quote(option)}: not an option (each is one `run` option: --volume=A:B)")
+            )
+    return ContainerSettings(runtime, gpus, options)
 
 
 HOSTS = ("x86_64", "aarch64", "ppc64le")  # as `uname -m` names them

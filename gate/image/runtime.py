@@ -27,9 +27,13 @@ class Saved:
     digest: str | None
 
 
-def save(tool: str, name: str, into: Path) -> Saved:
-    """``podman``/``docker image save`` of ``name`` into ``into``; ToolError if it fails."""
-    program = proc.which(tool)
+def save(tool: str, name: str, into: Path, program: str | None = None) -> Saved:
+    """``podman``/``docker image save`` of ``name`` into ``into``; ToolError if it fails.
+
+    ``program`` is the runtime's path when the caller found it already (else ``tool``
+    is looked up on PATH).
+    """
+    program = program or proc.which(tool)
     target = into / "image.tar"
     if tool == "podman":
         argv = [program, "image", "save", "--format", "oci-archive", "--uncompressed"]

@@ -9,6 +9,10 @@ build commands, which run in order with the required targets substituted
 failing one stops the pipeline, its log kept. With prebuilt
 files (``--prebuilt SHA256SUMS``) the project's commands are not run: the files are
 checked against the list instead (gate.stages.prebuilt).
+
+In the delivery image (``--image``) the smoke program is built by the image's own nvcc,
+into the gate's work folder, and the project's build commands are not run: the image
+is the build's product, its artifacts are gated as it ships them (gate.stages.inimage).
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import buildcache, machine, proc
+from gate import machine, proc
 from gate.checksums import Checksums
 from gate.config import SMOKE_NAME, Config
 from gate.config.placeholders import gencode
+from gate.container.place import HOST, Place
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir, safe_name
 from gate.record import Build
@@ -31,7 +36,7 @@ from gate.rules.require import Requirement
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState
 from gate.stages import prebuilt as prebuilt_stage
-from gate.stages.probe import BUILD_TIMEOUT, cuda_source
+from gate.stages.probe import BUILD_TIMEOUT, compile_gate_program, cuda_source
 
 SMOKE = SMOKE_NAME
 SMOKE_KERNEL = "write_value"
@@ -77,6 +82,7 @@ def build_smoke(
     *,
     use_cache: bool = True,
     claim_strays: bool = True,
+    place: Place = HOST,
 ) -> tuple[Path, proc.Result]:
     """Compile smoke.cu with the given targets into ``workdir/smoke``.
 
@@ -87,13 +93,13 @@ def build_smoke(
     source.write_text(cuda_source(f"{SMOKE}.cu"), encoding="utf-8")
     output = workdir / SMOKE
     argv = [nvcc, "-O2", *gencode(sass, ptx), str(source), "-o", str(output)]
-    result = buildcache.compile_program(
+    result = compile_gate_program(
         argv,
         output=output,
         inputs=[source],
         cwd=workdir,
-        timeout=BUILD_TIMEOUT,
         use_cache=use_cache,
+        place=place,
         claim_strays=claim_strays,
     )
     return output, result
@@ -125,6 +131,7 @@ def run(
     use_cache: bool = True,
     prebuilt: Checksums | None = None,
     on_smoke: Callable[[Path], None] | None = None,
+    place: Place = HOST,
 ) -> BuildOutcome:
     """Build the smoke program (unless the config turns it off) and the configured steps.
 
@@ -142,7 +149,8 @@ def run(
     if config.smoke:
         sass_of = sass if sass is not None else (target.as_sass(),)
         ptx_of = ptx if ptx is not None else (target.as_ptx(),)
-        beside = bool(config.builds) and prebuilt is None  # the project's steps run meanwhile
+        # The project's steps run meanwhile (none in the delivery image, nor prebuilt).
+        beside = bool(config.builds) and prebuilt is None and not place.in_image
 
         def smoke_built() -> tuple[Path, proc.Result]:
             output, result = build_smoke(
@@ -152,6 +160,7 @@ def run(
                 ptx_of,
                 use_cache=use_cache,
                 claim_strays=not beside,
+                place=place,
             )
             if result.ok and on_smoke is not None:
                 on_smoke(output)
@@ -159,7 +168,7 @@ def run(
 
         smoke_job = pool.submit(smoke_built)
     try:
-        steps = _steps(evidence, config, targets, tools, prebuilt)
+        steps = _steps(evidence, config, targets, tools, prebuilt, place=place)
     finally:
         pool.shutdown(wait=True)  # an interrupt still waits for the compile's group to go
     builds: list[Build] = []
@@ -197,9 +206,12 @@ def _steps(
     targets: Sequence[Target],
     tools: Mapping[str, str],
     prebuilt: Checksums | None,
+    *,
+    place: Place = HOST,
 ) -> BuildOutcome:
     """The project's part: its build steps in order (the first failing one stops them), or
-    the check of the prebuilt files. Requirements and smoke are the caller's."""
+    the check of the prebuilt files; nothing in the delivery image. Requirements and
+    smoke are the caller's."""
     builds: list[Build] = []
     commands: list[proc.Result] = []
     checks: list[Check] = []
@@ -216,6 +228,9 @@ def _steps(
             since[0] if since else None,
         )
 
+    if place.in_image:
+        # The image is the build's product: its artifacts are gated as it ships them.
+        return outcome()
     if prebuilt is not None:
         # Built elsewhere: no build time, so no freshness check (built_since stays None).
         checked = prebuilt_stage.run(evidence, config, prebuilt)

@@ -8,10 +8,13 @@ still run); a missing or broken nvcc stops the pipeline.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from gate import git, machine, proc
+from gate.container.info import ContainerInfo, inside
+from gate.container.place import HOST, InImage, Place
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir
 from gate.machine import ToolkitInfo
@@ -34,15 +37,31 @@ class EnvironmentOutcome:
     failure: GateError | None = None
 
 
-def run(evidence: EvidenceDir, *, nvcc: str | None, project_dir: Path) -> EnvironmentOutcome:
-    """Gather the facts of this machine and write them to the evidence folder."""
-    host_arch, os_text = machine.host_arch(), machine.os_description()
+def run(
+    evidence: EvidenceDir,
+    *,
+    nvcc: str | None,
+    project_dir: Path,
+    place: Place = HOST,
+    container: ContainerInfo | None = None,
+) -> EnvironmentOutcome:
+    """Gather the facts of this machine (or of the image ``place`` runs in) and write them
+    to the evidence folder. ``container`` is the image the run is in, when it is."""
+    commands: list[proc.Result] = []
+    if isinstance(place, InImage):
+        _image_evidence(evidence, place, container)
+        os_text, said = _image_os(place)
+        commands.append(said)
+    else:
+        os_text = machine.os_description()
+        container = container or inside()
+    host_arch = machine.host_arch()
     evidence.write_text("host-arch.txt", host_arch + "\n")
     evidence.write_text("os.txt", os_text + "\n")
     checks: list[Check] = []
     driver, driver_error = None, None
     try:
-        full, query = machine.nvidia_smi()
+        full, query = _nvidia_smi(place)
         evidence.write_text("driver.txt", full.output())
         driver = machine.driver_from(full, query)
         evidence.write_json(
@@ -70,22 +89,24 @@ def run(evidence: EvidenceDir, *, nvcc: str | None, project_dir: Path) -> Enviro
         # (and without a device nothing runs, so the verdict cannot be accepted anyway).
         checks.append(Check("driver", "gate.environment", CheckState.WARNED, driver_error))
     source = git.source_info(project_dir)
-    commands: list[proc.Result] = []
     toolkit: ToolkitInfo | None = None
     supported: tuple[Target, ...] = ()
     failure: GateError | None = None
     try:
-        path = machine.nvcc_path(nvcc)
-        version = proc.run_checked(
-            [path, "--version"], what="nvcc --version", timeout=_QUERY_TIMEOUT
-        )
+        if isinstance(place, InImage):
+            path, version = _image_nvcc(place, nvcc)
+        else:
+            path = machine.nvcc_path(nvcc)
+            version = proc.run_checked(
+                [path, "--version"], what="nvcc --version", timeout=_QUERY_TIMEOUT
+            )
         commands.append(version)
         evidence.write_text("toolkit.txt", version.stdout)
         toolkit = machine.parse_nvcc_version(version.stdout, path)
-        codes = proc.run_checked(
-            [path, "--list-gpu-code"], what="nvcc --list-gpu-code", timeout=_QUERY_TIMEOUT
-        )
+        codes = place.run([path, "--list-gpu-code"], timeout=_QUERY_TIMEOUT)
         commands.append(codes)
+        if not codes.ok:
+            raise ToolError(codes.describe_failure("nvcc --list-gpu-code", _QUERY_TIMEOUT))
         evidence.write_text("supported-targets.txt", codes.stdout)
         supported = machine.parse_gpu_code_list(codes.stdout)
         if not supported:
@@ -106,8 +127,76 @@ def run(evidence: EvidenceDir, *, nvcc: str | None, project_dir: Path) -> Enviro
         driver=driver,
         toolkit=toolkit,
         supported_targets=supported,
-        container=machine.container_info(),
+        container=container,
     )
     return EnvironmentOutcome(
         environment, source, driver_error, tuple(commands), tuple(checks), failure
+    )
+
+
+def _nvidia_smi(place: Place) -> tuple[proc.Result, proc.Result | None]:
+    """``nvidia-smi`` and its query, here or in the image (as its programs see the driver)."""
+    if not isinstance(place, InImage):
+        return machine.nvidia_smi()
+    full = place.run(["nvidia-smi"], timeout=_QUERY_TIMEOUT)
+    if not full.ok:
+        if "not found" in full.output() or full.returncode in (126, 127):
+            raise ToolError(f"nvidia-smi not found in the image ({place.gpus_said})")
+        return full, None
+    query = place.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        timeout=_QUERY_TIMEOUT,
+    )
+    return full, query
+
+
+def _image_evidence(evidence: EvidenceDir, place: InImage, info: ContainerInfo | None) -> None:
+    """The runtime's own inspection, as printed, and in words what the run is in."""
+    evidence.write_text("image-inspect.json", place.image.raw)
+    image = place.image
+    lines = [
+        f"image: {image.reference.text}",
+        f"digest: {image.digest or 'none reported'} (from {place.runtime.name} image inspect)",
+        f"image id: {image.image_id}",
+        f"platform: {image.platform}",
+        f"working folder: {image.working_dir}",
+        f"runtime: {place.runtime.label} ({place.runtime.program})",
+        f"gpus: {place.gpus_said}",
+        "each command: " + proc.command_line(place.argv(["COMMAND"])),
+    ]
+    if info is not None and info.digest_source:
+        lines.append(f"digest source: {info.digest_source}")
+    evidence.write_text("container.txt", "\n".join(lines) + "\n")
+
+
+def _image_os(place: InImage) -> tuple[str, proc.Result]:
+    """The image's distribution (its /etc/os-release) on this machine's kernel."""
+    said = place.run(["cat", "/etc/os-release"], timeout=_QUERY_TIMEOUT)
+    kernel = machine.kernel_release()
+    match = re.search(r'^PRETTY_NAME="?([^"\n]+)"?', said.stdout, re.MULTILINE)
+    name = match.group(1) if said.ok and match else f"unknown ({place.image.platform})"
+    return f"{name} (image {place.image.reference.text}; kernel {kernel})", said
+
+
+def _image_nvcc(place: InImage, explicit: str | None) -> tuple[str, proc.Result]:
+    """The image's nvcc and its ``--version``: ``explicit`` (a path in the image), else the
+    first that runs of ``nvcc`` (the image's PATH), ``$CUDA_HOME/bin/nvcc`` (its Env),
+    ``/usr/local/cuda/bin/nvcc``."""
+    env = dict(place.image.env)
+    candidates = [explicit] if explicit else ["nvcc"]
+    if not explicit:
+        candidates += [
+            f"{env[v].rstrip('/')}/bin/nvcc" for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)
+        ]
+        candidates.append("/usr/local/cuda/bin/nvcc")
+    tried = []
+    for candidate in dict.fromkeys(candidates):
+        result = place.run([candidate, "--version"], timeout=_QUERY_TIMEOUT)
+        if result.ok:
+            return candidate, result
+        tried.append(f"{candidate}: {result.last_line() or f'exit status {result.returncode}'}")
+    raise ToolError(
+        f"no nvcc in the image {place.image.reference.text} ({'; '.join(tried)})",
+        hint="the probe and the smoke program are built by the image's own toolkit: gate a "
+        "-devel image, or name its nvcc with --nvcc PATH-IN-THE-IMAGE",
     )

@@ -33,11 +33,19 @@ from gate.stages import jitproof, launches, libraries, predict
 from gate.stages.build import SMOKE
 from gate.stages.inspect import Inspected
 from gate.stages.recorder import Recorder
-from gate.stages.runs import DEFAULT_TIMEOUT, Instrument, Run, log_text, run_entry_point
+from gate.stages.runs import (
+    DEFAULT_TIMEOUT,
+    Instrument,
+    Run,
+    RunsIn,
+    log_text,
+    run_entry_point,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "ExecuteOutcome",
+    "RunsIn",
     "SmokeAhead",
     "entry_points",
     "run",
@@ -89,15 +97,23 @@ class SmokeAhead:
         entry: EntryPoint,
         evidence: EvidenceDir,
         instrument: Callable[[], Instrument | None],
+        runs_in: RunsIn = RunsIn(),  # noqa: B008 - frozen, shared safely
     ) -> None:
-        self.entry, self._evidence = entry, evidence
+        self.entry, self._evidence, self._runs_in = entry, evidence, runs_in
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="smoke-ahead")
         self._runs = self._pool.submit(self._both, instrument)
         self._pool.shutdown(wait=False)
 
     def _both(self, instrument: Callable[[], Instrument | None]) -> list[Run]:
         names = [p.log_name for p in ExecPath]
-        return both_at_once(self.entry, names, self._evidence, instrument(), claim_strays=False)
+        return both_at_once(
+            self.entry,
+            names,
+            self._evidence,
+            instrument(),
+            claim_strays=False,
+            runs_in=self._runs_in,
+        )
 
     def runs(self) -> list[Run]:
         """Both runs, native first (waiting for them)."""
@@ -119,12 +135,18 @@ def both_at_once(
     instrument: Instrument | None,
     *,
     claim_strays: bool = True,
+    runs_in: RunsIn = RunsIn(),  # noqa: B008 - frozen, shared safely
 ) -> list[Run]:
     """The gate's own program on both paths at once (separate processes, caches and
     environments; each mostly CUDA start-up), native first. The project's entry points
     run one at a time, as they would alone."""
     one = functools.partial(
-        run_entry_point, entry, evidence=evidence, instrument=instrument, claim_strays=claim_strays
+        run_entry_point,
+        entry,
+        evidence=evidence,
+        instrument=instrument,
+        claim_strays=claim_strays,
+        runs_in=runs_in,
     )
     with ThreadPoolExecutor(2, thread_name_prefix="smoke") as pool:
         return list(pool.map(one, ExecPath, names))
@@ -183,6 +205,7 @@ def run(
     side_by_side: bool = True,
     recorder: Recorder | None = None,
     smoke_ahead: SmokeAhead | None = None,
+    runs_in: RunsIn = RunsIn(),  # noqa: B008 - frozen, shared safely
 ) -> ExecuteOutcome:
     """Run every entry point on both paths, judge what they loaded, check the predictions.
 
@@ -202,6 +225,7 @@ def run(
             side_by_side=side_by_side,
             instrument=instrument,
             ahead=smoke_ahead,
+            runs_in=runs_in,
         )
         judged = libraries.judge(
             evidence,
@@ -283,6 +307,7 @@ def _run_points(
     side_by_side: bool,
     instrument: Instrument | None = None,
     ahead: SmokeAhead | None = None,
+    runs_in: RunsIn = RunsIn(),  # noqa: B008 - frozen, shared safely
 ) -> list[Run]:
     """Every entry point on both paths, each run's log and execution-status.txt written,
     and what each run loaded handed to ``prefetch`` while the next one runs."""
@@ -297,10 +322,12 @@ def _run_points(
         if smoke and ahead is not None and ahead.entry == entry:
             pair = ahead.runs()
         elif smoke and side_by_side:
-            pair = both_at_once(entry, names, evidence, instrument)
+            pair = both_at_once(entry, names, evidence, instrument, runs_in=runs_in)
         else:
             pair = [
-                run_entry_point(entry, p, n, evidence=evidence, instrument=instrument)
+                run_entry_point(
+                    entry, p, n, evidence=evidence, instrument=instrument, runs_in=runs_in
+                )
                 for p, n in zip(ExecPath, names, strict=True)
             ]
         for done in pair:

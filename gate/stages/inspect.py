@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gate import buildcache, cuobjdump, fsutil, machine, proc
-from gate.config import Config, resolve_artifact_specs
+from gate.config import Config, ResolvedArtifact, resolve_artifact_specs
 from gate.demangle import demangle
 from gate.errors import BadInputError, GateError, ToolError
 from gate.evidence import EvidenceDir, unique_name
@@ -70,12 +70,13 @@ class Inspected:
     cross_check: CrossCheck | None = None
     cross_check_note: str = ""
     in_wheel: bool = False  # a shared library unpacked from a configured wheel
+    shown: str | None = None  # its name in the evidence when not its path here (IMAGE!/path)
 
     def record(self) -> Artifact:
         """The artifact as the run record keeps it."""
         return Artifact(
             name=self.name,
-            path=str(self.path),
+            path=self.shown or str(self.path),
             sha256=self.sha256,
             size=self.size,
             host_format=self.host.description,
@@ -196,6 +197,8 @@ def run(
     use_cache: bool = True,
     progress: Callable[[int, int, str], None] | None = None,
     runner_class: str | None = None,
+    from_image: Sequence[tuple[ResolvedArtifact, str]] | None = None,
+    deps_of: Callable[[Path, HostFormat], tuple[Dependency, ...]] | None = None,
 ) -> InspectOutcome:
     """Inspect the smoke program and every configured artifact (wheels library by library).
 
@@ -207,6 +210,9 @@ def run(
     its ``finish()`` before the evidence is complete.
     ``progress`` hears (files done, files in all, the one read now) before each file.
     ``runner_class`` picks the devices ``[policy] required_devices`` asks of every artifact.
+    ``from_image``: the artifacts as read from the delivery image (gate.stages.inimage),
+    each with its name there, in place of the configured globs on this machine;
+    ``deps_of`` then resolves dependencies as the image's own loader does.
     """
     deferred = Deferred()
     policy = config.policy
@@ -217,16 +223,27 @@ def run(
     checks: list[Check] = []
     seen: set[str] = set()
     try:
-        wanted = [(smoke, smoke_kernels, True, False)] if smoke is not None else []
-        for spec in resolve_artifact_specs(config):
+        wanted: list[tuple[Path, tuple[str, ...], bool, bool, str | None]] = (
+            [(smoke, smoke_kernels, True, False, None)] if smoke is not None else []
+        )
+        found = (
+            from_image
+            if from_image is not None
+            else [(spec, None) for spec in resolve_artifact_specs(config)]
+        )
+        for spec, shown_as in found:
             if built_since is not None:
                 checks.append(freshness_check(spec.path, built_since, fail=config.stale_fails))
             if spec.is_wheel:
-                libraries = unpack_wheel(spec.path, workdir / "wheels")
-                wanted += [(lib, spec.kernels, False, True) for lib in libraries]
+                unpacked = workdir / "wheels"
+                libraries = unpack_wheel(spec.path, unpacked)
+                wanted += [
+                    (lib, spec.kernels, False, True, _member_name(shown_as, lib, unpacked))
+                    for lib in libraries
+                ]
             else:
-                wanted.append((spec.path, spec.kernels, False, False))
-        for i, (path, kernels, is_smoke, in_wheel) in enumerate(wanted):
+                wanted.append((spec.path, spec.kernels, False, False, shown_as))
+        for i, (path, kernels, is_smoke, in_wheel, shown_as) in enumerate(wanted):
             if progress is not None:
                 progress(i, len(wanted), path.name)
             prefix = "" if is_smoke else f"artifacts/{unique_name(path.name, seen)}/"
@@ -243,9 +260,12 @@ def run(
                 deferred=deferred,
                 in_wheel=in_wheel,
                 policy=ReleasePolicy() if is_smoke else policy,
+                deps_of=deps_of,
             )
-            done.append(artifact)
-            evidence.write_text("sha256.txt", "".join(f"{a.sha256}  {a.path}\n" for a in done))
+            done.append(replace(artifact, shown=shown_as))
+            evidence.write_text(
+                "sha256.txt", "".join(f"{a.sha256}  {a.shown or a.path}\n" for a in done)
+            )
             # The smoke program never ships: it runs (or not) on the machine in front.
             here = HostRule(host_arch, "this host")
             checks += artifact_checks(
@@ -265,6 +285,14 @@ def run(
         deferred.finish()  # a bug: leave no dump running behind the error
         raise
     return InspectOutcome(tuple(done), tuple(checks), deferred=deferred)
+
+
+def _member_name(wheel: str | None, library: Path, unpacked: Path) -> str | None:
+    """A wheel's library in the image: ``IMAGE!/opt/x.whl!lib/x.so`` (None: not an image's)."""
+    if wheel is None:
+        return None
+    inside = library.relative_to(unpacked).parts[1:]  # past the wheel's own folder
+    return f"{wheel}!{'/'.join(inside)}"
 
 
 # File systems keep modification times to a second or two (FAT: two); a file the build
@@ -345,6 +373,7 @@ def inspect_artifact(
     deferred: Deferred | None = None,
     in_wheel: bool = False,
     policy: ReleasePolicy = DEFAULT_POLICY,
+    deps_of: Callable[[Path, HostFormat], tuple[Dependency, ...]] | None = None,
 ) -> Inspected:
     """Inspect one artifact with our reader, cross-checked by cuobjdump where available.
 
@@ -354,7 +383,9 @@ def inspect_artifact(
     """
     fmt = read_format(path)
     report, digest, size = read_device_code(path, use_cache=use_cache)
-    deps = dependencies(path, fmt, machine.ld_cache())
+    deps = (
+        deps_of(path, fmt) if deps_of is not None else dependencies(path, fmt, machine.ld_cache())
+    )
     view = summary.artifact_json(report, devices)
     evidence.write_text(f"{prefix}device-code.txt", summary.console(view, demangle=demangle))
     evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})

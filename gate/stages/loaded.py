@@ -38,10 +38,12 @@ resolved against ``cwd``, which may then be wrong.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 # The loader appends ".<pid>" to this name.
 LOG_NAME = "ld"
@@ -67,18 +69,24 @@ def loader_env(folder: Path) -> dict[str, str]:
     return {"LD_DEBUG": "libs", "LD_DEBUG_OUTPUT": str(folder.resolve() / LOG_NAME)}
 
 
-def parse_loaded(folder: Path, *, cwd: Path | None = None) -> tuple[LoadedLibrary, ...]:
+def parse_loaded(
+    folder: Path, *, cwd: Path | None = None, exists: Callable[[str], bool] | None = None
+) -> tuple[LoadedLibrary, ...]:
     """Every object the logged processes loaded, resolved and deduplicated.
 
     Processes in pid order, objects (each process's program too) in the order the
     loader reported them; relative names are resolved against ``cwd`` (default: the
     current folder). A program that cannot be found is left out.
+
+    ``exists`` says whether a path is a file where the processes ran (a container of
+    the image): the names are then kept as that file system names them, never resolved
+    against this machine's.
     """
-    base = (cwd or Path()).resolve()
+    base = (cwd or Path()).resolve() if exists is None else PurePosixPath(cwd or "/")
     found: dict[Path, LoadedLibrary] = {}
     for pid, log in _logs(folder):
-        for name in _names(log):
-            path = _resolve(name, base)
+        for name in _names(log, exists or _is_file):
+            path = _resolve(name, Path(base)) if exists is None else _elsewhere(name, str(base))
             if path is not None and path not in found:
                 found[path] = LoadedLibrary(path, pid)
     return tuple(found.values())
@@ -93,14 +101,25 @@ def _logs(folder: Path) -> list[tuple[int, str]]:
     return sorted(logs)
 
 
-def _names(log: str) -> list[str]:
+def _is_file(name: str) -> bool:
+    return Path(name).is_file()
+
+
+def _elsewhere(name: str, base: str) -> Path | None:
+    """A name as the processes' own file system has it: absolute, normalised, unresolved."""
+    if "/" not in name:
+        return None  # a program started by name: its path is not in the log
+    return Path(posixpath.normpath(posixpath.join(base, name)))
+
+
+def _names(log: str, exists: Callable[[str], bool]) -> list[str]:
     """Object names in load order: found search results and ``calling init`` lines."""
     names: list[str] = []
     last_try: str | None = None
 
     def close_search() -> None:
         nonlocal last_try
-        if last_try is not None and Path(last_try).is_file():
+        if last_try is not None and exists(last_try):
             names.append(last_try)
         last_try = None
 

@@ -5,6 +5,10 @@ names, ``a``/``f`` variant kept), and it must be in the toolkit's own list of
 supported targets, or the gate stops with that message. Without a usable device the
 stage says once which of "no driver", "no device visible", "driver older than the
 toolkit" holds, and what to do next.
+
+In the delivery image (``--image``) the probe is compiled by the image's own nvcc into
+the gate's work folder (mounted into the container) and run in a fresh container with
+the GPUs passed in; the facts that explain a missing device are the container's.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from gate import buildcache, machine, proc
+from gate.container.place import HOST, InImage, Place
 from gate.errors import GateError, NoDeviceError, ToolError, UnsupportedTargetError
 from gate.evidence import EvidenceDir
 from gate.rules.causes import Cause
@@ -57,7 +62,36 @@ def cuda_source(name: str) -> str:
     return resources.files("gate").joinpath(f"cuda/{name}").read_text(encoding="utf-8")
 
 
-def build_probe(nvcc: str, workdir: Path, *, use_cache: bool = True) -> tuple[Path, proc.Result]:
+def compile_gate_program(
+    argv: list[str],
+    *,
+    output: Path,
+    inputs: list[Path],
+    cwd: Path,
+    use_cache: bool,
+    place: Place = HOST,
+    claim_strays: bool = True,
+) -> proc.Result:
+    """One of the gate's own programs compiled: here through the build cache, in an
+    image by its own nvcc, uncached (the cache knows this machine's toolchain only).
+    ``claim_strays=False`` beside the project's own commands (proc.run)."""
+    if place.in_image:
+        output.unlink(missing_ok=True)
+        return place.run(argv, cwd=cwd, timeout=BUILD_TIMEOUT, claim_strays=claim_strays)
+    return buildcache.compile_program(
+        argv,
+        output=output,
+        inputs=inputs,
+        cwd=cwd,
+        timeout=BUILD_TIMEOUT,
+        use_cache=use_cache,
+        claim_strays=claim_strays,
+    )
+
+
+def build_probe(
+    nvcc: str, workdir: Path, *, use_cache: bool = True, place: Place = HOST
+) -> tuple[Path, proc.Result]:
     """Compile the probe (runtime API calls only, so any device can run it).
 
     The same toolchain compiles the same probe the same way: a warm run reuses it
@@ -66,13 +100,13 @@ def build_probe(nvcc: str, workdir: Path, *, use_cache: bool = True) -> tuple[Pa
     source = workdir / "probe.cu"
     source.write_text(cuda_source("probe.cu"), encoding="utf-8")
     binary = workdir / "probe"
-    result = buildcache.compile_program(
+    result = compile_gate_program(
         [nvcc, str(source), "-o", str(binary)],
         output=binary,
         inputs=[source],
         cwd=workdir,
-        timeout=BUILD_TIMEOUT,
         use_cache=use_cache,
+        place=place,
     )
     if not result.ok:
         raise ToolError(
@@ -82,20 +116,30 @@ def build_probe(nvcc: str, workdir: Path, *, use_cache: bool = True) -> tuple[Pa
     return binary, result
 
 
-def run_probe(binary: Path) -> tuple[Capability, proc.Result]:
+def run_probe(binary: Path, place: Place = HOST) -> tuple[Capability, proc.Result]:
     """Run the probe; NoDeviceError saying why no device is usable, and what to do."""
-    result = proc.run([str(binary)], timeout=PROBE_TIMEOUT, env_unset=_JIT_VARIABLES)
+    result = place.run([str(binary)], timeout=PROBE_TIMEOUT, env_unset=_JIT_VARIABLES)
     if result.timed_out:
         raise NoDeviceError(f"the probe did not finish within {PROBE_TIMEOUT:g} s; it was killed")
     match = _CAPABILITY_RE.search(result.stdout)
     if result.returncode != 0 or not match:
         report = machine.parse_probe_report(result.stderr)
+        facts = _image_facts(place) if isinstance(place, InImage) else None
         raise NoDeviceError(
-            f"no CUDA device was usable: {machine.diagnose_no_device(report)}",
+            f"no CUDA device was usable: {machine.diagnose_no_device(report, facts)}",
             hint="to check the artifacts without a GPU, run with --target naming the device "
             "you ship to: sm_121 for DGX Spark",
         )
     return Capability.parse(match.group(1)), result
+
+
+def _image_facts(place: InImage) -> machine.DeviceFacts | None:
+    """The container's device facts (its own ``sh`` asked); None where it has no shell."""
+    result = place.run(["sh", "-c", machine.DEVICE_FACTS_SCRIPT], timeout=PROBE_TIMEOUT)
+    if not result.ok:
+        return None
+    where = f" in the image {place.image.reference.text} ({place.gpus_said})"
+    return machine.parse_device_facts(result.stdout, where)
 
 
 def refuse_unbuildable(target: Target, nvcc: str | None) -> None:
@@ -117,7 +161,7 @@ def refuse_unbuildable(target: Target, nvcc: str | None) -> None:
 
 
 def require_supported(
-    target: Target, supported: tuple[Target, ...], nvcc: str
+    target: Target, supported: tuple[Target, ...], nvcc: str, place: Place = HOST
 ) -> tuple[str, proc.Result | None]:
     """Stop when the toolkit cannot build ``target``; never substitute an older one.
 
@@ -137,7 +181,7 @@ def require_supported(
     if sass == plain:
         return f"{sass} is in nvcc --list-gpu-code", None
     gencode = f"arch={sass.as_ptx()},code={sass}"
-    result = proc.run(
+    result = place.run(
         [nvcc, "--dryrun", "-gencode", gencode, "-x", "cu", "-c", os.devnull, "-o", os.devnull],
         timeout=BUILD_TIMEOUT,
     )
@@ -159,16 +203,17 @@ def run(
     workdir: Path,
     explicit_target: Target | None,
     use_cache: bool = True,
+    place: Place = HOST,
 ) -> ProbeOutcome:
     """Read the device's capability; pick the target; fail when the toolkit lacks it."""
     commands: list[proc.Result] = []
     checks: list[Check] = []
     capability, device_error, shared = None, None, True
     try:
-        binary, built = build_probe(nvcc, workdir, use_cache=use_cache)
+        binary, built = build_probe(nvcc, workdir, use_cache=use_cache, place=place)
         commands.append(built)
         try:
-            capability, ran = run_probe(binary)
+            capability, ran = run_probe(binary, place)
             shared = shared_device(ran.stderr)
             commands.append(ran)
             evidence.write_text("compute-capability.txt", f"{capability.number}\n")
@@ -202,7 +247,7 @@ def run(
                     cause=Cause.WRONG_TARGET,
                 )
             )
-        how, dry_run = require_supported(target, supported, nvcc)
+        how, dry_run = require_supported(target, supported, nvcc, place)
         if dry_run is not None:
             commands.append(dry_run)
         checks.append(

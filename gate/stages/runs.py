@@ -15,6 +15,11 @@ recorder, when the caller hands in its ``instrument`` (gate.stages.recorder), re
 every module and kernel launch into the evidence (gate.launchlog). Whether it
 passed, and why not, is the decision core's (gate.rules.causes). This module imports
 no other stage: the stages that judge runs (libraries, predict) import it.
+
+In the delivery image (``--image``) each run is a fresh container of it (``where``):
+the JIT cache folder and the loader log are in the gate's work folder, mounted into
+it at the same path, and what the run loaded is found here by ``locate`` (the image's
+files, read from its layers).
 """
 
 from __future__ import annotations
@@ -23,13 +28,14 @@ import contextlib
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from gate import proc
 from gate.config import EntryPoint
+from gate.container.place import HOST, Place
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
 from gate.launchlog import ProcessRecord, read_folder
@@ -66,6 +72,17 @@ PATH_ENV: dict[ExecPath, tuple[dict[str, str], tuple[str, ...]]] = {
         ("CUDA_DISABLE_PTX_JIT",),
     ),
 }
+
+
+@dataclass(frozen=True)
+class RunsIn:
+    """Where entry points run: this machine (the default), or containers of the image with
+    their scratch folders in ``scratch`` and what they loaded found here by ``locate``."""
+
+    where: Place = HOST
+    scratch: Path | None = None
+    locate: Callable[[tuple[Path, ...]], tuple[Path | None, ...]] | None = None
+    exists: Callable[[str], bool] | None = None  # a path is a file where the runs are
 
 
 @dataclass(frozen=True)
@@ -139,6 +156,7 @@ def run_entry_point(
     record_loaded: bool = True,
     evidence: EvidenceDir | None = None,
     instrument: Instrument | None = None,
+    runs_in: RunsIn = RunsIn(),
     claim_strays: bool = True,
 ) -> Run:
     """Run ``entry`` once on ``path`` in a fresh process with its own empty JIT cache folder.
@@ -146,11 +164,13 @@ def run_entry_point(
     With ``evidence``, the run's log there grows as the program prints (``tail -f``);
     the caller writes the whole log (:func:`log_text`) once it ends. With ``evidence``
     and ``instrument``, the launch recorder writes into ``launches/<log stem>/`` there.
-    ``claim_strays=False``: the gate's own program beside the project's commands (proc.run).
+    ``runs_in`` says where it runs (:class:`RunsIn`). ``claim_strays=False``: the gate's
+    own program beside the project's commands (proc.run).
     """
+    where, scratch, locate = runs_in.where, runs_in.scratch, runs_in.locate
     env_set, env_unset = PATH_ENV[path]
-    cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-"))
-    log_dir = Path(tempfile.mkdtemp(prefix="cuda-gate-ld-"))
+    cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-", dir=scratch))
+    log_dir = Path(tempfile.mkdtemp(prefix="cuda-gate-ld-", dir=scratch))
     name = log_name or path.log_name
     try:
         extra = loaded.loader_env(log_dir) if record_loaded else {}
@@ -170,7 +190,7 @@ def run_entry_point(
                 if evidence is not None
                 else None
             )
-            result = proc.run(
+            result = where.run(
                 entry.argv,
                 env_set={**dict(entry.env), **extra, **env_set, "CUDA_CACHE_PATH": str(cache_dir)},
                 env_unset=env_unset,
@@ -180,7 +200,16 @@ def run_entry_point(
                 claim_strays=claim_strays,
             )
         cache_clean = not any(cache_dir.rglob("*"))
-        found = loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or ".")) if record_loaded else ()
+        found = (
+            loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or "."), exists=runs_in.exists)
+            if record_loaded
+            else ()
+        )
+        if locate is not None:
+            here = locate(tuple(lib.path for lib in found))
+            found = tuple(
+                replace(lib, path=p) for lib, p in zip(found, here, strict=True) if p is not None
+            )
         if launch_folder is not None and instrument is not None:
             ours = instrument.objects()  # the recorder and its CUPTI: not the program's
             found = tuple(lib for lib in found if lib.path not in ours)
