@@ -207,11 +207,17 @@ class PodmanStore:
 
 def podman_store(root: Path) -> PodmanStore:
     """podman with its configuration and image store under ``root`` (created here)."""
+    return _configured(root, "[containers]\ndefault_ulimits = []\n", "vfs", root / "run")
+
+
+def _configured(root: Path, containers: str, driver: str, runroot: Path) -> PodmanStore:
+    """podman whose containers.conf says ``containers`` and whose storage (``driver``) lives
+    under ``root`` (created here), its run-time folder ``runroot``."""
     program = need("podman", "apt-get install -y podman runc busybox-static")
     root.mkdir(parents=True)
-    (root / "containers.conf").write_text("[containers]\ndefault_ulimits = []\n")
+    (root / "containers.conf").write_text(containers)
     (root / "storage.conf").write_text(
-        f'[storage]\ndriver = "vfs"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n'
+        f'[storage]\ndriver = "{driver}"\ngraphroot = "{root}/graph"\nrunroot = "{runroot}"\n'
     )
     env = {
         "CONTAINERS_CONF": str(root / "containers.conf"),
@@ -226,23 +232,15 @@ def podman_runner(root: Path) -> PodmanStore:
     500 MB image starts in a fraction of a second; vfs copies the image for each one), and
     a short run-time folder of its own under /tmp (podman refuses one past 50 characters).
     The caller removes it with :func:`remove_runner`."""
-    program = need("podman", "apt-get install -y podman runc busybox-static")
-    root.mkdir(parents=True)
+    need("podman", "apt-get install -y podman runc busybox-static")
     runroot = Path(tempfile.mkdtemp(prefix="podman-", dir="/tmp"))
     filesystems = Path("/proc/filesystems").read_text(encoding="utf-8")
     driver = "overlay" if "\toverlay\n" in filesystems else "vfs"
-    (root / "containers.conf").write_text(
+    conf = (
         '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n'
         'cgroup_manager = "cgroupfs"\n'
     )
-    (root / "storage.conf").write_text(
-        f'[storage]\ndriver = "{driver}"\ngraphroot = "{root}/graph"\nrunroot = "{runroot}"\n'
-    )
-    env = {
-        "CONTAINERS_CONF": str(root / "containers.conf"),
-        "CONTAINERS_STORAGE_CONF": str(root / "storage.conf"),
-    }
-    return PodmanStore(program, env)
+    return _configured(root, conf, driver, runroot)
 
 
 def remove_runner(podman: PodmanStore) -> None:

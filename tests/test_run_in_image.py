@@ -231,11 +231,23 @@ def test_no_runtime_is_one_line_and_exit_3(tmp_path: Path, podman: PodmanStore) 
     assert "container runtime /nonexistent/podman: not found" in line
 
 
+def image_place(
+    tmp_path: Path, podman: PodmanStore, monkeypatch: pytest.MonkeyPatch, name: str
+) -> tuple[InImage, Path]:
+    """Containers of image ``name`` in this test's podman store, with a work folder
+    (``tmp_path/work``) mounted as a run mounts the build folder."""
+    for variable, value in podman.env.items():
+        monkeypatch.setenv(variable, value)
+    scratch = tmp_path / "work"
+    scratch.mkdir()
+    resolved = resolve(name)
+    return InImage(resolved.runtime, resolved.image, mounts=(scratch,)), scratch
+
+
 def test_the_entry_point_runs_in_the_image_with_its_env_and_never_the_gates_secrets(
     tmp_path: Path, podman: PodmanStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in podman.env.items():
-        monkeypatch.setenv(name, value)
+    place, scratch = image_place(tmp_path, podman, monkeypatch, TINY)
     secrets = {
         "GITHUB_TOKEN": "ghp_secretvalue123456",
         "CUDA_GATE_SIGNING_KEY": "-----BEGIN PRIVATE KEY-----xyz",
@@ -244,10 +256,6 @@ def test_the_entry_point_runs_in_the_image_with_its_env_and_never_the_gates_secr
     }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
-    scratch = tmp_path / "work"
-    scratch.mkdir()
-    place: InImage = resolve(TINY)
-    place = InImage(place.runtime, place.image, mounts=(scratch,))
     entry = EntryPoint(
         "selftest", ("sh", "-c", "cat /etc/marker; env; echo PASS"), env=(("MODE", "fast"),)
     )
@@ -271,12 +279,7 @@ def test_the_entry_point_runs_in_the_image_with_its_env_and_never_the_gates_secr
 def test_what_a_run_in_the_image_loaded_is_read_from_the_images_layers(
     tmp_path: Path, podman: PodmanStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in podman.env.items():
-        monkeypatch.setenv(name, value)
-    scratch = tmp_path / "work"
-    scratch.mkdir()
-    resolved = resolve(APP)
-    place = InImage(resolved.runtime, resolved.image, mounts=(scratch,))
+    place, scratch = image_place(tmp_path, podman, monkeypatch, APP)
     files = ImageFiles.open(place, scratch / "image")
     try:
         runs_in = RunsIn(place, scratch, files.host_paths, files.exists)
@@ -295,12 +298,7 @@ def test_what_a_run_in_the_image_loaded_is_read_from_the_images_layers(
 def test_an_entry_point_past_its_timeout_goes_with_its_container(
     tmp_path: Path, podman: PodmanStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in podman.env.items():
-        monkeypatch.setenv(name, value)
-    scratch = tmp_path / "work"
-    scratch.mkdir()
-    resolved = resolve(TINY)
-    place = InImage(resolved.runtime, resolved.image, mounts=(scratch,))
+    place, scratch = image_place(tmp_path, podman, monkeypatch, TINY)
     entry = EntryPoint("hangs", ("sleep", "600"), timeout=3.0)
     done = run_entry_point(
         entry, ExecPath.NATIVE, record_loaded=False, runs_in=RunsIn(place, scratch)
