@@ -340,3 +340,142 @@ def test_a_long_list_of_losses_is_cut_in_the_message() -> None:
     assert "k5" not in check.message
     short = checks(Diff((Row("a.so", "q", "", "", ""),), lost[:5]), "v1")
     assert "more" not in short[0].message
+
+
+# --- a whole release against its baseline, row by row and change by change ---------------
+# v1.2 shipped libold.so, libk.so for 8.0, 8.6 and 9.0 with ISA 8.8 PTX, libhost.so with
+# no device code yet, and libdown.so; the release drops libold.so and 8.x from libk.so
+# (adding 10.0 and 12.0), trades a kernel of sm_90, raises libk.so's ISA and lowers
+# libdown.so's, gives libhost.so its first kernels and adds libnew.so.
+BASELINE = (
+    lib(sass("90"), name="libold.so"),
+    lib(sass("80", size=4000), sass("86", size=4000), sass("90", size=5000),
+        ptx("90", "8.8", size=700)),
+    lib(name="libhost.so"),
+    lib(sass("90"), ptx("90", "9.0"), name="libdown.so"),
+)  # fmt: skip
+RELEASE = (
+    lib(sass("90", frozenset({"scale", "fill"}), size=5400), sass("100", size=5000),
+        sass("120", size=5000), ptx("90", "9.0", size=760)),
+    lib(sass("90"), name="libhost.so"),
+    lib(sass("90"), ptx("90", "8.8"), name="libdown.so"),
+    lib(sass("90"), name="libnew.so"),
+)  # fmt: skip
+ON_10 = (Capability(10, 0),)
+JIT_88 = "PTX JIT (compute_90, ISA 8.8, driver >= 12.9)"
+JIT_90 = "PTX JIT (compute_90, ISA 9.0, driver >= 13.0)"
+
+
+def test_a_release_against_its_baseline_row_by_row() -> None:
+    k, host, down = "libk.so", "libhost.so", "libdown.so"
+    assert compare(BASELINE, RELEASE, devices=ON_10).rows == (
+        Row("libold.so", "artifact", "present", "absent", "dropped"),
+        Row(k, "SASS targets", "sm_80, sm_86, sm_90", "sm_90, sm_100, sm_120",
+            "-sm_80 -sm_86 +sm_100 +sm_120"),
+        Row(k, "PTX targets", "compute_90", "compute_90", "-"),
+        Row(k, "compute_90 bytes", "700", "760", "+60 bytes (+8.6%)"),
+        Row(k, "sm_90 kernels", "2", "2", "-1 +1"),
+        Row(k, "sm_90 bytes", "5000", "5400", "+400 bytes (+8.0%)"),
+        Row(k, "device code bytes", "13700", "16160", "+2460 bytes (+18.0%)"),
+        Row(k, "PTX ISA", "8.8", "9.0", "8.8 -> 9.0"),
+        Row(k, "route on 8.0", "exact SASS (sm_80)", "nothing", "changed"),
+        Row(k, "route on 8.6", "exact SASS (sm_86)", "nothing", "changed"),
+        Row(k, "route on 9.0", "exact SASS (sm_90)", "exact SASS (sm_90)", "-"),
+        Row(k, "route on 10.0", JIT_88, "exact SASS (sm_100)", "changed"),
+        Row(host, "SASS targets", "none", "sm_90", "+sm_90"),
+        Row(host, "PTX targets", "none", "none", "-"),
+        Row(host, "device code bytes", "0", "100", "+100 bytes"),  # no percent of nothing
+        Row(host, "route on 10.0", "nothing", "nothing", "-"),
+        Row(down, "SASS targets", "sm_90", "sm_90", "-"),
+        Row(down, "PTX targets", "compute_90", "compute_90", "-"),
+        Row(down, "device code bytes", "110", "110", "-"),
+        Row(down, "PTX ISA", "9.0", "8.8", "9.0 -> 8.8"),
+        Row(down, "route on 9.0", "exact SASS (sm_90)", "exact SASS (sm_90)", "-"),
+        Row(down, "route on 10.0", JIT_90, JIT_88, "changed"),
+        Row("libnew.so", "artifact", "absent", "present", "added"),
+    )  # fmt: skip
+
+
+def test_a_release_against_its_baseline_change_by_change() -> None:
+    k, fail, info = "libk.so", Level.FAIL, Level.INFO
+    assert compare(BASELINE, RELEASE, devices=ON_10).changes == (
+        Change("libold.so", fail, "artifact dropped", Rule.DROPPED_ARTIFACT),
+        Change(k, fail, "sm_80 dropped", Rule.DROPPED_TARGET),
+        Change(k, fail, "sm_86 dropped", Rule.DROPPED_TARGET),
+        Change(k, info, "sm_100 added"),
+        Change(k, info, "sm_120 added"),
+        Change(k, info, "compute_90 +60 bytes (+8.6%)"),
+        Change(k, fail, "sm_90 lost kernel shift", Rule.DROPPED_KERNEL),
+        Change(k, info, "sm_90 gained kernel fill"),
+        Change(k, info, "sm_90 +400 bytes (+8.0%)"),
+        Change(k, fail, "PTX ISA 8.8 -> 9.0 needs driver >= 13.0", Rule.NEWER_DRIVER),
+        Change(k, fail, "device 8.0 lost its native route: exact SASS (sm_80) -> nothing",
+               Rule.LOST_NATIVE_ROUTE),
+        Change(k, fail, "device 8.6 lost its native route: exact SASS (sm_86) -> nothing",
+               Rule.LOST_NATIVE_ROUTE),
+        Change(k, info, f"device 10.0: {JIT_88} -> exact SASS (sm_100)"),
+        Change("libhost.so", info, "sm_90 added"),
+        Change("libdown.so", info, "PTX ISA 9.0 -> 8.8"),  # an older ISA needs no newer driver
+        Change("libdown.so", info, f"device 10.0: {JIT_90} -> {JIT_88}"),
+        Change("libnew.so", info, "artifact added"),
+    )  # fmt: skip
+
+
+def test_a_release_against_its_baseline_check_by_check() -> None:
+    found = checks(compare(BASELINE, RELEASE, devices=ON_10), "v1.2")
+    assert [(c.name.split(":")[0], c.state, c.cause, c.message) for c in found] == [
+        ("libold.so", CheckState.FAILED, Cause.EVIDENCE, "lost against v1.2: artifact dropped"),
+        (
+            "libk.so",
+            CheckState.FAILED,
+            Cause.WRONG_TARGET,
+            (
+                "lost against v1.2: sm_80 dropped; sm_86 dropped; sm_90 lost kernel shift; PTX "
+                "ISA 8.8 -> 9.0 needs driver >= 13.0; device 8.0 lost its native route: exact "
+                "SASS (sm_80) -> nothing; and 1 more"
+            ),
+        ),
+        # A passed artifact is followed by the rest.
+        ("libhost.so", CheckState.PASSED, None, "nothing lost against v1.2"),
+        ("libdown.so", CheckState.PASSED, None, "nothing lost against v1.2"),
+        ("libnew.so", CheckState.PASSED, None, "nothing lost against v1.2"),
+    ]
+
+
+@pytest.mark.parametrize("warned", list(Rule))
+def test_each_rule_warns_alone_when_the_configuration_says_so(warned: Rule) -> None:
+    diff = compare(BASELINE, RELEASE, Policy(frozenset({warned})), ON_10)
+    levels = {(c.rule, c.level) for c in diff.changes if c.rule is not None}
+    assert levels == {(r, Level.WARN if r is warned else Level.FAIL) for r in Rule}
+
+
+def test_an_unchanged_release_has_every_row_unchanged_and_no_change() -> None:
+    diff = compare([V1], [V1])
+    assert diff.changes == ()
+    assert {r.change for r in diff.rows} == {"-"}
+    assert [r.quantity for r in diff.rows] == [
+        "SASS targets",
+        "PTX targets",
+        "device code bytes",
+        "PTX ISA",
+        "route on 9.0",
+        "route on 12.1",
+    ]
+
+
+def test_a_ptx_target_of_unknown_isa_leaves_the_newest_isa_to_the_others() -> None:
+    unknown = TargetCode(True, Target.parse("compute_80"), K, None, 10)
+    old = lib(unknown, ptx("90", "8.8"))
+    assert old.newest_isa() == Version(8, 8)
+    assert lib(unknown).newest_isa() is None
+    rows = {r.quantity: r for r in compare([old], [lib(unknown, ptx("90", "9.0"))]).rows}
+    assert rows["PTX ISA"] == Row("libk.so", "PTX ISA", "8.8", "9.0", "8.8 -> 9.0")
+
+
+def test_an_unknown_rule_is_refused_with_every_rule_named() -> None:
+    with pytest.raises(ConfigError) as info:
+        Policy.from_mapping({"dropped_targets": "warn"}, "cuda-gate.toml")
+    assert str(info.value) == (
+        "cuda-gate.toml: [baseline] 'dropped_targets' is no rule (dropped_artifact, "
+        "dropped_target, dropped_kernel, lost_native_route, newer_driver)"
+    )

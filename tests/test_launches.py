@@ -17,7 +17,7 @@ import pytest
 from gate.errors import BadInputError
 from gate.launchlog import launch_counts, read_folder, read_record
 from gate.reader.read import read_paths
-from gate.rules.coverage import ALL, coverage, unmet
+from gate.rules.coverage import ALL, Unmet, coverage, unmet
 from gate.rules.targets import Capability
 from gate.stages.launches import RuntimeModule, module_check, read_image
 
@@ -89,6 +89,29 @@ def test_require_launch_all_and_by_name() -> None:
     (nothing,) = unmet(("scale",), cov)
     assert nothing.text() == "scale: names no kernel this artifact carries"
     assert unmet(ALL, coverage(carried(), dict.fromkeys(carried(), 1))) == ()
+    # The record as callers read it: a name that names nothing carries no kernels.
+    assert unmet(("scale", "add_one"), cov) == (
+        Unmet("scale", ()),
+        Unmet("add_one", ("_Z7add_onePi",)),
+    )
+
+
+# Six kernels a person reads as k0(int*) ... k5(int*), in that order (same length, by symbol).
+SIX = tuple(f"_Z2k{i}Pi" for i in range(6))
+FIVE_SHOWN = "k0(int*), k1(int*), k2(int*), k3(int*), k4(int*)"
+
+
+def test_five_never_launched_kernels_are_named_and_the_rest_counted() -> None:
+    assert coverage(SIX, {}).never_shown() == f"{FIVE_SHOWN} and 1 more"
+    assert coverage(SIX[:5], {}).never_shown() == FIVE_SHOWN  # exactly five: no count
+    assert coverage(SIX, {}).never_shown(limit=2) == "k0(int*), k1(int*) and 4 more"
+    assert coverage(SIX, {"_Z2k5Pi": 1}).line() == (
+        f"1 of 6 kernels launched; never launched: {FIVE_SHOWN}"
+    )
+    (six,) = unmet(ALL, coverage(SIX, {}))
+    assert six.text() == f"all: never launched: {FIVE_SHOWN} and 1 more"
+    (five,) = unmet(ALL, coverage(SIX[:5], {}))
+    assert five.text() == f"all: never launched: {FIVE_SHOWN}"
 
 
 @pytest.mark.parametrize(

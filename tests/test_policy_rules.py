@@ -211,3 +211,13 @@ def test_a_policy_in_json_that_is_not_one_is_refused_naming_the_file(
     doc = {**DEFAULT_POLICY.to_json(), **change}
     with pytest.raises(BadInputError, match=r"^result\.json: "):
         ReleasePolicy.from_json(doc, "result.json")
+
+
+def test_a_bad_baseline_severity_in_json_is_refused_word_for_word() -> None:
+    doc = {**DEFAULT_POLICY.to_json(), "baseline": {"dropped_target": "ignore"}}
+    with pytest.raises(BadInputError) as info:
+        ReleasePolicy.from_json(doc, "runs/7/result.json")
+    assert str(info.value) == (
+        "runs/7/result.json: 'policy' holds a value it cannot: runs/7/result.json: [baseline] "
+        'dropped_target must be "fail" or "warn"'
+    )

@@ -649,3 +649,96 @@ def test_several_own_artifacts_are_named_in_the_excuse_and_the_proof() -> None:
     assert predict.paths_proved(
         [run(ExecPath.NATIVE), run(ExecPath.JIT, 1, NO_IMAGE)], [p], proved
     )[0].endswith("the project's own PTX (libone.so, libtwo.so) proved by driver module load")
+
+
+# --- a kernel that died on the device: the trap stubs it runs there ----------------------
+LAUNCH_FAILED = "CUDA error: unspecified launch failure\n"
+ILLEGAL = "CUDA error: an illegal instruction was encountered\n"
+AMPERE = "_Z15only_for_amperePf"  # #if __CUDA_ARCH__ == 800 ... #else __trap()
+HOPPER = "_Z14only_for_hopperPf"  # #if __CUDA_ARCH__ >= 900 ... #else __trap()
+ZERO = "_Z4zeroPf"  # #if __CUDA_ARCH__ == 800 ... #endif: an empty body elsewhere
+
+
+def sass_of(
+    spec: str, kernels: tuple[str, ...], traps: tuple[str, ...] = (), empty: tuple[str, ...] = ()
+) -> DeviceEntry:
+    """One SASS entry whose ``traps`` are trap stubs and ``empty`` do nothing there."""
+    return DeviceEntry(Kind.SASS, Target.parse(spec), kernels, traps=traps, empty=empty)
+
+
+def stubbed(*found: DeviceEntry, name: str = "app", mine: bool = True) -> Source:
+    return Source(name, Listing(found), own=mine)
+
+
+GUARDED = stubbed(
+    sass_of("sm_80", (AMPERE, HOPPER, ZERO), traps=(HOPPER,)),
+    sass_of("sm_86", (AMPERE, HOPPER, ZERO), traps=(AMPERE, HOPPER), empty=(ZERO,)),
+    sass_of("sm_90", (AMPERE, HOPPER, ZERO), traps=(AMPERE,), empty=(ZERO,)),
+)
+# A vendor library's trap stubs are its own affair: the diagnosis names the project's.
+VENDOR_TRAP = stubbed(sass_of("sm_90", ("_Z1vPf",), traps=("_Z1vPf",)), name="libv.so", mine=False)
+# Trap stubs and an empty body, none of them a trap stub that 9.0 runs.
+NOT_HERE = stubbed(
+    sass_of("sm_80", (HOPPER, ZERO), traps=(HOPPER,)),
+    sass_of("sm_90", (HOPPER, ZERO), empty=(ZERO,)),
+)
+NAMED = (
+    "The kernel died on the device; trap stubs 9.0 runs (an architecture guard that excludes "
+    "it): only_for_ampere(float*) in app (sm_86 sm_90 SASS)."
+)
+
+
+def test_a_kernel_that_died_names_the_trap_stubs_this_device_runs() -> None:
+    # only_for_hopper traps only where 9.0 never runs it; zero is empty, not a trap.
+    runs = [run(ExecPath.NATIVE, 1, LAUNCH_FAILED), run(ExecPath.JIT, 1, ILLEGAL)]
+    assert predict.diagnose(runs, [prediction(GUARDED, VENDOR_TRAP)]) == [
+        (
+            "app: both paths fail (native: CUDA error: unspecified launch failure (error 719); "
+            "JIT: CUDA error: an illegal instruction was encountered (error 715)): investigate "
+            "the toolchain, runtime libraries and device state using these errors. app: SASS "
+            "sm_80 sm_86 sm_90; PTX none | 1 library outside the project, with SASS for 9.0 and "
+            f"without PTX for it (loaded-libraries.txt lists it); device 9.0. {NAMED}"
+        )
+    ]
+    # One path that died is enough; the other passed.
+    runs = [run(ExecPath.NATIVE), run(ExecPath.JIT, 1, ILLEGAL)]
+    (found,) = predict.diagnose(runs, [prediction(GUARDED)])
+    assert found.endswith(f"Inspection said so: app: 3 kernels without PTX that JIT-compiles "
+                          f"for 9.0. {NAMED}")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sources", "native", "jit"),
+    [
+        ((GUARDED,), (1, NO_IMAGE), (1, "segfault\n")),  # no run died on the device
+        ((NOT_HERE,), (1, LAUNCH_FAILED), (0, "PASS\n")),  # it died, but 9.0 runs no trap stub
+        ((VENDOR_TRAP,), (1, LAUNCH_FAILED), (1, ILLEGAL)),  # only a vendor library's
+    ],
+)
+def test_no_trap_stubs_are_named_unless_a_run_died_and_the_project_has_some(
+    sources: tuple[Source, ...], native: tuple[int, str], jit: tuple[int, str]
+) -> None:
+    (found,) = predict.diagnose(
+        [run(ExecPath.NATIVE, *native), run(ExecPath.JIT, *jit)], [prediction(*sources)]
+    )
+    assert "trap stubs" not in found
+    assert found.endswith("device 9.0.")
+
+
+def test_three_trap_stubs_are_named_and_a_fourth_is_counted() -> None:
+    def traps(name: str, *kernels: str) -> Source:
+        return stubbed(sass_of("sm_90", kernels, traps=kernels), name=name)
+
+    died = [run(ExecPath.NATIVE, 1, LAUNCH_FAILED), run(ExecPath.JIT, 1, LAUNCH_FAILED)]
+    three = (traps("app", "_Z1aPf", "_Z1bPf"), traps("libext.so", "_Z1cPf"))
+    (found,) = predict.diagnose(died, [prediction(*three)])
+    assert found.endswith(
+        "excludes it): a(float*) in app (sm_90 SASS), b(float*) in app (sm_90 SASS), "
+        "c(float*) in libext.so (sm_90 SASS)."
+    )
+    four = (traps("app", "_Z1aPf", "_Z1bPf"), traps("libext.so", "_Z1cPf", "_Z1dPf"))
+    (found,) = predict.diagnose(died, [prediction(*four)])
+    assert found.endswith(
+        "excludes it): a(float*) in app (sm_90 SASS), b(float*) in app (sm_90 SASS), "
+        "c(float*) in libext.so (sm_90 SASS) and 1 more."
+    )

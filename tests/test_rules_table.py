@@ -156,6 +156,15 @@ def test_a_capability_names_its_plain_target_and_a_target_keeps_its_form() -> No
     assert parse_required_target(" sm_100f ") == t("sm_100f")
 
 
+@pytest.mark.parametrize("text", ["sm121", "GB10", "12.x"])
+def test_a_required_target_of_no_form_is_refused_naming_the_forms(text: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_required_target(text)
+    assert info.value.one_line() == (
+        f"not a CUDA target (like sm_121, sm_90a, sm_120f, 12.1 or 121): {text!r}"
+    )
+
+
 # --- PTX ISA against drivers -------------------------------------------------------------
 # (ISA, driver CUDA version, can JIT?): CUDA-FACTS.md's table, the 9.x series, and what
 # the rules cannot say. None: no claim either way.
