@@ -373,9 +373,9 @@ def test_a_release_against_its_baseline_row_by_row() -> None:
         Row(k, "SASS targets", "sm_80, sm_86, sm_90", "sm_90, sm_100, sm_120",
             "-sm_80 -sm_86 +sm_100 +sm_120"),
         Row(k, "PTX targets", "compute_90", "compute_90", "-"),
-        Row(k, "compute_90 bytes", "700", "760", "+60 bytes (+8.6%)"),
         Row(k, "sm_90 kernels", "2", "2", "-1 +1"),
         Row(k, "sm_90 bytes", "5000", "5400", "+400 bytes (+8.0%)"),
+        Row(k, "compute_90 bytes", "700", "760", "+60 bytes (+8.6%)"),
         Row(k, "device code bytes", "13700", "16160", "+2460 bytes (+18.0%)"),
         Row(k, "PTX ISA", "8.8", "9.0", "8.8 -> 9.0"),
         Row(k, "route on 8.0", "exact SASS (sm_80)", "nothing", "changed"),
@@ -404,10 +404,10 @@ def test_a_release_against_its_baseline_change_by_change() -> None:
         Change(k, fail, "sm_86 dropped", Rule.DROPPED_TARGET),
         Change(k, info, "sm_100 added"),
         Change(k, info, "sm_120 added"),
-        Change(k, info, "compute_90 +60 bytes (+8.6%)"),
         Change(k, fail, "sm_90 lost kernel shift", Rule.DROPPED_KERNEL),
         Change(k, info, "sm_90 gained kernel fill"),
         Change(k, info, "sm_90 +400 bytes (+8.0%)"),
+        Change(k, info, "compute_90 +60 bytes (+8.6%)"),
         Change(k, fail, "PTX ISA 8.8 -> 9.0 needs driver >= 13.0", Rule.NEWER_DRIVER),
         Change(k, fail, "device 8.0 lost its native route: exact SASS (sm_80) -> nothing",
                Rule.LOST_NATIVE_ROUTE),
@@ -479,3 +479,13 @@ def test_an_unknown_rule_is_refused_with_every_rule_named() -> None:
         "cuda-gate.toml: [baseline] 'dropped_targets' is no rule (dropped_artifact, "
         "dropped_target, dropped_kernel, lost_native_route, newer_driver)"
     )
+
+
+def test_targets_lost_and_gained_are_said_by_sm_number_not_as_text() -> None:
+    # As text, sm_100 sorts before sm_90; every column of the table orders by SM number.
+    found = compare((lib(sass("90"), sass("100")),), (lib(sass("80"), sass("120")),))
+    (targets,) = [r for r in found.rows if r.quantity == "SASS targets"]
+    assert (targets.before, targets.after) == ("sm_90, sm_100", "sm_80, sm_120")
+    assert targets.change == "-sm_90 -sm_100 +sm_80 +sm_120"
+    said = [c.what for c in found.changes if c.what.endswith(("dropped", "added"))]
+    assert said == ["sm_90 dropped", "sm_100 dropped", "sm_80 added", "sm_120 added"]

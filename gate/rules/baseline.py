@@ -222,12 +222,13 @@ def _artifact(
     for ptx, quantity in ((False, "SASS targets"), (True, "PTX targets")):
         old_t, new_t = was.labels(ptx=ptx), now.labels(ptx=ptx)
         rows.append(Row(name, quantity, _list(old_t), _list(new_t), _set_change(old_t, new_t)))
-        for label in sorted(set(old_t) - set(new_t)):
+        for label in _only_in(old_t, new_t):
             level = policy.level(Rule.DROPPED_TARGET)
             changes.append(Change(name, level, f"{label} dropped", Rule.DROPPED_TARGET))
-        changes += [Change(name, Level.INFO, f"{t} added") for t in sorted(set(new_t) - set(old_t))]
+        changes += [Change(name, Level.INFO, f"{t} added") for t in _only_in(new_t, old_t)]
     old_by, new_by = was.by_label(), now.by_label()
-    for label in sorted(old_by.keys() & new_by.keys()):
+    ordered = (*was.labels(ptx=False), *was.labels(ptx=True))  # by SM number, SASS first
+    for label in (t for t in ordered if t in new_by):
         r, c = _target(name, old_by[label], new_by[label], policy)
         rows += r
         changes += c
@@ -327,10 +328,17 @@ def _list(items: tuple[str, ...]) -> str:
     return ", ".join(items) or "none"
 
 
+def _only_in(these: tuple[str, ...], those: tuple[str, ...]) -> list[str]:
+    """What ``these`` hold and ``those`` do not, in the order of ``these``."""
+    other = set(those)
+    return [t for t in dict.fromkeys(these) if t not in other]
+
+
 def _set_change(old: tuple[str, ...], new: tuple[str, ...], *, counts: bool = False) -> str:
-    """``-sm_121 +sm_100`` (or ``-1 +2`` with ``counts``); ``-`` when equal."""
-    lost = sorted(set(old) - set(new))
-    gained = sorted(set(new) - set(old))
+    """``-sm_90 -sm_121 +sm_100`` in the order the two lists give (targets by SM number),
+    or ``-1 +2`` with ``counts``; ``-`` when equal."""
+    lost = _only_in(old, new)
+    gained = _only_in(new, old)
     if counts:
         parts = [f"-{len(lost)}" if lost else "", f"+{len(gained)}" if gained else ""]
     else:
