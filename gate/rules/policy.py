@@ -131,9 +131,14 @@ class ReleasePolicy:
                 (name, tuple(Capability.parse(c) for c in caps))
                 for name, caps in data["required_devices"].items()
             )
-            baseline = Policy.from_mapping(data["baseline"], where)
         except (ConfigError, ValueError, AttributeError, TypeError) as e:
             raise BadInputError(f"{where}: 'policy' holds a value it cannot: {e}") from e
+        if not isinstance(data["baseline"], dict):
+            raise BadInputError(f"{where}: 'policy.baseline' is not an object")
+        try:
+            baseline = Policy.from_mapping(data["baseline"], f"{where}: 'policy'")
+        except ConfigError as e:  # names the file and the table already
+            raise BadInputError(e.message) from e
         if not isinstance(data["ptx_as_device_code"], bool):
             raise BadInputError(f"{where}: 'policy.ptx_as_device_code' is not a boolean")
         return cls(
