@@ -46,6 +46,22 @@ from gate import cuobjdump  # noqa: E402
 from gate.reader.read import read_paths  # noqa: E402
 from tests.pypi_wheels import SMALL, Wheel, fetch, folder  # noqa: E402
 
+# The small wheels the tests use and a few more (x86-64), then the kind of corpus issue 23
+# measured: the large CUDA distributions people install, for x86-64 and aarch64 (about
+# 6.5 GB of wheels, 13 GB installed).
+_LARGE = (
+    ("torch==2.14.1", "torch-2.14.1-cp312-*"),
+    ("vllm==0.34.0", "vllm-0.34.0-*"),
+    ("sgl-kernel==0.3.21", "sgl_kernel-0.3.21-*"),
+    ("jax-cuda13-plugin==0.10.2", "jax_cuda13_plugin-0.10.2-cp312-*"),
+    ("jax-cuda13-pjrt==0.10.2", "jax_cuda13_pjrt-0.10.2-*"),
+    ("onnxruntime-gpu==1.31.1", "onnxruntime_gpu-1.31.1-cp312-*"),
+    ("nvidia-cublas==13.10.0.20", "nvidia_cublas-13.10.0.20-*"),
+    ("nvidia-cudnn-cu13==9.28.1.4", "nvidia_cudnn_cu13-9.28.1.4-*"),
+    ("nvidia-nccl-cu13==2.32.3", "nvidia_nccl_cu13-2.32.3-*"),
+    ("cupy-cuda13x==14.2.0", "cupy_cuda13x-14.2.0-cp312-*"),
+    ("bitsandbytes==0.50.2", "bitsandbytes-0.50.2-*"),
+)
 CORPUS = (
     *SMALL,
     Wheel("nvidia-nvjitlink-cu12==12.9.86", "nvidia_nvjitlink_cu12-12.9.86-*.whl"),
@@ -54,14 +70,24 @@ CORPUS = (
     Wheel("cupy-cuda12x==14.2.0", "cupy_cuda12x-14.2.0-cp312-*.whl"),
     Wheel("nvidia-cufft-cu12==11.4.1.4", "nvidia_cufft_cu12-11.4.1.4-*.whl"),
     Wheel("nvidia-nccl-cu12==2.32.3", "nvidia_nccl_cu12-2.32.3-*.whl"),
+    *(
+        Wheel(requirement, f"{pattern}_{arch}.whl", arch)
+        for arch in ("x86_64", "aarch64")
+        for requirement, pattern in _LARGE
+        if not (arch == "x86_64" and requirement.startswith("bitsandbytes"))  # in SMALL
+    ),
+    Wheel("flashinfer-cubin==0.6.13", "flashinfer_cubin-0.6.13-py3-none-any.whl", "any"),
 )
 SITE = Path("lib") / "python3.12" / "site-packages"
 BEGIN = "<!-- bench_corpus.py writes from here: do not edit by hand -->"
 END = "<!-- bench_corpus.py writes up to here -->"
 LISTING, NAMES, LIST_ELF, SYMBOLS, WARM = "listing", "names", "--list-elf", "-symbols", "warm"
 TOTAL = "all"
-# A loop over files: cuobjdump exits non-zero on a file it cannot read; the loop goes on.
-LOOP = 'for f do "$CUOBJDUMP" "$MODE" "$f" >/dev/null 2>&1; done; exit 0'
+# A loop over the files named in $LIST, one a line (flashinfer-cubin's 15,970 cubins are
+# too many for one command line): cuobjdump exits non-zero on a file it cannot read; the
+# loop goes on.
+LOOP = 'while IFS= read -r f; do "$CUOBJDUMP" "$MODE" "$f" >/dev/null 2>&1; done <"$LIST"; exit 0'
+DEVICE_LIST = ".device-files"  # beside each distribution's folder: its files with device code
 
 
 @dataclass(frozen=True)
@@ -69,10 +95,17 @@ class Dist:
     """One installed distribution: its folder, every file, and the files with device code."""
 
     name: str
+    arch: str  # the folder of the whole environment it is linked into
     root: Path
     files: int
     size: int
     device: tuple[Path, ...]
+
+
+def label(wheel: Wheel) -> str:
+    """How a distribution is named in the table: ``torch (aarch64)``; x86-64 and pure
+    Python wheels by their name alone."""
+    return wheel.name if wheel.arch in ("x86_64", "any") else f"{wheel.name} ({wheel.arch})"
 
 
 def install(wheel: Path, into: Path) -> None:
@@ -86,41 +119,67 @@ def install(wheel: Path, into: Path) -> None:
     stamp.write_text(f"{wheel.name} {wheel.stat().st_size}")
 
 
-def link_all(dists: list[Dist], into: Path) -> None:
-    """Every distribution's files in one environment, by hard links (no second copy)."""
+def link_all(dists: list[Dist], into: Path) -> list[Path]:
+    """Every distribution's files in environments side by side under ``into``, by hard
+    links (no second copy); the environments' folders.
+
+    One environment per architecture (``into/aarch64``), since both builds of a
+    distribution have the same paths, and a further one (``into/x86_64-2``) for a
+    distribution whose files would land on another's (nvidia-nccl-cu12 and -cu13 both
+    install nvidia/nccl/lib/libnccl.so.2; cupy-cuda12x and -cuda13x both install cupy/):
+    in one environment the second would overwrite the first. A file both hold with the
+    same bytes (a namespace's ``__init__.py``) is shared.
+    """
     shutil.rmtree(into, ignore_errors=True)
+    envs: dict[str, dict[Path, Path]] = {}  # environment -> its files (relative -> source)
     for d in dists:
-        for path in (d.root / SITE).rglob("*"):
-            target = into / SITE / path.relative_to(d.root / SITE)
-            if path.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-            elif not target.exists():  # a namespace's __init__.py: the first one stays
+        site = d.root / SITE
+        files = {p.relative_to(site): p for p in site.rglob("*") if p.is_file()}
+        n = 1
+        while True:
+            env = d.arch if n == 1 else f"{d.arch}-{n}"
+            taken = envs.setdefault(env, {})
+            if all(_same(taken[rel], path) for rel, path in files.items() if rel in taken):
+                break
+            n += 1
+        for rel, path in files.items():
+            if rel not in taken:
+                taken[rel] = path
+                target = into / env / SITE / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.link(path, target)
+    return [into / env for env in envs]
+
+
+def _same(a: Path, b: Path) -> bool:
+    return a.stat().st_size == b.stat().st_size and a.read_bytes() == b.read_bytes()
 
 
 def prepare(cache: Path, work: Path) -> list[Dist]:
     dists = []
     for wheel in CORPUS:
         path = fetch(wheel, cache)
-        root = work / wheel.name
+        arch = "aarch64" if wheel.arch == "aarch64" else "x86_64"
+        root = work / f"{wheel.name}-{arch}"
         install(path, root)
         files = [p for p in (root / SITE).rglob("*") if p.is_file()]
         reports = read_paths([root / SITE], names=False)
         device = tuple(Path(r.path) for r in reports if r.listing.entries and "(" not in r.path)
+        root.with_name(root.name + DEVICE_LIST).write_text("".join(f"{p}\n" for p in device))
         size = sum(p.stat().st_size for p in files)
-        dists.append(Dist(wheel.name, root, len(files), size, device))
+        dists.append(Dist(label(wheel), arch, root, len(files), size, device))
     return dists
 
 
 def commands(d: Dist, tool: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    listed = d.root.with_name(d.root.name + DEVICE_LIST)
     ours = [sys.executable, "-m", "gate", "inspect", "--no-detect"]
-    loop = ["sh", "-c", LOOP, "sh", *map(str, d.device)]
+    loop = ["sh", "-c", LOOP]
     return {
         LISTING: ([*ours, str(d.root)], {}),
         NAMES: ([*ours, "--names", "--no-cache", str(d.root)], {}),
-        LIST_ELF: (loop, {"CUOBJDUMP": tool, "MODE": "--list-elf"}),
-        SYMBOLS: (loop, {"CUOBJDUMP": tool, "MODE": "-symbols"}),
+        LIST_ELF: (loop, {"CUOBJDUMP": tool, "MODE": "--list-elf", "LIST": str(listed)}),
+        SYMBOLS: (loop, {"CUOBJDUMP": tool, "MODE": "-symbols", "LIST": str(listed)}),
     }
 
 
@@ -136,8 +195,7 @@ def main() -> int:
     tool = cuobjdump.find()
     where = bench_inspect.machine()
     dists = prepare(args.cache, args.work)
-    everything = args.work / TOTAL
-    link_all(dists, everything)
+    envs = [str(env) for env in link_all(dists, args.work / TOTAL)]
     times: dict[tuple[str, str], list[float]] = {}
     peaks: dict[tuple[str, str], int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as private:
@@ -145,9 +203,9 @@ def main() -> int:
         warm_env = {**os.environ, "CUDA_GATE_CACHE_DIR": str(Path(private) / "warm")}
         ours = [sys.executable, "-m", "gate", "inspect", "--no-detect"]
         whole = {
-            LISTING: ([*ours, str(everything)], cold_env),
-            NAMES: ([*ours, "--names", "--no-cache", str(everything)], cold_env),
-            WARM: ([*ours, "--names", str(everything)], warm_env),
+            LISTING: ([*ours, *envs], cold_env),
+            NAMES: ([*ours, "--names", "--no-cache", *envs], cold_env),
+            WARM: ([*ours, "--names", *envs], warm_env),
         }
         # Fills the warm cache and the page cache (every byte of the corpus is read).
         bench_inspect.measure(whole[WARM][0], warm_env)
