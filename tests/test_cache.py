@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,40 @@ def test_inspect_names_uses_the_cache_and_no_cache_bypasses_it(
     # Headers-only runs never hash or cache: reading headers is faster than hashing.
     assert main(["inspect", "--no-detect", str(lib)]) == 0
     assert len(_entries(folder)) == 1
+
+
+def test_a_read_without_digests_is_kept_apart_from_one_with(lib: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    full = read_artifact(lib)
+    bare, digest, _ = inspect_file(lib, folder=folder, digests=False)
+    # The same report but for each entry's SHA-256, which is left out.
+    assert all(e.sha256 for e in full.listing.entries)
+    assert [replace(e, sha256="") for e in full.listing.entries] == list(bare.listing.entries)
+    (entry,) = _entries(folder)
+    assert entry.name == f"{digest}.names-nodigest.json"
+    # A reader that needs the digests does not take it: it reads, and keeps its own.
+    again, _, _ = inspect_file(lib, folder=folder)
+    assert again == full
+    assert [p.name.split(".", 1)[1] for p in _entries(folder)] == [
+        "names-nodigest.json", "names.json",
+    ]  # fmt: skip
+
+
+def test_a_read_without_digests_takes_an_entry_kept_with_them(lib: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    full, _, _ = inspect_file(lib, folder=folder)
+    bare, _, _ = inspect_file(lib, folder=folder, digests=False)
+    assert bare == full  # from the cache: digests and all
+    assert [p.name.split(".", 1)[1] for p in _entries(folder)] == ["names.json"]
+
+
+def test_inspect_leaves_the_digests_out(
+    lib: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cuda-gate inspect shows no entry digest: it never spends the time to compute one.
+    folder = tmp_path / "cli-cache"
+    monkeypatch.setenv("CUDA_GATE_CACHE_DIR", str(folder))
+    assert main(["inspect", "--no-detect", "--names", str(lib)]) == 0
+    (entry,) = _entries(folder)
+    assert entry.name.endswith(".names-nodigest.json")
+    assert all(row[13] == "" for row in json.loads(entry.read_text())["report"]["entries"])

@@ -229,9 +229,11 @@ def test_identical_entries_are_decoded_once_and_each_gets_the_names(
     calls: list[fatbin.Entry] = []
     real = read._decode
 
-    def counted(buf: bytes, entry: fatbin.Entry, display: str, budget: Any) -> Any:
+    def counted(
+        buf: bytes, entry: fatbin.Entry, display: str, budget: Any, digests: bool = True
+    ) -> Any:
         calls.append(entry)
-        return real(buf, entry, display, budget)
+        return real(buf, entry, display, budget, digests)
 
     monkeypatch.setattr(read, "_decode", counted)
     report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")

@@ -40,6 +40,7 @@ def handle(
         limits=limits,
         cache=names and not args.no_cache,
         platform=args.platform,
+        digests=False,  # shown nowhere: only a run's launch accounting needs them
     )
     located = audit_sources([str(p) for p in args.paths], how)
     report(args, located.audit, caps, required, out, located=located)

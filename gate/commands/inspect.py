@@ -258,6 +258,7 @@ def handle(args: argparse.Namespace) -> int:
     for found in read_sources(
         args.paths, platform=args.platform, names=names, scan=scan, limits=limits,
         cache=cache, on_image=seen, progress=count,
+        digests=False,  # shown nowhere: only a run's launch accounting needs them
     ):  # fmt: skip
         report = found.report
         read.append(found)

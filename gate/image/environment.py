@@ -116,6 +116,7 @@ class Reading:
     limits: Limits
     cache: bool
     platform: Platform | None = None
+    digests: bool = True  # each entry's SHA-256 (gate.reader.read)
 
 
 def audit_sources(paths: Sequence[str], how: Reading) -> Located:
@@ -133,7 +134,8 @@ def audit_sources(paths: Sequence[str], how: Reading) -> Located:
             continue
         if source is None:
             audit = audit_paths([Path(text)], names=how.names, scan=how.scan,
-                                limits=how.limits, cache=how.cache)  # fmt: skip
+                                limits=how.limits, cache=how.cache,
+                                digests=how.digests)  # fmt: skip
             located += Located(audit, (None,) * len(audit.groups), ())
             continue
         with tempfile.TemporaryDirectory(prefix="cuda-gate-image-") as work:
@@ -152,7 +154,10 @@ def audit_image(merged: Merged, how: Reading) -> Located:
     if dest is None:
         raise ValueError("audit_image needs the files written (merge with dest)")
     dest.mkdir(parents=True, exist_ok=True)  # an image with no candidate file writes none
-    audit = audit_root(dest, names=how.names, scan=how.scan, limits=how.limits, cache=how.cache)
+    audit = audit_root(
+        dest, names=how.names, scan=how.scan, limits=how.limits, cache=how.cache,
+        digests=how.digests,
+    )  # fmt: skip
     root = f"{shown(dest)}/"
     label = f"{merged.image.source}!/"
 

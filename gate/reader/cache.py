@@ -1,7 +1,9 @@
 """A content-addressed cache of inspection reports: a library already read is not read again.
 
 Keyed by the file's SHA-256, the reader's version and the mode (kernel names or headers
-only; every section scanned or not). The pipeline needs each artifact's SHA-256 for the
+only; every section scanned or not; for names, with each entry's SHA-256 or without:
+an entry kept without them answers only the readers that need none, one kept with them
+answers every reader). The pipeline needs each artifact's SHA-256 for the
 evidence anyway, so :func:`inspect_file` hashes the file once, looks the hash up, and
 reads the file only on a miss::
 
@@ -69,6 +71,7 @@ def inspect_file(
     folder: Path | None = None,
     use_cache: bool = True,
     by_identity: bool = False,
+    digests: bool = True,
 ) -> tuple[ArtifactReport, str, int]:
     """``(report, sha256, size)`` of one file, the report from the cache when it holds it.
 
@@ -77,12 +80,13 @@ def inspect_file(
     ``by_identity`` first looks the file up by its identity (:func:`cached_file`), so an
     unchanged file is neither read nor hashed, and remembers the identity's hash after a
     read; the evidence of a gate run, which must hash what it signs, leaves it off.
+    ``digests=False`` reads without each entry's SHA-256 (gate.reader.read).
     BadInputError (one line naming the file) when the file cannot be read.
     """
     display = artifacts.shown(path)
     root = folder or cache_dir()
     if use_cache and by_identity:
-        known = cached_file(path, names=names, scan=scan, folder=root)
+        known = cached_file(path, names=names, scan=scan, folder=root, digests=digests)
         if known is not None:
             return known
     real = _real(path) if use_cache and by_identity else None
@@ -94,19 +98,24 @@ def inspect_file(
                 raise BadInputError(f"{display}: empty file")
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
                 digest = _sha256(buf)
-                entry = _entry_path(root, digest, names, scan)
-                cached = _load(entry, digest, size, names=names, scan=scan) if use_cache else None
+                entry = _entry_path(root, digest, names, scan, digests)
+                cached = (
+                    _lookup(root, digest, size, names=names, scan=scan, digests=digests)
+                    if use_cache
+                    else None
+                )
                 if cached is not None:
                     report = renamed(cached, display)
                 else:
                     report = read_buffer(
-                        buf, 0, size, display, names=names, scan=scan, limits=limits
-                    )
+                        buf, 0, size, display, names=names, scan=scan, limits=limits,
+                        digests=digests,
+                    )  # fmt: skip
     except OSError as e:
         raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
     if use_cache and report.error is None:
         if cached is None:
-            store(entry, _document(report, digest, size, scan=scan))
+            store(entry, _document(report, digest, size, scan=scan, digests=digests))
         if real is not None:
             identity = _identity_of(real, st)
             doc = {"format": FORMAT, "identity": identity, "sha256": digest, "size": size}
@@ -145,7 +154,12 @@ def _identity_path(folder: Path, identity: str) -> Path:
 
 
 def cached_file(
-    path: str | os.PathLike[str], *, names: bool, scan: bool, folder: Path | None = None
+    path: str | os.PathLike[str],
+    *,
+    names: bool,
+    scan: bool,
+    folder: Path | None = None,
+    digests: bool = True,
 ) -> tuple[ArtifactReport, str, int] | None:
     """``(report, sha256, size)`` of a file read before and unchanged since, from its
     identity alone (the file is neither opened nor hashed); None when not known."""
@@ -162,7 +176,7 @@ def cached_file(
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    report = _load(_entry_path(root, digest, names, scan), digest, size, names=names, scan=scan)
+    report = _lookup(root, digest, size, names=names, scan=scan, digests=digests)
     if report is None:
         return None
     return renamed(report, artifacts.shown(path)), digest, size
@@ -180,9 +194,31 @@ def _sha256(buf: mmap.mmap) -> str:
     return h.hexdigest()
 
 
-def _entry_path(folder: Path, digest: str, names: bool, scan: bool) -> Path:
-    mode = ("names" if names else "headers") + ("" if scan else "-noscan")
-    return folder / digest[:2] / f"{digest}.{mode}.json"
+def mode_name(names: bool, scan: bool, digests: bool = True) -> str:
+    """The mode as a cache file names it: ``names``, ``names-nodigest-noscan``, ``headers``.
+    Without names no entry is hashed: ``digests`` makes no difference there."""
+    digested = "" if digests or not names else "-nodigest"
+    return ("names" if names else "headers") + digested + ("" if scan else "-noscan")
+
+
+def _entry_path(folder: Path, digest: str, names: bool, scan: bool, digests: bool = True) -> Path:
+    return folder / digest[:2] / f"{digest}.{mode_name(names, scan, digests)}.json"
+
+
+def _lookup(
+    folder: Path, digest: str, size: int, *, names: bool, scan: bool, digests: bool
+) -> ArtifactReport | None:
+    """The cached report for a file's bytes in this mode; a reader that needs no entry
+    digests takes one kept with them too."""
+    found = _load(
+        _entry_path(folder, digest, names, scan, digests),
+        digest, size, names=names, scan=scan, digests=digests or not names,
+    )  # fmt: skip
+    if found is None and names and not digests:
+        found = _load(
+            _entry_path(folder, digest, names, scan), digest, size, names=names, scan=scan
+        )
+    return found
 
 
 def renamed(report: ArtifactReport, display: str) -> ArtifactReport:
@@ -192,7 +228,9 @@ def renamed(report: ArtifactReport, display: str) -> ArtifactReport:
     )
 
 
-def _load(entry: Path, digest: str, size: int, *, names: bool, scan: bool) -> ArtifactReport | None:
+def _load(
+    entry: Path, digest: str, size: int, *, names: bool, scan: bool, digests: bool = True
+) -> ArtifactReport | None:
     """The cached report, or None for a missing, corrupted, foreign or other-version entry."""
     try:
         doc = json.loads(entry.read_bytes())
@@ -203,6 +241,7 @@ def _load(entry: Path, digest: str, size: int, *, names: bool, scan: bool) -> Ar
             or doc["size"] != size
             or doc["names"] is not names
             or doc["scan"] is not scan
+            or doc.get("digests", True) is not digests
         ):
             return None
         return report_from_json(doc["report"])
@@ -228,7 +267,9 @@ def store(entry: Path, doc: dict[str, Any]) -> None:
         return
 
 
-def _document(report: ArtifactReport, digest: str, size: int, *, scan: bool) -> dict[str, Any]:
+def _document(
+    report: ArtifactReport, digest: str, size: int, *, scan: bool, digests: bool = True
+) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "reader": reader_version(),
@@ -236,6 +277,7 @@ def _document(report: ArtifactReport, digest: str, size: int, *, scan: bool) -> 
         "size": size,
         "names": report.names,
         "scan": scan,
+        "digests": digests or not report.names,
         "report": report_json(report),
     }
 

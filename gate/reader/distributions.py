@@ -88,14 +88,16 @@ class _Reading:
     scan: bool
     limits: Limits
     cache: bool
+    digests: bool = True
 
     def read_each(
         self, found: Sequence[artifacts.Found | artifacts.Unreadable]
     ) -> Iterator[tuple[ArtifactReport, ...]]:
         """The reports of each file in turn, names decoded by a pool of processes."""
         return read_each(
-            found, names=self.names, scan=self.scan, limits=self.limits, cache=self.cache
-        )
+            found, names=self.names, scan=self.scan, limits=self.limits, cache=self.cache,
+            digests=self.digests,
+        )  # fmt: skip
 
 
 def is_environment(path: Path) -> bool:
@@ -190,9 +192,11 @@ def audit_paths(
     scan: bool = True,
     limits: Limits | None = None,
     cache: bool = False,
+    digests: bool = True,
 ) -> Audit:
-    """Every path read by distribution: folders as roots, wheels, lock files."""
-    how = _Reading(names, scan, limits or Limits.from_env(), cache)
+    """Every path read by distribution: folders as roots, wheels, lock files; ``digests``
+    as gate.reader.read takes it."""
+    how = _Reading(names, scan, limits or Limits.from_env(), cache, digests)
     audit = Audit((), ())
     for path in paths:
         if path.is_dir():
@@ -215,9 +219,10 @@ def audit_root(
     scan: bool = True,
     limits: Limits | None = None,
     cache: bool = False,
+    digests: bool = True,
 ) -> Audit:
     """One folder tree (a venv, a site-packages folder, an image laid out in a folder)."""
-    return _root(root, _Reading(names, scan, limits or Limits.from_env(), cache))
+    return _root(root, _Reading(names, scan, limits or Limits.from_env(), cache, digests))
 
 
 def _root(root: Path, how: _Reading) -> Audit:

@@ -41,12 +41,13 @@ class _How:
     scan: bool
     limits: Limits
     cache: bool
+    digests: bool = True
 
     def here(self, found: Found, members: Progress | None = None) -> tuple[ArtifactReport, ...]:
         return tuple(
             read_found(
                 found, names=self.names, scan=self.scan, limits=self.limits, cache=self.cache,
-                members=members,
+                members=members, digests=self.digests,
             )
         )  # fmt: skip
 
@@ -60,14 +61,15 @@ def read_each(
     cache: bool,
     before: Callable[[Found], None] | None = None,
     members: Progress | None = None,
+    digests: bool = True,
 ) -> Iterator[tuple[ArtifactReport, ...]]:
     """The reports of each of ``found`` in turn, as :func:`read_found` gives them.
 
     ``before`` hears of each file before its reports come; ``members`` of each member of
     a wheel read in this process (a worker's wheel counts as one file).
     """
-    how = _How(names, scan, limits, cache)
-    known = [_known(f, names=names, scan=scan) if cache else None for f in found]
+    how = _How(names, scan, limits, cache, digests)
+    known = [_known(f, names=names, scan=scan, digests=digests) if cache else None for f in found]
     todo = [i for i, k in enumerate(known) if k is None and isinstance(found[i], artifacts.Found)]
     workers = _workers(found, todo) if names else 1
     if workers <= 1:
@@ -121,17 +123,19 @@ def _work(found: Found, how: _How, folder: str) -> tuple[ArtifactReport, ...]:
     return how.here(found)
 
 
-def _known(found: Found, *, names: bool, scan: bool) -> tuple[ArtifactReport, ...] | None:
+def _known(
+    found: Found, *, names: bool, scan: bool, digests: bool
+) -> tuple[ArtifactReport, ...] | None:
     """The reports the cache holds for an unchanged file or wheel, else None."""
     if not isinstance(found, artifacts.Found) or found.kind in (None, "archive", "duplicate"):
         return None
     if found.kind == "zip":
         from gate.reader.wheelcache import cached_wheel  # noqa: PLC0415
 
-        return cached_wheel(found.path, names=names, scan=scan)
+        return cached_wheel(found.path, names=names, scan=scan, digests=digests)
     from gate.reader.cache import cached_file  # noqa: PLC0415
 
-    hit = cached_file(found.path, names=names, scan=scan)
+    hit = cached_file(found.path, names=names, scan=scan, digests=digests)
     return (hit[0],) if hit is not None else None
 
 

@@ -24,7 +24,9 @@ stay empty and ``producer`` None. ``names=True`` also decompresses every entry f
 the kernel names (cubin STO_CUDA_ENTRY symbols, PTX ``.entry``) and producers, and
 each entry's SHA-256 (of the code as the driver is handed it: the decompressed cubin,
 the PTX text up to its NUL), by which a module the driver loaded is told to be an
-inspected file's.
+inspected file's. ``digests=False`` leaves that SHA-256 out (``""``): hashing every
+decoded byte is about as much work as decompressing it, and only the run's launch
+accounting needs it, not a listing.
 
 Which sections: ``.nv_fatbin`` if present, else ``__nv_relfatbin`` (as cuobjdump does:
 ``__nv_relfatbin`` in an executable is input for a later device link, not loaded at run
@@ -115,6 +117,7 @@ def read_paths(
     limits: Limits | None = None,
     cache: bool = False,
     progress: Progress | None = None,
+    digests: bool = True,
 ) -> Iterator[ArtifactReport]:
     """Reports for every artifact under ``paths``; failures become reports with ``error``.
 
@@ -135,7 +138,7 @@ def read_paths(
 
     for reports in read_each(
         everything, names=names, scan=scan, limits=limits, cache=cache, before=before,
-        members=count.members,
+        members=count.members, digests=digests,
     ):  # fmt: skip
         yield from reports
 
@@ -148,6 +151,7 @@ def read_found(
     limits: Limits | None = None,
     cache: bool = False,
     members: Progress | None = None,
+    digests: bool = True,
 ) -> Iterator[ArtifactReport]:
     """Reports for one file :func:`gate.reader.artifacts.discover` found (several for a
     wheel or an archive); a failure becomes a report with ``error``. ``members`` hears of
@@ -163,27 +167,33 @@ def read_found(
             yield from inspect_wheel(
                 found.path,
                 lambda: read_wheel(
-                    found.path, names=names, scan=scan, limits=limits, progress=members
+                    found.path, names=names, scan=scan, limits=limits, progress=members,
+                    digests=digests,
                 ),
                 names=names,
                 scan=scan,
-            )
+                digests=digests,
+            )  # fmt: skip
         elif found.kind == "zip":
             yield from read_wheel(
-                found.path, names=names, scan=scan, limits=limits, progress=members
-            )
+                found.path, names=names, scan=scan, limits=limits, progress=members,
+                digests=digests,
+            )  # fmt: skip
         elif found.kind == "archive":
-            yield from read_archive(found.path, names=names, scan=scan, limits=limits)
+            yield from read_archive(
+                found.path, names=names, scan=scan, limits=limits, digests=digests
+            )
         elif found.kind == "duplicate":
             return
         elif cache:
             from gate.reader.cache import inspect_file  # noqa: PLC0415  (cache imports this)
 
-            yield inspect_file(found.path, names=names, scan=scan, limits=limits, by_identity=True)[
-                0
-            ]
+            yield inspect_file(
+                found.path, names=names, scan=scan, limits=limits, by_identity=True,
+                digests=digests,
+            )[0]  # fmt: skip
         else:
-            yield read_artifact(found.path, names=names, scan=scan, limits=limits)
+            yield read_artifact(found.path, names=names, scan=scan, limits=limits, digests=digests)
     except BadInputError as e:
         yield ArtifactReport(shown(found.path), "unknown", error=e.message)
 
@@ -216,10 +226,13 @@ def read_artifact(
     names: bool = True,
     scan: bool = True,
     limits: Limits | None = None,
+    digests: bool = True,
 ) -> ArtifactReport:
     """The report for one ELF file, raw cubin or raw fatbin; BadInputError if unreadable."""
     with mapped(path) as buf:
-        return read_buffer(buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits)
+        return read_buffer(
+            buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits, digests=digests
+        )
 
 
 def read_archive(
@@ -228,6 +241,7 @@ def read_archive(
     names: bool = True,
     scan: bool = True,
     limits: Limits | None = None,
+    digests: bool = True,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every ELF member of a static archive."""
     reports = []
@@ -238,9 +252,11 @@ def read_archive(
             if buf[offset : offset + 4] != b"\x7fELF":
                 continue
             try:
-                reports.append(
-                    read_buffer(buf, offset, size, display, names=names, scan=scan, limits=limits)
-                )
+                report = read_buffer(
+                    buf, offset, size, display, names=names, scan=scan, limits=limits,
+                    digests=digests,
+                )  # fmt: skip
+                reports.append(report)
             except BadInputError as e:
                 reports.append(ArtifactReport(display, "unknown", error=e.message))
     return tuple(reports)
@@ -253,6 +269,7 @@ def read_wheel(
     scan: bool = True,
     limits: Limits | None = None,
     progress: Progress | None = None,
+    digests: bool = True,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every shared library, cubin and fatbin inside a wheel (or any zip).
 
@@ -272,8 +289,9 @@ def read_wheel(
             try:
                 with artifacts.inflated(archive, info, display, limits) as buf:
                     report = read_buffer(
-                        buf, 0, len(buf), display, names=names, scan=scan, limits=limits
-                    )
+                        buf, 0, len(buf), display, names=names, scan=scan, limits=limits,
+                        digests=digests,
+                    )  # fmt: skip
                 reports.append(report)
             except artifacts.ScratchError:
                 raise  # no room in the temporary folder: the same for every member
@@ -291,6 +309,7 @@ def read_buffer(
     names: bool = True,
     scan: bool = True,
     limits: Limits | None = None,
+    digests: bool = True,
 ) -> ArtifactReport:
     """The report for the ELF file, cubin or fatbin at ``buf[base:base+size]``."""
     budget = Budget(limits or Limits.from_env(), display)
@@ -298,11 +317,11 @@ def read_buffer(
     if head.startswith(fatbin.CONTAINER_PREFIX):
         containers = fatbin.parse_containers(buf, base, base + size, display)
         found = [("(fatbin)", c) for c in containers]
-        listing = _listing(buf, found, display, names, budget)
+        listing = _listing(buf, found, display, names, budget, digests=digests)
         return ArtifactReport(display, "fatbin", listing=listing, names=names)
     elf = ElfFile(buf, display, base, size)
     if elf.machine == EM_CUDA:
-        return _cubin_report(elf, display, names=names)
+        return _cubin_report(elf, display, names=names, digests=digests)
     found = []
     sections = elf.sections
     primary = next((s for name in PRIMARY_SECTIONS for s in sections if s.name == name), None)
@@ -324,7 +343,7 @@ def read_buffer(
         "ELF",
         elf.elf_class,
         elf.machine_name,
-        _listing(buf, found, display, names, budget),
+        _listing(buf, found, display, names, budget, digests=digests),
         names,
     )
 
@@ -359,10 +378,13 @@ def _outside(start: int, end: int, parsed: list[tuple[int, int]]) -> list[tuple[
     return pieces
 
 
-def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
+def _cubin_report(elf: ElfFile, display: str, *, names: bool, digests: bool) -> ArtifactReport:
     from gate.reader.cubin import read_cubin  # noqa: PLC0415  (headers-only runs never need it)
 
-    info = read_cubin(elf.buf, elf.base, elf.size, display)
+    # Headers only: no kernel bodies judged (trap stubs and empty kernels are names-mode
+    # facts, never shown without names) and no digest; a listing of flashinfer-cubin's
+    # 15,970 cubin files spent most of its time there.
+    info = read_cubin(elf.buf, elf.base, elf.size, display, judge_bodies=names)
     variant = Variant.ARCH if info.arch_specific else Variant.NONE
     entry = DeviceEntry(
         Kind.SASS,
@@ -374,7 +396,7 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
         producer=info.producer,
         traps=info.traps,
         empty=info.empty,
-        sha256=_sha256(elf.buf, elf.base, elf.size),
+        sha256=_sha256(elf.buf, elf.base, elf.size) if names and digests else "",
     )
     return ArtifactReport(
         display, "cubin", elf.elf_class, elf.machine_name, Listing((entry,)), names
@@ -387,6 +409,8 @@ def _listing(
     display: str,
     names: bool,
     budget: Budget,
+    *,
+    digests: bool = True,
 ) -> Listing:
     flat = [(section, e) for section, c in found for e in c.entries]
     decoded: list[_Decoded | None] = [None] * len(flat)
@@ -394,7 +418,7 @@ def _listing(
         headers = [e for _, e in flat]
         first = _first_copies(buf, headers)
         todo = [i for i, f in enumerate(first) if f == i]
-        _decode_all(buf, headers, todo, decoded, display=display, budget=budget)
+        _decode_all(buf, headers, todo, decoded, display=display, budget=budget, digests=digests)
         for i, f in enumerate(first):
             if f != i:
                 decoded[i] = decoded[f]
@@ -438,6 +462,7 @@ def _decode_all(
     *,
     display: str,
     budget: Budget,
+    digests: bool = True,
 ) -> None:
     """Decode ``headers[i]`` for each ``i`` in ``todo`` into ``decoded[i]``."""
     release = _releaser(buf)
@@ -445,7 +470,7 @@ def _decode_all(
     if len(todo) < _PARALLEL_MIN or workers == 1:
         for i in todo:
             e = headers[i]
-            decoded[i] = _decode(buf, e, display, budget)
+            decoded[i] = _decode(buf, e, display, budget, digests)
             release(e.offset, e.payload_offset + e.payload_size)
         return
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
@@ -458,7 +483,8 @@ def _decode_all(
     chunks = list(_batches(work))
     with ThreadPoolExecutor(workers) as pool:
         done = pool.map(
-            lambda r: [_decode(buf, e, display, budget) for e in work[r[0] : r[1]]], chunks
+            lambda r: [_decode(buf, e, display, budget, digests) for e in work[r[0] : r[1]]],
+            chunks,
         )
         try:
             for (lo, hi), chunk in zip(chunks, done, strict=True):
@@ -531,7 +557,9 @@ def _releaser(buf: Buffer) -> Callable[[int, int], None]:
     return release
 
 
-def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _Decoded | None:
+def _decode(
+    buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget, digests: bool = True
+) -> _Decoded | None:
     if entry.kind == fatbin.KIND_NVVM:
         return None  # LTO IR payloads are opaque: listed, never decoded
     from gate.reader.cubin import read_cubin, scan_ptx  # noqa: PLC0415  (names only: start-up)
@@ -541,10 +569,11 @@ def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _
         # Streamed: a PTX text is read once from the front, never held whole.
         digest = hashlib.sha256()
         pieces = fatbin.payload_chunks(buf, entry, display, budget.limits, budget)
-        ptx = scan_ptx(_hashed(pieces, digest), where)
+        ptx = scan_ptx(_hashed(pieces, digest) if digests else pieces, where)
         target = ptx.target or ""
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
-        return _Decoded(ptx.kernels, ptx.producer, variant, sha256=digest.hexdigest())
+        sha256 = digest.hexdigest() if digests else ""
+        return _Decoded(ptx.kernels, ptx.producer, variant, sha256=sha256)
     data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
     cubin = read_cubin(data, start, size, where)
     return _Decoded(
@@ -553,7 +582,7 @@ def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _
         Variant.ARCH if cubin.arch_specific else Variant.NONE,
         cubin.traps,
         cubin.empty,
-        _sha256(data, start, size),
+        _sha256(data, start, size) if digests else "",
     )
 
 
