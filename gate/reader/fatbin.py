@@ -7,7 +7,8 @@ an NVVM / LTO IR blob, raw or compressed (LZ4 block or zstd frame).
 
 :func:`parse_containers` reads a section that must hold nothing but containers
 (``.nv_fatbin``); :func:`scan_containers` finds containers anywhere else by their magic,
-keeping only candidates whose every size checks out. Reading headers never decompresses;
+keeping only candidates whose every size checks out (searched by the C library's
+``memmem``: :mod:`gate.reader.memsearch`). Reading headers never decompresses;
 :func:`payload` does (whole, for cubins) and :func:`payload_chunks` streams (for PTX),
 both within the bounds of :class:`gate.reader.limits.Limits`.
 """
@@ -23,6 +24,7 @@ from typing import NamedTuple
 from gate.errors import BadInputError
 from gate.reader.elffile import Buffer
 from gate.reader.limits import Budget, Limits, hint
+from gate.reader.memsearch import finder
 
 CONTAINER_MAGIC = 0xBA55ED50
 # Magic, version 1 and header size 16, as they sit in memory: what a scan looks for.
@@ -152,25 +154,26 @@ def scan_containers(
     The range is searched ``chunk`` bytes at a time; ``done(lo, hi)`` is told each
     finished range so the caller can drop those pages (keeps a large scan's memory flat).
     """
-    lo = start
-    while lo < end:
-        hi = min(lo + chunk, end)
-        # A magic straddling the chunk boundary is found from this chunk.
-        search_end = min(hi + len(CONTAINER_PREFIX) - 1, end)
-        pos = buf.find(CONTAINER_PREFIX, lo, search_end)
-        while pos >= 0:
-            try:
-                container = parse_container(buf, pos, end, name)
-            except BadInputError:
-                pos = buf.find(CONTAINER_PREFIX, pos + 4, search_end)
-                continue
-            yield container
-            after = container.offset + container.size
-            hi = max(hi, after)
-            pos = buf.find(CONTAINER_PREFIX, after, search_end) if after < search_end else -1
-        if done is not None:
-            done(lo, hi)
-        lo = hi
+    with finder(buf) as find:
+        lo = start
+        while lo < end:
+            hi = min(lo + chunk, end)
+            # A magic straddling the chunk boundary is found from this chunk.
+            search_end = min(hi + len(CONTAINER_PREFIX) - 1, end)
+            pos = find(CONTAINER_PREFIX, lo, search_end)
+            while pos >= 0:
+                try:
+                    container = parse_container(buf, pos, end, name)
+                except BadInputError:
+                    pos = find(CONTAINER_PREFIX, pos + 4, search_end)
+                    continue
+                yield container
+                after = container.offset + container.size
+                hi = max(hi, after)
+                pos = find(CONTAINER_PREFIX, after, search_end) if after < search_end else -1
+            if done is not None:
+                done(lo, hi)
+            lo = hi
 
 
 def parse_container(buf: Buffer, pos: int, end: int, name: str) -> Container:
