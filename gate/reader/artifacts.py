@@ -181,7 +181,11 @@ def _probe_entry(entry: os.DirEntry[str], folder: str, seen: set[str]) -> Found 
     if real in seen:
         return None
     seen.add(real)
-    return _head(Path(entry.path))
+    kind = _kind(entry.path)
+    if isinstance(kind, Unreadable):
+        return kind
+    # A Path only for what is yielded: most files of an environment are not artifacts.
+    return Found(Path(entry.path), kind) if kind else None
 
 
 def file_kind(mode: int) -> str:
@@ -225,7 +229,15 @@ def _probe(path: Path, seen: set[str]) -> Found | Unreadable | None:
 
 def _head(path: Path) -> Found | Unreadable:
     """``path`` classified by its first bytes; Unreadable when it cannot be read or is
-    no regular file (checked on the open descriptor, as :func:`open_regular` does)."""
+    no regular file."""
+    kind = _kind(path)
+    return kind if isinstance(kind, Unreadable) else Found(path, kind)
+
+
+def _kind(path: str | Path) -> str | Unreadable | None:
+    """What :func:`classify` says of ``path``'s first bytes; Unreadable when it cannot be
+    read or is no regular file (checked on the open descriptor, as :func:`open_regular`
+    does)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -239,7 +251,7 @@ def _head(path: Path) -> Found | Unreadable:
             os.close(fd)
     except OSError as e:
         return Unreadable(shown(path), f"{shown(path)}: cannot read: {e.strerror or e}")
-    return Found(path, classify(head))
+    return classify(head)
 
 
 def archive_members(buf: Buffer, start: int, end: int, name: str) -> Iterator[tuple[str, int, int]]:
