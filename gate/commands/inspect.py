@@ -228,12 +228,7 @@ def _runtime_text(text: str) -> str:
 
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
-    from gate.commands import environment
     from gate.commands.stdout import Stdout
-    from gate.demangle import demangle
-    from gate.image.reports import Seen, read_sources, with_images
-    from gate.reader import summary as inspect_view
-    from gate.render.live import Counter, LiveLine
 
     # Names come from files and binaries: never let one that cannot be encoded (a
     # terminal or pipe that is not UTF-8) stop the table half-way.
@@ -245,9 +240,17 @@ def handle(args: argparse.Namespace) -> int:
     names = args.names or args.strict
     limits = _limits(args)
     if _by_distribution(args):
+        from gate.commands import environment
+
         environment.handle(args, caps, required, limits, out)
         out.done()
         return 0
+    # Imported past that branch: an environment's audit never needs them (start-up).
+    from gate.demangle import demangle
+    from gate.image.reports import Seen, read_sources, with_images
+    from gate.reader import summary as inspect_view
+    from gate.render.live import Counter, LiveLine
+
     read: list[Any] = []  # gate.image.reports.Found: a report and its place in an image
     unmet = []
     # Only names are worth caching: headers alone are read faster than the file is hashed.

@@ -19,17 +19,19 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.errors import BadInputError
-from gate.image.layout import Image
-from gate.image.merge import Entry, Merged
-from gate.image.platforms import Platform
-from gate.image.reports import entry_of, open_image
 from gate.image.source import parse
 from gate.reader.artifacts import shown
 from gate.reader.distributions import Audit, Distribution, Group, Owner, audit_paths, audit_root
 from gate.reader.limits import Limits
+
+# What reads an image is imported when one is read: most environments audited are none.
+if TYPE_CHECKING:
+    from gate.image.layout import Image
+    from gate.image.merge import Entry, Merged
+    from gate.image.platforms import Platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +140,8 @@ def audit_sources(paths: Sequence[str], how: Reading) -> Located:
                                 digests=how.digests)  # fmt: skip
             located += Located(audit, (None,) * len(audit.groups), ())
             continue
+        from gate.image.reports import open_image  # noqa: PLC0415  (see the imports)
+
         with tempfile.TemporaryDirectory(prefix="cuda-gate-image-") as work:
             try:
                 merged = open_image(source, Path(work), platform=how.platform, limits=how.limits)
@@ -179,6 +183,8 @@ def audit_image(merged: Merged, how: Reading) -> Located:
 
 def _place(merged: Merged, group: Group, root: str) -> Place:
     """The group's place, from paths that still name the temp folder (``root``)."""
+    from gate.image.reports import entry_of  # noqa: PLC0415  (see the imports)
+
     dist = group.distribution
     artifacts = []
     for member, report in zip(group.members, group.reports, strict=True):
