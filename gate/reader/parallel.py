@@ -4,7 +4,10 @@ Decoding names is CPU work, and much of it holds the GIL (the per-entry Python w
 only zstd and lz4 release it), so threads alone leave cores idle on a tree of many
 libraries: the names-mode profile on the H200 showed one core busy. Here each file, or
 each whole wheel or archive, is read by one worker of a process pool, while each worker
-still decodes a large library's entries on threads (:mod:`gate.reader.read`).
+still decodes a large library's entries on threads (:mod:`gate.reader.read`). Headers
+alone are read by the pool too where there are many files (flashinfer-cubin ships
+15,970 cubins, ~90 us of Python each) or much to scan. Small files go to a worker
+several at a time: a task costs a round trip (pickling, two queues) of its own.
 
 What comes back is what a serial read gives, in the same order: the reports of each
 found file in turn. Files the inspection cache knows by identity (unchanged since they
@@ -14,23 +17,34 @@ file or little data, it is read in this process (starting workers would cost mor
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.reader import artifacts
 from gate.reader.limits import Limits
 from gate.reader.read import ArtifactReport, Progress, read_found
+
+# The pool's modules (multiprocessing, concurrent.futures: logging, sockets) are imported
+# when a pool starts: a small environment is read without one, and sooner.
+if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import Future
 
 # Workers at most: past 8 processes a names run gained nothing on the H200's 16 cores
 # (each worker also decodes on threads), while memory grows with each.
 MAX_WORKERS = 8
 # Less than this to read (bytes on disk) in all: read in this process.
 MIN_BYTES = 64 << 20
+# Headers only, the pool is started for this many files, or this many bytes to scan.
+MIN_FILES_HEADERS = 512
+MIN_BYTES_HEADERS = 1 << 30
+# A task holds one file of at least BATCH_BYTES, or up to BATCH_FILES smaller ones.
+BATCH_FILES = 64
+BATCH_BYTES = 16 << 20
 
 Found = artifacts.Found | artifacts.Unreadable
 
@@ -71,20 +85,21 @@ def read_each(
     how = _How(names, scan, limits, cache, digests)
     known = [_known(f, names=names, scan=scan, digests=digests) if cache else None for f in found]
     todo = [i for i, k in enumerate(known) if k is None and isinstance(found[i], artifacts.Found)]
-    workers = _workers(found, todo) if names else 1
+    sizes = {i: _size(found[i]) for i in todo}
+    workers = _workers(todo, sizes, names=names)
     if workers <= 1:
         for f, k in zip(found, known, strict=True):
             if before is not None:
                 before(f)
             yield k if k is not None else how.here(f, members)
         return
-    yield from _pooled(found, known, todo, workers, how, before)
+    yield from _pooled(found, known, _tasks(todo, sizes), workers, how, before)
 
 
 def _pooled(  # noqa: PLR0917  (private: read_each's own arguments, passed on)
     found: Sequence[Found],
     known: list[tuple[ArtifactReport, ...] | None],
-    todo: list[int],
+    tasks: list[list[int]],
     workers: int,
     how: _How,
     before: Callable[[Found], None] | None,
@@ -92,12 +107,14 @@ def _pooled(  # noqa: PLR0917  (private: read_each's own arguments, passed on)
     from gate.reader.cache import cache_dir  # noqa: PLC0415  (the cache imports the reader)
 
     folder = str(cache_dir()) if how.cache else ""
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415  (see the imports)
+
     pool = ProcessPoolExecutor(workers, mp_context=_context())
     try:
-        # The largest first, so that no worker is left with a large file at the end.
-        futures: dict[int, Future[tuple[ArtifactReport, ...]]] = {}
-        for i in sorted(todo, key=lambda i: -_size(found[i])):
-            futures[i] = pool.submit(_work, found[i], how, folder)
+        futures: dict[int, tuple[Future[list[tuple[ArtifactReport, ...]]], int]] = {}
+        for task in tasks:
+            future = pool.submit(_work, [found[i] for i in task], how, folder)
+            futures.update((i, (future, at)) for at, i in enumerate(task))
         for i, f in enumerate(found):
             if before is not None:
                 before(f)
@@ -105,22 +122,44 @@ def _pooled(  # noqa: PLR0917  (private: read_each's own arguments, passed on)
             if k is not None:
                 yield k
             elif i in futures:
-                yield futures[i].result()
+                future, at = futures.pop(i)
+                yield future.result()[at]
             else:  # a path that could not be read: its error report, made here
                 yield how.here(f)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _work(found: Found, how: _How, folder: str) -> tuple[ArtifactReport, ...]:
-    """One file read in a worker (a module-level function: the pool pickles it)."""
+def _tasks(todo: list[int], sizes: dict[int, int]) -> list[list[int]]:
+    """``todo`` as the pool's tasks, the largest first (so that no worker is left with a
+    large file at the end): each file of BATCH_BYTES or more alone, the smaller ones up
+    to BATCH_FILES or BATCH_BYTES at a time."""
+    tasks: list[list[int]] = []
+    batch: list[int] = []
+    held = 0
+    for i in sorted(todo, key=lambda i: -sizes[i]):
+        if sizes[i] >= BATCH_BYTES:
+            tasks.append([i])
+            continue
+        batch.append(i)
+        held += sizes[i]
+        if len(batch) >= BATCH_FILES or held >= BATCH_BYTES:
+            tasks.append(batch)
+            batch, held = [], 0
+    if batch:
+        tasks.append(batch)
+    return tasks
+
+
+def _work(found: list[Found], how: _How, folder: str) -> list[tuple[ArtifactReport, ...]]:
+    """Files read in a worker (a module-level function: the pool pickles it)."""
     if folder:
         from gate.reader.cache import ENV_DIR  # noqa: PLC0415
 
         # The pool's processes hold the environment of when the first pool started:
         # use the cache folder the caller uses now.
         os.environ[ENV_DIR] = folder
-    return how.here(found)
+    return [how.here(f) for f in found]
 
 
 def _known(
@@ -139,10 +178,16 @@ def _known(
     return (hit[0],) if hit is not None else None
 
 
-def _workers(found: Sequence[Found], todo: list[int]) -> int:
-    """How many processes to read ``todo`` with: 1 (this one) for one file or little data."""
+def _workers(todo: list[int], sizes: dict[int, int], *, names: bool) -> int:
+    """How many processes to read ``todo`` with: 1 (this one) for one file or little
+    work (with names, little data; headers only, few files and little to scan)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if len(todo) < 2 or sum(_size(found[i]) for i in todo) < MIN_BYTES:
+    total = sum(sizes.values())
+    if names:
+        little = total < MIN_BYTES
+    else:
+        little = len(todo) < MIN_FILES_HEADERS and total < MIN_BYTES_HEADERS
+    if len(todo) < 2 or little:
         return 1
     return max(1, min(cores or 1, MAX_WORKERS, len(todo)))
 
@@ -159,6 +204,8 @@ def _context() -> multiprocessing.context.BaseContext:
     starts its own thread), else forkserver: forking a process that runs threads can
     copy a lock another thread holds. forkserver (like spawn) imports the caller's
     main module in each worker: a script calling this guards its top level."""
+    import multiprocessing  # noqa: PLC0415  (see the imports)
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
