@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gate.reader.distributions import header_fields
+from gate.reader.metadata import header_fields
 
 pytestmark = pytest.mark.unit
 

@@ -128,18 +128,24 @@ def audit_sources(paths: Sequence[str], how: Reading) -> Located:
     fails to save an image raises its ToolError.
     """
     located = Located(Audit((), ()), (), ())
+    plain: list[Path] = []  # paths in a row that name no image: read at once
+
+    def pending() -> Located:
+        audit = audit_paths(plain, names=how.names, scan=how.scan, limits=how.limits,
+                            cache=how.cache, digests=how.digests)  # fmt: skip
+        plain.clear()
+        return Located(audit, (None,) * len(audit.groups), ())
+
     for text in paths:
         try:
             source = parse(text)
         except BadInputError as e:
-            located += Located(Audit((), (e.one_line(),)), (), ())
+            located += pending() + Located(Audit((), (e.one_line(),)), (), ())
             continue
         if source is None:
-            audit = audit_paths([Path(text)], names=how.names, scan=how.scan,
-                                limits=how.limits, cache=how.cache,
-                                digests=how.digests)  # fmt: skip
-            located += Located(audit, (None,) * len(audit.groups), ())
+            plain.append(Path(text))
             continue
+        located += pending()
         from gate.image.reports import open_image  # noqa: PLC0415  (see the imports)
 
         with tempfile.TemporaryDirectory(prefix="cuda-gate-image-") as work:
@@ -149,7 +155,7 @@ def audit_sources(paths: Sequence[str], how: Reading) -> Located:
                 located += Located(Audit((), (e.one_line(),)), (), ())
                 continue
             located += audit_image(merged, how)
-    return located
+    return located + pending()
 
 
 def audit_image(merged: Merged, how: Reading) -> Located:

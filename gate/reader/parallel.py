@@ -32,7 +32,7 @@ from gate.reader.read import ArtifactReport, Progress, read_found
 # when a pool starts: a small environment is read without one, and sooner.
 if TYPE_CHECKING:
     import multiprocessing.context
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Workers at most: past 8 processes a names run gained nothing on the H200's 16 cores
 # (each worker also decodes on threads), while memory grows with each.
@@ -80,7 +80,9 @@ def read_each(
     """The reports of each of ``found`` in turn, as :func:`read_found` gives them.
 
     ``before`` hears of each file before its reports come; ``members`` of each member of
-    a wheel read in this process (a worker's wheel counts as one file).
+    a wheel read in this process (a worker's wheel counts as one file). A pool, where one
+    reads, starts at this call with every file handed to it, not at the first report
+    asked for: the caller can do other work while it reads.
     """
     how = _How(names, scan, limits, cache, digests)
     known = [_known(f, names=names, scan=scan, digests=digests) if cache else None for f in found]
@@ -88,12 +90,21 @@ def read_each(
     sizes = {i: _size(found[i]) for i in todo}
     workers = _workers(todo, sizes, names=names)
     if workers <= 1:
-        for f, k in zip(found, known, strict=True):
-            if before is not None:
-                before(f)
-            yield k if k is not None else how.here(f, members)
-        return
-    yield from _pooled(found, known, _tasks(todo, sizes), workers, how, before)
+        return _serial(found, known, how, before, members)
+    return _pooled(found, known, _tasks(todo, sizes), workers, how, before)
+
+
+def _serial(
+    found: Sequence[Found],
+    known: list[tuple[ArtifactReport, ...] | None],
+    how: _How,
+    before: Callable[[Found], None] | None,
+    members: Progress | None,
+) -> Iterator[tuple[ArtifactReport, ...]]:
+    for f, k in zip(found, known, strict=True):
+        if before is not None:
+            before(f)
+        yield k if k is not None else how.here(f, members)
 
 
 def _pooled(  # noqa: PLR0917  (private: read_each's own arguments, passed on)
@@ -104,17 +115,33 @@ def _pooled(  # noqa: PLR0917  (private: read_each's own arguments, passed on)
     how: _How,
     before: Callable[[Found], None] | None,
 ) -> Iterator[tuple[ArtifactReport, ...]]:
+    """Every task handed to a new pool now; the reports, in order, as they are asked for."""
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415  (see the imports)
+
     from gate.reader.cache import cache_dir  # noqa: PLC0415  (the cache imports the reader)
 
     folder = str(cache_dir()) if how.cache else ""
-    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415  (see the imports)
-
     pool = ProcessPoolExecutor(workers, mp_context=_context())
+    futures: dict[int, tuple[Future[list[tuple[ArtifactReport, ...]]], int]] = {}
     try:
-        futures: dict[int, tuple[Future[list[tuple[ArtifactReport, ...]]], int]] = {}
         for task in tasks:
             future = pool.submit(_work, [found[i] for i in task], how, folder)
             futures.update((i, (future, at)) for at, i in enumerate(task))
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    return _collected(found, known, futures, pool, how, before)
+
+
+def _collected(  # noqa: PLR0917  (private: _pooled's state, passed on)
+    found: Sequence[Found],
+    known: list[tuple[ArtifactReport, ...] | None],
+    futures: dict[int, tuple[Future[list[tuple[ArtifactReport, ...]]], int]],
+    pool: ProcessPoolExecutor,
+    how: _How,
+    before: Callable[[Found], None] | None,
+) -> Iterator[tuple[ArtifactReport, ...]]:
+    try:
         for i, f in enumerate(found):
             if before is not None:
                 before(f)
