@@ -3,21 +3,28 @@
     python benchmarks/bench_corpus.py [--runs 3] [--output FILE] [--no-write]
     nox -s bench -- --corpus [--runs 3]
 
-The wheels (about 950 MB: CUPTI 12 and 13, bitsandbytes, nvJitLink, NVRTC, cuRAND, CuPy,
-cuFFT, NCCL) are downloaded once with pip into ``$GATE_BENCH_WHEELS`` (default
-.work/wheels, shared with the tests) and installed by unzipping, each into a folder of
-its own (``.work/bench-corpus/<name>/lib/python3.12/site-packages``) and, by hard links,
-all into one environment (``.work/bench-corpus/all``). Both tools read the same files:
+The wheels (``CORPUS``: about 7 GB, 31 distributions, x86-64 and aarch64 builds) are
+downloaded once with pip into ``$GATE_BENCH_WHEELS`` (default .work/wheels, shared with
+the tests) and installed by unzipping (about 16 GB), each into a folder of its own
+(``.work/bench-corpus/<name>-<arch>/lib/python3.12/site-packages``) and, by hard links,
+all into environments side by side (``.work/bench-corpus/all/<arch>``: see link_all).
+Both tools read the same files:
 
 - cuda-gate: ``inspect --no-detect ENV`` (listing: headers, every section scanned) and
   ``inspect --names --no-cache ENV`` (names), one process per distribution and one over
-  the whole environment; the audit by distribution, as a user runs it.
+  the whole corpus (every environment named at once); the audit by distribution, as a
+  user runs it.
 - cuobjdump: a shell loop of ``cuobjdump --list-elf FILE`` (and ``-symbols FILE``) over
   every file of the distribution that holds device code (found by the reader first),
   one file after the other; the total is the sum of the distributions' loops in the
   same round.
-- the warm re-audit: ``inspect --names ENV`` of the whole environment with the
-  inspection cache filled by a run before (a private cache folder).
+- each distribution's share of the whole-corpus audit: one more run of each mode
+  (benchmarks/attribute.py) times every file's read; a distribution is given the
+  median whole-corpus time times its files' share of all read time (the walk, start-up
+  and report shared out in the same proportion). What a distribution costs inside an
+  audit of everything, beside what a process of its own costs (start-up included).
+- the warm re-audit: ``inspect --names ENV`` of the whole corpus with the inspection
+  cache filled by a run before (a private cache folder).
 
 Medians of ``--runs`` rounds, each round running every command once, interleaved, so
 machine noise hits both tools alike. Writes its part of benchmarks/RESULTS.md, between
@@ -30,6 +37,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -119,9 +127,10 @@ def install(wheel: Path, into: Path) -> None:
     stamp.write_text(f"{wheel.name} {wheel.stat().st_size}")
 
 
-def link_all(dists: list[Dist], into: Path) -> list[Path]:
+def link_all(dists: list[Dist], into: Path) -> tuple[list[Path], dict[str, str]]:
     """Every distribution's files in environments side by side under ``into``, by hard
-    links (no second copy); the environments' folders.
+    links (no second copy); the environments' folders, and each linked file's
+    distribution (by its path, normalised).
 
     One environment per architecture (``into/aarch64``), since both builds of a
     distribution have the same paths, and a further one (``into/x86_64-2``) for a
@@ -132,6 +141,7 @@ def link_all(dists: list[Dist], into: Path) -> list[Path]:
     """
     shutil.rmtree(into, ignore_errors=True)
     envs: dict[str, dict[Path, Path]] = {}  # environment -> its files (relative -> source)
+    owners: dict[str, str] = {}
     for d in dists:
         site = d.root / SITE
         files = {p.relative_to(site): p for p in site.rglob("*") if p.is_file()}
@@ -148,7 +158,8 @@ def link_all(dists: list[Dist], into: Path) -> list[Path]:
                 target = into / env / SITE / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.link(path, target)
-    return [into / env for env in envs]
+                owners[os.path.normpath(target)] = d.name
+    return [into / env for env in envs], owners
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -195,7 +206,8 @@ def main() -> int:
     tool = cuobjdump.find()
     where = bench_inspect.machine()
     dists = prepare(args.cache, args.work)
-    envs = [str(env) for env in link_all(dists, args.work / TOTAL)]
+    folders, owners = link_all(dists, args.work.resolve() / TOTAL)
+    envs = [str(env) for env in folders]
     times: dict[tuple[str, str], list[float]] = {}
     peaks: dict[tuple[str, str], int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as private:
@@ -219,11 +231,32 @@ def main() -> int:
                 times.setdefault((TOTAL, label), []).append(
                     sum(times[d.name, label][-1] for d in dists)
                 )
-    text = render(dists, times, peaks, tool, args.runs, where)
+        shares = {
+            LISTING: attribute(["--no-detect", *envs], owners, cold_env),
+            NAMES: attribute(["--no-detect", "--names", "--no-cache", *envs], owners, cold_env),
+        }
+    text = render(dists, times, peaks, shares, tool, args.runs, where)
     print(text)
     if not args.no_write:
         bench_inspect.write_results(args.output, text, BEGIN, END)
     return 0
+
+
+def attribute(argv: list[str], owners: dict[str, str], env: dict[str, str]) -> dict[str, float]:
+    """Each distribution's share (0 to 1) of the read time of one whole-corpus audit."""
+    with tempfile.TemporaryDirectory(prefix="bench-attribute-") as folder:
+        out = Path(folder) / "reads.tsv"
+        subprocess.run(
+            [sys.executable, str(HERE / "attribute.py"), str(out), *argv],
+            env=env, stdout=subprocess.DEVNULL, check=True,
+        )  # fmt: skip
+        by: dict[str, float] = {}
+        for line in out.read_text().splitlines():
+            seconds, path = line.split("\t", 1)
+            owner = owners.get(os.path.normpath(path), "?")
+            by[owner] = by.get(owner, 0.0) + float(seconds)
+    total = sum(by.values()) or 1.0
+    return {name: seconds / total for name, seconds in by.items()}
 
 
 def _record(
@@ -243,11 +276,18 @@ def render(  # noqa: PLR0917  (one call, in main)
     dists: list[Dist],
     times: dict[tuple[str, str], list[float]],
     peaks: dict[tuple[str, str], int],
+    shares: dict[str, dict[str, float]],
     tool: str,
     runs: int,
     where: str,
 ) -> str:
     med = {k: statistics.median(v) for k, v in times.items()}
+    # Each distribution's part of the whole-corpus audit (see the module docstring).
+    inside = {
+        (d.name, mode): med[TOTAL, mode] * shares[mode].get(d.name, 0.0)
+        for d in dists
+        for mode in (LISTING, NAMES)
+    }
     total_mb = sum(d.size for d in dists) / 1e6
     device = sum(len(d.device) for d in dists)
     lines = [
@@ -256,8 +296,10 @@ def render(  # noqa: PLR0917  (one call, in main)
         f"Machine: {where}. cuobjdump: {cuobjdump.version(tool)}.",
         f"Medians of {runs} interleaved rounds (`python benchmarks/bench_corpus.py`, or",
         "`nox -s bench -- --corpus`). cuda-gate audits each installed distribution",
-        "(`inspect ENV`, `inspect --names --no-cache ENV`) and the whole environment in one",
+        "(`inspect ENV`, `inspect --names --no-cache ENV`) and the whole corpus in one",
         "process; cuobjdump runs once per file with device code, one after the other.",
+        '"In the audit": a distribution\'s part of the whole-corpus run (the median whole',
+        "time times its files' share of the read time, measured in a run of its own).",
         (
             f"Inputs: {len(dists)} distributions, {sum(d.files for d in dists)} files, "
             f"{total_mb:.0f} MB installed, {device} files with device code."
@@ -265,25 +307,36 @@ def render(  # noqa: PLR0917  (one call, in main)
         "",
         (
             "| distribution | files (device code) | MB | listing s | `--list-elf` loop s | x "
-            "| names s | `-symbols` loop s | x | names peak MB |"
+            "| in the audit s (x) | names s | `-symbols` loop s | x | in the audit s (x) "
+            "| names peak MB |"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, files, mb in [(d.name, f"{d.files} ({len(d.device)})", f"{d.size / 1e6:.0f}")
                             for d in dists] + [(TOTAL, "", f"{total_mb:.0f}")]:  # fmt: skip
         listing, elf = med[name, LISTING], med[name, LIST_ELF]
         names, sym = med[name, NAMES], med[name, SYMBOLS]
+        part_l = _part(inside.get((name, LISTING)), elf)
+        part_n = _part(inside.get((name, NAMES)), sym)
         lines.append(
             f"| {name} | {files} | {mb} | {listing:.3f} | {elf:.3f} | {elf / listing:.1f} "
-            f"| {names:.3f} | {sym:.3f} | {sym / names:.2f} | {peaks[name, NAMES] / 1024:.0f} |"
+            f"| {part_l} | {names:.3f} | {sym:.3f} | {sym / names:.2f} | {part_n} "
+            f"| {peaks[name, NAMES] / 1024:.0f} |"
         )
     listing_x = med[TOTAL, LIST_ELF] / med[TOTAL, LISTING]
     names_x = med[TOTAL, SYMBOLS] / med[TOTAL, NAMES]
+    pairs = ((LISTING, LIST_ELF), (NAMES, SYMBOLS))
     slower = [
         f"{d.name} ({mode})"
         for d in dists
-        for mode, a, b in ((LISTING, LISTING, LIST_ELF), (NAMES, NAMES, SYMBOLS))
-        if d.device and med[d.name, a] > med[d.name, b]
+        for mode, theirs in pairs
+        if d.device and med[d.name, mode] > med[d.name, theirs]
+    ]
+    slower_inside = [
+        f"{d.name} ({mode})"
+        for d in dists
+        for mode, theirs in pairs
+        if d.device and inside[d.name, mode] > med[d.name, theirs]
     ]
     warm = med[TOTAL, WARM]
     met = bench_inspect._met
@@ -297,14 +350,25 @@ def render(  # noqa: PLR0917  (one call, in main)
             f"- names, whole environment: {names_x:.2f}x the `-symbols` loop "
             f"(target >= 3x: {met(names_x >= 3)})"
         ),
-        "- no distribution (with device code) slower than cuobjdump in either mode: "
+        "- no distribution (with device code) slower than cuobjdump in either mode, each "
+        "audited by a process of its own: "
         + (met(True) if not slower else f"{met(False)} ({', '.join(slower)})"),
+        "- the same, each distribution's part of the whole-corpus audit: "
+        + (met(True) if not slower_inside else f"{met(False)} ({', '.join(slower_inside)})"),
         (
             f"- warm re-audit of the whole environment from the inspection cache: {warm:.3f} s "
             f"(target <= 2 s: {met(warm <= 2)})"
         ),
     ]
     return "\n".join(lines)
+
+
+def _part(seconds: float | None, theirs: float) -> str:
+    """``0.012 (8.3x)``: a distribution's part of the audit and cuobjdump's loop over it."""
+    if seconds is None:
+        return ""
+    ratio = f"{theirs / seconds:.1f}x" if seconds > 0 else "-"
+    return f"{seconds:.3f} ({ratio})"
 
 
 if __name__ == "__main__":
