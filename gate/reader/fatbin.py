@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -310,6 +311,49 @@ def payload(
     return out, 0, len(out)
 
 
+@contextmanager
+def spilled(
+    buf: Buffer,
+    entry: Entry,
+    name: str,
+    limits: Limits | None = None,
+    budget: Budget | None = None,
+) -> Iterator[tuple[Buffer, int, int]]:
+    """A zstd entry's payload as ``(buffer, start, size)``, streamed into an unnamed
+    temporary file and mapped from it, as a wheel member is: a cubin's section headers
+    are at its end, so it is read whole, but its bytes go through the page cache, not
+    the heap (libnccl.so.2 holds cubins of up to 160 MB, two decoded at once). Within
+    the bounds :func:`payload_chunks` keeps; where no temporary file can be made, the
+    payload is decompressed in memory as :func:`payload` does, and a write that fails
+    (no room in TMPDIR) is a BadInputError naming the entry."""
+    import mmap  # noqa: PLC0415  (large entries only)
+    import tempfile  # noqa: PLC0415
+
+    try:
+        # Unbuffered: a write that fails (a full disk) fails here, not when it closes.
+        scratch = tempfile.TemporaryFile(buffering=0, prefix="cuda-gate-entry-")  # noqa: SIM115
+    except OSError:
+        yield payload(buf, entry, name, limits, budget)
+        return
+    with scratch:
+        pieces = payload_chunks(buf, entry, name, limits, budget)
+        try:
+            for piece in pieces:  # a generator: closed below, releasing its view of buf
+                scratch.write(piece)
+            size = scratch.tell()
+            mapped = mmap.mmap(scratch.fileno(), size, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise BadInputError(
+                f"{name}: fatbin entry at {entry.offset:#x}: cannot write its {entry.size} "
+                f"decompressed bytes to a temporary file: {e.strerror or e} (TMPDIR chooses "
+                "its folder)"
+            ) from e
+        finally:
+            pieces.close()
+        with mapped:
+            yield mapped, 0, size
+
+
 def payload_chunks(
     buf: Buffer,
     entry: Entry,
@@ -318,7 +362,7 @@ def payload_chunks(
     budget: Budget | None = None,
     *,
     chunk: int = _CHUNK,
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """The entry's payload in pieces of at most ``chunk`` bytes, decompressed as it goes.
 
     For text read once from the front (PTX): a zstd payload is never held whole, so

@@ -80,6 +80,12 @@ _BATCH = 16
 _BATCH_BYTES = 4 << 20
 # Distinct payloads of one header signature kept to compare later entries against.
 _DISTINCT_COMPARED = 4
+# A zstd cubin decompressing to this much or more goes through a temporary file
+# (fatbin.spilled): libnccl.so.2 (NCCL 2.32, CUDA 13) holds six of 51-160 MB, and its
+# names run peaked at 283 MB with two threads holding one each; 64-70 MB through the
+# file (105-137 MB with 64 MB here), in about the same time. The corpus of
+# benchmarks/RESULTS.md holds 36 such cubins (2.65 GB) among 66,000 entries.
+_SPILL_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -562,7 +568,7 @@ def _decode(
 ) -> _Decoded | None:
     if entry.kind == fatbin.KIND_NVVM:
         return None  # LTO IR payloads are opaque: listed, never decoded
-    from gate.reader.cubin import read_cubin, scan_ptx  # noqa: PLC0415  (names only: start-up)
+    from gate.reader.cubin import scan_ptx  # noqa: PLC0415  (names only: start-up)
 
     where = f"{display}: fatbin entry at {entry.offset:#x}"
     if entry.kind == fatbin.KIND_PTX:
@@ -574,15 +580,24 @@ def _decode(
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
         sha256 = digest.hexdigest() if digests else ""
         return _Decoded(ptx.kernels, ptx.producer, variant, sha256=sha256)
+    if entry.compression == "zstd" and entry.uncompressed_size >= _SPILL_BYTES:
+        with fatbin.spilled(buf, entry, display, budget.limits, budget) as (data, start, size):
+            return _cubin_decoded(data, start, size, where, digests)
     data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
-    cubin = read_cubin(data, start, size, where)
+    return _cubin_decoded(data, start, size, where, digests)
+
+
+def _cubin_decoded(buf: Buffer, start: int, size: int, where: str, digests: bool) -> _Decoded:
+    from gate.reader.cubin import read_cubin  # noqa: PLC0415  (names only: start-up)
+
+    cubin = read_cubin(buf, start, size, where)
     return _Decoded(
         cubin.kernels,
         cubin.producer,
         Variant.ARCH if cubin.arch_specific else Variant.NONE,
         cubin.traps,
         cubin.empty,
-        _sha256(data, start, size) if digests else "",
+        _sha256(buf, start, size) if digests else "",
     )
 
 
