@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -487,17 +488,22 @@ def _decode_all(
     # each chunk's pages are dropped once decoded.
     work = [headers[i] for i in todo]
     chunks = list(_batches(work))
+
+    def chunk(span: tuple[int, int]) -> list[_Decoded | None]:
+        lo, hi = span
+        found = [_decode(buf, e, display, budget, digests) for e in work[lo:hi]]
+        # Dropped by the thread that read them, at once: a thread ahead of the others
+        # would otherwise hold its pages until the results before its own were taken.
+        last = work[hi - 1]
+        release(work[lo].offset, last.payload_offset + last.payload_size)
+        return found
+
     with ThreadPoolExecutor(workers) as pool:
-        done = pool.map(
-            lambda r: [_decode(buf, e, display, budget, digests) for e in work[r[0] : r[1]]],
-            chunks,
-        )
+        done = pool.map(chunk, chunks)
         try:
-            for (lo, hi), chunk in zip(chunks, done, strict=True):
-                for i, d in zip(todo[lo:hi], chunk, strict=True):
+            for (lo, hi), found in zip(chunks, done, strict=True):
+                for i, d in zip(todo[lo:hi], found, strict=True):
                     decoded[i] = d
-                last = work[hi - 1]
-                release(work[lo].offset, last.payload_offset + last.payload_size)
         except BaseException:
             pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
             raise
@@ -509,26 +515,39 @@ def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
     Libraries repeat entries (libcublasLt: 4,479 of its 5,666 are copies, mostly small
     device-link stubs): decoding each payload once saves the per-entry cost of the rest.
     Only entries whose header fields all agree are compared, byte for byte, each against
-    at most a few distinct payloads (so a crafted file cannot make this quadratic).
+    at most a few distinct payloads (so a crafted file cannot make this quadratic); a
+    CRC-32 of each payload (read in place, its pages dropped after) is compared first,
+    so no payload is held: sgl-kernel's flash_ops holds 546 raw cubins of up to 6 MB.
     """
+    release = _releaser(buf)
     first = list(range(len(headers)))
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, e in enumerate(headers):
         key = (e.kind, e.flags, e.arch, e.major, e.minor, e.payload_size, e.compressed_size,
                e.uncompressed_size)  # fmt: skip
         groups.setdefault(key, []).append(i)
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        distinct: list[tuple[int, bytes]] = []
-        for i in members:
-            e = headers[i]
-            data = bytes(buf[e.payload_offset : e.payload_offset + e.payload_size])
-            same = next((j for j, seen in distinct if seen == data), None)
-            if same is not None:
-                first[i] = same
-            elif len(distinct) < _DISTINCT_COMPARED:
-                distinct.append((i, data))
+    with memoryview(buf) as view:
+
+        def payload(e: fatbin.Entry) -> memoryview:
+            return view[e.payload_offset : e.payload_offset + e.payload_size]
+
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            distinct: list[tuple[int, int]] = []  # (entry, its payload's CRC-32)
+            for i in members:
+                e = headers[i]
+                crc = zlib.crc32(payload(e))
+                release(e.payload_offset, e.payload_offset + e.payload_size)
+                same = next(
+                    (j for j, seen in distinct
+                     if seen == crc and payload(headers[j]) == payload(e)),
+                    None,
+                )  # fmt: skip
+                if same is not None:
+                    first[i] = same
+                elif len(distinct) < _DISTINCT_COMPARED:
+                    distinct.append((i, crc))
     return first
 
 
