@@ -79,11 +79,19 @@ class PtxInfo:
 
 
 def read_cubin(
-    buf: Buffer, base: int, size: int, name: str, *, judge_bodies: bool = True
+    buf: Buffer,
+    base: int,
+    size: int,
+    name: str,
+    *,
+    judge_bodies: bool = True,
+    elf: ElfFile | None = None,
 ) -> CubinInfo:
     """Arch, 'a' variant, kernel names and producer of the cubin at ``buf[base:base+size]``;
-    with ``judge_bodies``, the kernels whose body is a trap stub or empty too."""
-    elf = ElfFile(buf, name, base, size)
+    with ``judge_bodies``, the kernels whose body is a trap stub or empty too. ``elf`` is
+    the caller's ElfFile of those bytes, when it has one (not read twice)."""
+    if elf is None:
+        elf = ElfFile(buf, name, base, size)
     if elf.machine != EM_CUDA:
         raise BadInputError(f"{name}: not a cubin (ELF machine {elf.machine_name})")
     if elf.abi_version >= 8:

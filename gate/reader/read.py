@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -391,7 +392,7 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool, digests: bool) -> 
     # Headers only: no kernel bodies judged (trap stubs and empty kernels are names-mode
     # facts, never shown without names) and no digest; a listing of flashinfer-cubin's
     # 15,970 cubin files spent most of its time there.
-    info = read_cubin(elf.buf, elf.base, elf.size, display, judge_bodies=names)
+    info = read_cubin(elf.buf, elf.base, elf.size, display, judge_bodies=names, elf=elf)
     variant = Variant.ARCH if info.arch_specific else Variant.NONE
     entry = DeviceEntry(
         Kind.SASS,
@@ -678,19 +679,31 @@ class mapped:  # noqa: N801  (used as a context manager, reads like a function)
     """A read-only mmap of a regular file, closed on exit; BadInputError for anything else."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = path
         self._map: mmap.mmap | None = None
 
     def __enter__(self) -> mmap.mmap:
-        name = shown(self.path)
+        # What artifacts.open_regular does, on the descriptor alone: this runs once per
+        # file (flashinfer-cubin ships 15,970), where a file object cost more than the map.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            with artifacts.open_regular(self.path, name) as f:
-                if os.fstat(f.fileno()).st_size == 0:
-                    raise BadInputError(f"{name}: empty file")
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            fd = os.open(self.path, flags)
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    kind = artifacts.file_kind(st.st_mode)
+                    raise BadInputError(f"{self._name()}: not a regular file ({kind})")
+                if st.st_size == 0:
+                    raise BadInputError(f"{self._name()}: empty file")
+                self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            finally:
+                os.close(fd)
         except OSError as e:
-            raise BadInputError(f"{name}: cannot read: {e.strerror or e}") from e
+            raise BadInputError(f"{self._name()}: cannot read: {e.strerror or e}") from e
         return self._map
+
+    def _name(self) -> str:
+        return shown(Path(self.path))  # as a Path prints it (folded separators): as before
 
     def __exit__(self, *exc: object) -> None:
         if self._map is not None:
