@@ -19,9 +19,12 @@ file's layer kept; ``--by-file`` gives every path, images too, the per-file tabl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import gc
 import io
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,6 +231,29 @@ def _runtime_text(text: str) -> str:
 
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
+    with _few_collections():
+        return _handle(args)
+
+
+@contextlib.contextmanager
+def _few_collections() -> Iterator[None]:
+    """The cyclic garbage collector run rarely while inspect reads, and never over what
+    was imported: an audit makes millions of small objects that form no cycle (reports,
+    entries, kernel names), and the collector's passes over them, each over everything
+    still alive, were a tenth of the CPU of listing the corpus of benchmarks/RESULTS.md.
+    Restored on the way out (main() also runs inside other processes, such as tests);
+    the pool's workers, forked inside, inherit it."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def _handle(args: argparse.Namespace) -> int:
     from gate.commands.stdout import Stdout
 
     # Names come from files and binaries: never let one that cannot be encoded (a
