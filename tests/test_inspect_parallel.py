@@ -82,9 +82,8 @@ def _poison(folder: Path) -> int:
     for entry in folder.rglob("*.names.json"):
         doc = json.loads(entry.read_text())
         reports = [r for _, r in doc["members"]] if "members" in doc else [doc["report"]]
-        for report in reports:
-            for row in report["entries"]:
-                row[2] = ["_Z6cachedv"] if row[2] else []
+        for report in reports:  # kernels are named by index into kernel_names
+            report["kernel_names"] = ["_Z6cachedv"] * len(report["kernel_names"])
         entry.write_text(json.dumps(doc))
         changed += 1
     return changed

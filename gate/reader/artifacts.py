@@ -71,10 +71,12 @@ def classify(head: bytes | bytearray) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """A file to inspect and what its first bytes say it is (None: unrecognised)."""
+    """A file to inspect and what its first bytes say it is (None: unrecognised); found
+    in a folder, its real path too (the walk knows it: the cache's identities use it)."""
 
     path: Path
     kind: str | None
+    real: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +187,7 @@ def _probe_entry(entry: os.DirEntry[str], folder: str, seen: set[str]) -> Found 
     if isinstance(kind, Unreadable):
         return kind
     # A Path only for what is yielded: most files of an environment are not artifacts.
-    return Found(Path(entry.path), kind) if kind else None
+    return Found(Path(entry.path), kind, real) if kind else None
 
 
 def file_kind(mode: int) -> str:
@@ -224,14 +226,14 @@ def _probe(path: Path, seen: set[str]) -> Found | Unreadable | None:
     if real in seen or not Path(real).is_file():
         return None
     seen.add(real)
-    return _head(path)
+    return _head(path, real)
 
 
-def _head(path: Path) -> Found | Unreadable:
+def _head(path: Path, real: str | None = None) -> Found | Unreadable:
     """``path`` classified by its first bytes; Unreadable when it cannot be read or is
     no regular file."""
     kind = _kind(path)
-    return kind if isinstance(kind, Unreadable) else Found(path, kind)
+    return kind if isinstance(kind, Unreadable) else Found(path, kind, real)
 
 
 def _kind(path: str | Path) -> str | Unreadable | None:

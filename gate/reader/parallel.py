@@ -210,7 +210,7 @@ def _known(
         return cached_wheel(found.path, names=names, scan=scan, digests=digests)
     from gate.reader.cache import cached_file  # noqa: PLC0415
 
-    hit = cached_file(found.path, names=names, scan=scan, digests=digests)
+    hit = cached_file(found.path, names=names, scan=scan, digests=digests, real=found.real)
     return (hit[0],) if hit is not None else None
 
 

@@ -198,7 +198,7 @@ def read_found(
 
             yield inspect_file(
                 found.path, names=names, scan=scan, limits=limits, by_identity=True,
-                digests=digests,
+                digests=digests, real=found.real,
             )[0]  # fmt: skip
         else:
             yield read_artifact(found.path, names=names, scan=scan, limits=limits, digests=digests)

@@ -97,7 +97,7 @@ def _cached(
             return None
         members = doc["members"]
         return tuple(cache.renamed(cache.report_from_json(r), prefix + str(m)) for m, r in members)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, ConfigError):
         return None
 
 
