@@ -18,12 +18,14 @@ from gate import proc
 from gate.errors import ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
-# The platforms pip may pick a wheel for: every manylinux x86_64 tag the wheels use.
-PLATFORMS = (
-    "manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_25_x86_64",
-    "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-    "manylinux1_x86_64",
-)  # fmt: skip
+# The platforms pip may pick a wheel for, per architecture: every manylinux tag the
+# wheels use (a pure-Python wheel, "any", matches any of them).
+_GLIBC = ("2_35", "2_34", "2_31", "2_28", "2_27", "2_25", "2_24", "2_17")
+PLATFORMS = {
+    arch: (*(f"manylinux_{v}_{arch}" for v in _GLIBC), f"manylinux2014_{arch}")
+    + (("manylinux1_x86_64",) if arch == "x86_64" else ())
+    for arch in ("x86_64", "aarch64")
+}
 PYTHON = "3.12"
 
 
@@ -33,6 +35,7 @@ class Wheel:
 
     requirement: str  # name==version
     pattern: str  # a glob of the wheel's file name
+    arch: str = "x86_64"  # the platform pip downloads for: x86_64, aarch64 (or any)
 
     @property
     def name(self) -> str:
@@ -49,7 +52,8 @@ def fetch(wheel: Wheel, cache: Path) -> Path:
     pip's message) when it cannot be downloaded."""
     cache.mkdir(parents=True, exist_ok=True)
     if not list(cache.glob(wheel.pattern)):
-        platforms = [a for p in PLATFORMS for a in ("--platform", p)]
+        tags = PLATFORMS.get(wheel.arch, PLATFORMS["x86_64"])
+        platforms = [a for p in tags for a in ("--platform", p)]
         proc.run_checked(
             [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
              *platforms, "--python-version", PYTHON, "-d", str(cache), wheel.requirement],
@@ -62,9 +66,10 @@ def fetch(wheel: Wheel, cache: Path) -> Path:
 
 
 # Small wheels for the tests (about 68 MB): CUPTI for CUDA 13 (sm_121 SASS) and for 12.1
-# (device code only in .rodata), and bitsandbytes' builds for CUDA 11.8 to 13.2.
+# (device code only in .rodata), and bitsandbytes' builds for CUDA 11.8 to 13.2; the
+# x86-64 builds by name, since the cache folder may also hold the benchmark's aarch64 ones.
 SMALL = (
-    Wheel("nvidia-cuda-cupti==13.0.85", "nvidia_cuda_cupti-13.0.85-*.whl"),
-    Wheel("nvidia-cuda-cupti-cu12==12.1.105", "nvidia_cuda_cupti_cu12-12.1.105-*.whl"),
-    Wheel("bitsandbytes==0.50.2", "bitsandbytes-0.50.2-*.whl"),
+    Wheel("nvidia-cuda-cupti==13.0.85", "nvidia_cuda_cupti-13.0.85-*_x86_64.whl"),
+    Wheel("nvidia-cuda-cupti-cu12==12.1.105", "nvidia_cuda_cupti_cu12-12.1.105-*_x86_64.whl"),
+    Wheel("bitsandbytes==0.50.2", "bitsandbytes-0.50.2-*_x86_64.whl"),
 )

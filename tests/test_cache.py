@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,8 @@ def test_a_file_read_once_comes_from_the_cache_after(lib: Path, tmp_path: Path) 
     assert entry.name == f"{digest}.names.json"
     # Change what the entry says: the next call must return it, proving no read.
     doc = json.loads(entry.read_text())
-    doc["report"]["entries"][0][2] = ["_Z6cachedv"]
+    doc["report"]["kernel_names"].append("_Z6cachedv")  # names are kept by index
+    doc["report"]["entries"][0][2] = [len(doc["report"]["kernel_names"]) - 1]
     entry.write_text(json.dumps(doc))
     again, digest2, _ = inspect_file(lib, folder=folder)
     assert digest2 == digest
@@ -63,8 +65,11 @@ def test_names_and_headers_are_separate_entries(lib: Path, tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     "damage",
-    ["garbage", "truncated", "foreign", "other version", "wrong sha", "bad field", "empty"],
-)
+    [
+        "garbage", "truncated", "foreign", "other version", "wrong sha", "bad field", "empty",
+        "name index past the table", "negative name index", "name not a string",
+    ],
+)  # fmt: skip
 def test_bad_entries_are_ignored_and_rewritten(lib: Path, tmp_path: Path, damage: str) -> None:
     folder = tmp_path / "cache"
     good, _, _ = inspect_file(lib, folder=folder)
@@ -86,6 +91,15 @@ def test_bad_entries_are_ignored_and_rewritten(lib: Path, tmp_path: Path, damage
         entry.write_text(json.dumps(doc))
     elif damage == "bad field":
         doc["report"]["entries"][0][1] = "sm_" + "9" * 5000
+        entry.write_text(json.dumps(doc))
+    elif damage.endswith("index past the table"):
+        doc["report"]["entries"][0][2] = [len(doc["report"]["kernel_names"])]
+        entry.write_text(json.dumps(doc))
+    elif damage.startswith("negative"):
+        doc["report"]["entries"][0][2] = [-1]
+        entry.write_text(json.dumps(doc))
+    elif damage == "name not a string":
+        doc["report"]["kernel_names"][0] = 7
         entry.write_text(json.dumps(doc))
     else:
         entry.write_text("")
@@ -138,8 +152,8 @@ def test_inspect_names_uses_the_cache_and_no_cache_bypasses_it(
     (entry,) = _entries(folder)
     doc = json.loads(entry.read_text())
     assert doc["reader"] == cache.reader_version()
-    for row in doc["report"]["entries"]:
-        row[2] = ["_Z6cachedv"] if row[2] else []
+    table = doc["report"]["kernel_names"]
+    table[:] = ["_Z6cachedv"] * len(table)  # every kernel of every entry renamed
     entry.write_text(json.dumps(doc))
     capsys.readouterr()
     assert main(["inspect", "--no-detect", "--names", "--json", str(lib)]) == 0
@@ -151,3 +165,40 @@ def test_inspect_names_uses_the_cache_and_no_cache_bypasses_it(
     # Headers-only runs never hash or cache: reading headers is faster than hashing.
     assert main(["inspect", "--no-detect", str(lib)]) == 0
     assert len(_entries(folder)) == 1
+
+
+def test_a_read_without_digests_is_kept_apart_from_one_with(lib: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    full = read_artifact(lib)
+    bare, digest, _ = inspect_file(lib, folder=folder, digests=False)
+    # The same report but for each entry's SHA-256, which is left out.
+    assert all(e.sha256 for e in full.listing.entries)
+    assert [replace(e, sha256="") for e in full.listing.entries] == list(bare.listing.entries)
+    (entry,) = _entries(folder)
+    assert entry.name == f"{digest}.names-nodigest.json"
+    # A reader that needs the digests does not take it: it reads, and keeps its own.
+    again, _, _ = inspect_file(lib, folder=folder)
+    assert again == full
+    assert [p.name.split(".", 1)[1] for p in _entries(folder)] == [
+        "names-nodigest.json", "names.json",
+    ]  # fmt: skip
+
+
+def test_a_read_without_digests_takes_an_entry_kept_with_them(lib: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    full, _, _ = inspect_file(lib, folder=folder)
+    bare, _, _ = inspect_file(lib, folder=folder, digests=False)
+    assert bare == full  # from the cache: digests and all
+    assert [p.name.split(".", 1)[1] for p in _entries(folder)] == ["names.json"]
+
+
+def test_inspect_leaves_the_digests_out(
+    lib: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cuda-gate inspect shows no entry digest: it never spends the time to compute one.
+    folder = tmp_path / "cli-cache"
+    monkeypatch.setenv("CUDA_GATE_CACHE_DIR", str(folder))
+    assert main(["inspect", "--no-detect", "--names", str(lib)]) == 0
+    (entry,) = _entries(folder)
+    assert entry.name.endswith(".names-nodigest.json")
+    assert all(row[13] == "" for row in json.loads(entry.read_text())["report"]["entries"])

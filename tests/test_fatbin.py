@@ -229,9 +229,11 @@ def test_identical_entries_are_decoded_once_and_each_gets_the_names(
     calls: list[fatbin.Entry] = []
     real = read._decode
 
-    def counted(buf: bytes, entry: fatbin.Entry, display: str, budget: Any) -> Any:
+    def counted(
+        buf: bytes, entry: fatbin.Entry, display: str, budget: Any, digests: bool = True
+    ) -> Any:
         calls.append(entry)
-        return real(buf, entry, display, budget)
+        return real(buf, entry, display, budget, digests)
 
     monkeypatch.setattr(read, "_decode", counted)
     report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
@@ -316,3 +318,25 @@ def test_containers_in_ldata_are_found_as_in_libcufft() -> None:
     ]  # fmt: skip
     assert report.listing.kernels() == KERNELS
     assert read_buffer(elf, 0, len(elf), "x.so", scan=False).listing.entries == ()
+
+
+def test_a_large_zstd_cubin_read_through_a_temporary_file_reads_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Past read._SPILL_BYTES a zstd cubin is streamed to a temporary file and read mapped
+    # (fatbin.spilled): the same report, digests included, as decompressed in memory.
+    import tempfile
+
+    from gate.reader import read
+
+    data = (GOLDEN / "debug.fatbin").read_bytes()
+    whole = read_buffer(data, 0, len(data), "debug.fatbin")
+    monkeypatch.setattr(read, "_SPILL_BYTES", 0)
+    assert read_buffer(data, 0, len(data), "debug.fatbin") == whole
+
+    # No temporary file to be had: decompressed in memory, the same again.
+    def refused(*_: object, **__: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refused)
+    assert read_buffer(data, 0, len(data), "debug.fatbin") == whole

@@ -60,6 +60,7 @@ def test_the_pool_reads_what_a_serial_read_does_in_the_same_order(
     serial, pooled = _read(tree)
     assert pooled == 0  # a few kB: read in this process
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "SMALL_FILE", 0)
     both, pooled = _read(tree)
     assert pooled > 0
     assert both == serial
@@ -81,9 +82,8 @@ def _poison(folder: Path) -> int:
     for entry in folder.rglob("*.names.json"):
         doc = json.loads(entry.read_text())
         reports = [r for _, r in doc["members"]] if "members" in doc else [doc["report"]]
-        for report in reports:
-            for row in report["entries"]:
-                row[2] = ["_Z6cachedv"] if row[2] else []
+        for report in reports:  # kernels are named by index into kernel_names
+            report["kernel_names"] = ["_Z6cachedv"] * len(report["kernel_names"])
         entry.write_text(json.dumps(doc))
         changed += 1
     return changed
@@ -95,6 +95,7 @@ def test_a_warm_read_takes_every_report_from_the_cache_without_a_worker(
     folder = tmp_path / "cache"
     monkeypatch.setenv("CUDA_GATE_CACHE_DIR", str(folder))
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "SMALL_FILE", 0)
     (tree / "b" / "broken.so").unlink()  # never cached (an error): it would be read again
     cold, pooled = _read(tree, cache=True)
     assert pooled > 0  # the workers wrote the cache
@@ -150,8 +151,22 @@ def test_an_audit_of_a_wheel_folder_is_the_same_warm_or_cold(
         z.writestr("j-2.0.dist-info/METADATA", "Name: j\nVersion: 2.0\n")
     monkeypatch.setenv("CUDA_GATE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "SMALL_FILE", 0)
     cold = audit_paths([wheels], names=True, cache=True)
     warm = audit_paths([wheels], names=True, cache=True)
     assert [g.distribution.name for g in cold.groups] == ["j", "k"]
     assert warm == cold
     assert cold == audit_paths([wheels], names=True, cache=False)
+
+
+def test_small_files_read_here_while_the_pool_reads_the_large(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each file under SMALL_FILE is read in this process, the others by the pool, at the
+    # same time: what comes back is still the serial read, in its order.
+    serial, _ = _read(tree)
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "SMALL_FILE", (GOLDEN / "libkernels.so").stat().st_size)
+    mixed, pooled = _read(tree)
+    assert pooled > 0
+    assert mixed == serial

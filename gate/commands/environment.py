@@ -40,6 +40,7 @@ def handle(
         limits=limits,
         cache=names and not args.no_cache,
         platform=args.platform,
+        digests=False,  # shown nowhere: only a run's launch accounting needs them
     )
     located = audit_sources([str(p) for p in args.paths], how)
     report(args, located.audit, caps, required, out, located=located)
@@ -60,7 +61,6 @@ def report(
 
     ``located`` (the same audit with the images read and each group's place in one) adds
     the image lines, the layers (``--verbose``) and the JSON's ``images`` and ``image``."""
-    from gate.image.reports import image_console
     from gate.reader import envview
     from gate.reader.verdicts import judge_all
 
@@ -71,7 +71,9 @@ def report(
     for error in errors:
         print(f"cuda-gate: error: {error}", file=sys.stderr, flush=True)
     places = located.places if located else (None,) * len(verdicts)
-    if not args.json and located:
+    if not args.json and located and located.images:
+        from gate.image.reports import image_console  # an image's modules: only for one
+
         out.write("".join(image_console(image) for image in located.images))
     if not args.json and verdicts:
         notes = [place.lines() if place else () for place in places]

@@ -19,9 +19,12 @@ file's layer kept; ``--by-file`` gives every path, images too, the per-file tabl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import gc
 import io
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,12 +231,30 @@ def _runtime_text(text: str) -> str:
 
 def handle(args: argparse.Namespace) -> int:
     """Read every artifact, print the table or the JSON document; BadInputError at the end."""
-    from gate.commands import environment
+    with _few_collections():
+        return _handle(args)
+
+
+@contextlib.contextmanager
+def _few_collections() -> Iterator[None]:
+    """The cyclic garbage collector run rarely while inspect reads, and never over what
+    was imported: an audit makes millions of small objects that form no cycle (reports,
+    entries, kernel names), and the collector's passes over them, each over everything
+    still alive, were a tenth of the CPU of listing the corpus of benchmarks/RESULTS.md.
+    Restored on the way out (main() also runs inside other processes, such as tests);
+    the pool's workers, forked inside, inherit it."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def _handle(args: argparse.Namespace) -> int:
     from gate.commands.stdout import Stdout
-    from gate.demangle import demangle
-    from gate.image.reports import Seen, read_sources, with_images
-    from gate.reader import summary as inspect_view
-    from gate.render.live import Counter, LiveLine
 
     # Names come from files and binaries: never let one that cannot be encoded (a
     # terminal or pipe that is not UTF-8) stop the table half-way.
@@ -245,9 +266,17 @@ def handle(args: argparse.Namespace) -> int:
     names = args.names or args.strict
     limits = _limits(args)
     if _by_distribution(args):
+        from gate.commands import environment
+
         environment.handle(args, caps, required, limits, out)
         out.done()
         return 0
+    # Imported past that branch: an environment's audit never needs them (start-up).
+    from gate.demangle import demangle
+    from gate.image.reports import Seen, read_sources, with_images
+    from gate.reader import summary as inspect_view
+    from gate.render.live import Counter, LiveLine
+
     read: list[Any] = []  # gate.image.reports.Found: a report and its place in an image
     unmet = []
     # Only names are worth caching: headers alone are read faster than the file is hashed.
@@ -258,6 +287,7 @@ def handle(args: argparse.Namespace) -> int:
     for found in read_sources(
         args.paths, platform=args.platform, names=names, scan=scan, limits=limits,
         cache=cache, on_image=seen, progress=count,
+        digests=False,  # shown nowhere: only a run's launch accounting needs them
     ):  # fmt: skip
         report = found.report
         read.append(found)

@@ -19,17 +19,19 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.errors import BadInputError
-from gate.image.layout import Image
-from gate.image.merge import Entry, Merged
-from gate.image.platforms import Platform
-from gate.image.reports import entry_of, open_image
 from gate.image.source import parse
 from gate.reader.artifacts import shown
 from gate.reader.distributions import Audit, Distribution, Group, Owner, audit_paths, audit_root
 from gate.reader.limits import Limits
+
+# What reads an image is imported when one is read: most environments audited are none.
+if TYPE_CHECKING:
+    from gate.image.layout import Image
+    from gate.image.merge import Entry, Merged
+    from gate.image.platforms import Platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,7 @@ class Reading:
     limits: Limits
     cache: bool
     platform: Platform | None = None
+    digests: bool = True  # each entry's SHA-256 (gate.reader.read)
 
 
 def audit_sources(paths: Sequence[str], how: Reading) -> Located:
@@ -125,17 +128,26 @@ def audit_sources(paths: Sequence[str], how: Reading) -> Located:
     fails to save an image raises its ToolError.
     """
     located = Located(Audit((), ()), (), ())
+    plain: list[Path] = []  # paths in a row that name no image: read at once
+
+    def pending() -> Located:
+        audit = audit_paths(plain, names=how.names, scan=how.scan, limits=how.limits,
+                            cache=how.cache, digests=how.digests)  # fmt: skip
+        plain.clear()
+        return Located(audit, (None,) * len(audit.groups), ())
+
     for text in paths:
         try:
             source = parse(text)
         except BadInputError as e:
-            located += Located(Audit((), (e.one_line(),)), (), ())
+            located += pending() + Located(Audit((), (e.one_line(),)), (), ())
             continue
         if source is None:
-            audit = audit_paths([Path(text)], names=how.names, scan=how.scan,
-                                limits=how.limits, cache=how.cache)  # fmt: skip
-            located += Located(audit, (None,) * len(audit.groups), ())
+            plain.append(Path(text))
             continue
+        located += pending()
+        from gate.image.reports import open_image  # noqa: PLC0415  (see the imports)
+
         with tempfile.TemporaryDirectory(prefix="cuda-gate-image-") as work:
             try:
                 merged = open_image(source, Path(work), platform=how.platform, limits=how.limits)
@@ -143,7 +155,7 @@ def audit_sources(paths: Sequence[str], how: Reading) -> Located:
                 located += Located(Audit((), (e.one_line(),)), (), ())
                 continue
             located += audit_image(merged, how)
-    return located
+    return located + pending()
 
 
 def audit_image(merged: Merged, how: Reading) -> Located:
@@ -152,7 +164,10 @@ def audit_image(merged: Merged, how: Reading) -> Located:
     if dest is None:
         raise ValueError("audit_image needs the files written (merge with dest)")
     dest.mkdir(parents=True, exist_ok=True)  # an image with no candidate file writes none
-    audit = audit_root(dest, names=how.names, scan=how.scan, limits=how.limits, cache=how.cache)
+    audit = audit_root(
+        dest, names=how.names, scan=how.scan, limits=how.limits, cache=how.cache,
+        digests=how.digests,
+    )  # fmt: skip
     root = f"{shown(dest)}/"
     label = f"{merged.image.source}!/"
 
@@ -174,6 +189,8 @@ def audit_image(merged: Merged, how: Reading) -> Located:
 
 def _place(merged: Merged, group: Group, root: str) -> Place:
     """The group's place, from paths that still name the temp folder (``root``)."""
+    from gate.image.reports import entry_of  # noqa: PLC0415  (see the imports)
+
     dist = group.distribution
     artifacts = []
     for member, report in zip(group.members, group.reports, strict=True):

@@ -110,6 +110,7 @@ def read_sources(
     cache: bool,
     on_image: Callable[[Image], None],
     progress: Progress | None = None,
+    digests: bool = True,
 ) -> Iterator[Found]:
     """Reports for every argument in order: images file by file, other paths as before.
 
@@ -121,7 +122,8 @@ def read_sources(
     def pending() -> Iterator[Found]:
         if plain:
             yield from (Found(r) for r in read_paths(plain, names=names, scan=scan,
-                        limits=limits, cache=cache, progress=progress))  # fmt: skip
+                        limits=limits, cache=cache, progress=progress,
+                        digests=digests))  # fmt: skip
             plain.clear()
 
     for raw in paths:
@@ -144,8 +146,9 @@ def read_sources(
                 continue
             on_image(merged.image)
             yield from _files(
-                merged, names=names, scan=scan, limits=limits, cache=cache, progress=progress
-            )
+                merged, names=names, scan=scan, limits=limits, cache=cache, progress=progress,
+                digests=digests,
+            )  # fmt: skip
     yield from pending()
 
 
@@ -168,6 +171,7 @@ def _files(
     limits: Limits,
     cache: bool,
     progress: Progress | None,
+    digests: bool = True,
 ) -> Iterator[Found]:
     """The reports of the files written, named and placed in the image."""
     if not merged.written or merged.dest is None:
@@ -180,8 +184,9 @@ def _files(
         else lambda done, known, now: progress(done, known, now.replace(root, label))
     )
     found = read_paths(
-        [merged.dest], names=names, scan=scan, limits=limits, cache=cache, progress=relabelled
-    )
+        [merged.dest], names=names, scan=scan, limits=limits, cache=cache, progress=relabelled,
+        digests=digests,
+    )  # fmt: skip
     for report in found:
         inside = report.path.removeprefix(root)
         entry = entry_of(merged, inside)

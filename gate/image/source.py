@@ -13,16 +13,19 @@ holding ``index.json`` or ``manifest.json`` at its top.
 
 from __future__ import annotations
 
-import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.errors import BadInputError
-from gate.image import runtime
-from gate.image.blobs import FolderStore, Store, TarStore
 from gate.reader.artifacts import shown
+
+# What opens an image is imported when one is opened: every `inspect` asks parse()
+# whether its arguments name images, and most name none.
+if TYPE_CHECKING:
+    from gate.image.blobs import Store
 
 ARCHIVES = ("oci-archive", "docker-archive")
 RUNTIMES = ("podman", "docker")
@@ -81,6 +84,8 @@ def _split_ref(rest: str) -> tuple[Path, str | None]:
 
 def _image_tarball(path: Path) -> bool:
     """A tar file with an image's top-level files (looked for among its first headers)."""
+    import tarfile  # noqa: PLC0415  (only for a tar file)
+
     try:
         with path.open("rb") as handle:
             head = handle.read(512)
@@ -101,6 +106,9 @@ def opened(source: Source, workdir: Path) -> Iterator[tuple[Store, str | None]]:
 
     A runtime's image is saved into ``workdir`` first (the caller's temp folder).
     """
+    from gate.image import runtime  # noqa: PLC0415  (see the imports)
+    from gate.image.blobs import FolderStore  # noqa: PLC0415
+
     if source.kind in RUNTIMES:
         saved = runtime.save(source.kind, source.ref or "", workdir)
         with _archive(saved.path, source.text) as store:
@@ -119,6 +127,10 @@ def opened(source: Source, workdir: Path) -> Iterator[tuple[Store, str | None]]:
 
 @contextmanager
 def _archive(path: Path, name: str) -> Iterator[Store]:
+    import tarfile  # noqa: PLC0415  (see the imports)
+
+    from gate.image.blobs import TarStore  # noqa: PLC0415
+
     try:
         tar = tarfile.open(path, "r:*")  # noqa: SIM115  (closed below)
     except FileNotFoundError as e:

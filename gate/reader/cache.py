@@ -1,7 +1,9 @@
 """A content-addressed cache of inspection reports: a library already read is not read again.
 
 Keyed by the file's SHA-256, the reader's version and the mode (kernel names or headers
-only; every section scanned or not). The pipeline needs each artifact's SHA-256 for the
+only; every section scanned or not; for names, with each entry's SHA-256 or without:
+an entry kept without them answers only the readers that need none, one kept with them
+answers every reader). The pipeline needs each artifact's SHA-256 for the
 evidence anyway, so :func:`inspect_file` hashes the file once, looks the hash up, and
 reads the file only on a miss::
 
@@ -21,7 +23,7 @@ import json
 import mmap
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,8 @@ from gate.rules.targets import Target, Version
 
 FORMAT = "cuda-gate-inspection-cache"
 # Bump when what the reader reports for the same bytes changes without a release.
-READER_FORMAT = 3  # 2: trap stubs and empty kernels per cubin; 3: entry SHA-256
+# 2: trap stubs and empty kernels per cubin; 3: entry SHA-256; 4: kernel names by index
+READER_FORMAT = 4
 ENV_DIR = "CUDA_GATE_CACHE_DIR"
 # Hashed this many bytes at a time, each piece's pages dropped after: a multiple of the
 # page size, and what hashing adds to the peak (as the scan's pieces, fatbin._SCAN_CHUNK).
@@ -69,6 +72,8 @@ def inspect_file(
     folder: Path | None = None,
     use_cache: bool = True,
     by_identity: bool = False,
+    digests: bool = True,
+    real: str | None = None,
 ) -> tuple[ArtifactReport, str, int]:
     """``(report, sha256, size)`` of one file, the report from the cache when it holds it.
 
@@ -77,15 +82,17 @@ def inspect_file(
     ``by_identity`` first looks the file up by its identity (:func:`cached_file`), so an
     unchanged file is neither read nor hashed, and remembers the identity's hash after a
     read; the evidence of a gate run, which must hash what it signs, leaves it off.
+    ``digests=False`` reads without each entry's SHA-256 (gate.reader.read); ``real`` is
+    the file's real path when the caller knows it (not resolved again).
     BadInputError (one line naming the file) when the file cannot be read.
     """
     display = artifacts.shown(path)
     root = folder or cache_dir()
     if use_cache and by_identity:
-        known = cached_file(path, names=names, scan=scan, folder=root)
+        known = cached_file(path, names=names, scan=scan, folder=root, digests=digests, real=real)
         if known is not None:
             return known
-    real = _real(path) if use_cache and by_identity else None
+    resolved = _real(path, real) if use_cache and by_identity else None
     try:
         with artifacts.open_regular(path, display) as f:
             st = os.fstat(f.fileno())
@@ -94,21 +101,26 @@ def inspect_file(
                 raise BadInputError(f"{display}: empty file")
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
                 digest = _sha256(buf)
-                entry = _entry_path(root, digest, names, scan)
-                cached = _load(entry, digest, size, names=names, scan=scan) if use_cache else None
+                entry = _entry_path(root, digest, names, scan, digests)
+                cached = (
+                    _lookup(root, digest, size, names=names, scan=scan, digests=digests)
+                    if use_cache
+                    else None
+                )
                 if cached is not None:
                     report = renamed(cached, display)
                 else:
                     report = read_buffer(
-                        buf, 0, size, display, names=names, scan=scan, limits=limits
-                    )
+                        buf, 0, size, display, names=names, scan=scan, limits=limits,
+                        digests=digests,
+                    )  # fmt: skip
     except OSError as e:
         raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
     if use_cache and report.error is None:
         if cached is None:
-            store(entry, _document(report, digest, size, scan=scan))
-        if real is not None:
-            identity = _identity_of(real, st)
+            store(entry, _document(report, digest, size, scan=scan, digests=digests))
+        if resolved is not None:
+            identity = _identity_of(resolved, st)
             doc = {"format": FORMAT, "identity": identity, "sha256": digest, "size": size}
             store(_identity_path(root, identity), doc)
     return report, digest, size
@@ -117,25 +129,28 @@ def inspect_file(
 # A file's identity, the way git's index trusts an unchanged file: its real path, device,
 # inode, size, modification and change times. Any write changes the change time (which
 # no user call can set back), so an identity never names two contents.
-def _real(path: str | os.PathLike[str]) -> Path | None:
+def _real(path: str | os.PathLike[str], known: str | None = None) -> str | None:
+    if known is not None:
+        return known
     try:
-        return Path(path).resolve()
-    except (OSError, RuntimeError):
+        return os.path.realpath(path)
+    except (OSError, RuntimeError, ValueError):
         return None
 
 
-def _identity_of(real: Path, st: os.stat_result) -> str:
+def _identity_of(real: str | Path, st: os.stat_result) -> str:
     return f"{real}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
 
 
-def identity(path: str | os.PathLike[str]) -> str | None:
-    """The identity of the file at ``path`` now (see above); None when it cannot be taken."""
-    real = _real(path)
-    if real is None:
+def identity(path: str | os.PathLike[str], real: str | None = None) -> str | None:
+    """The identity of the file at ``path`` now (see above; ``real``: its real path, when
+    the caller knows it); None when it cannot be taken."""
+    resolved = _real(path, real)
+    if resolved is None:
         return None
     try:
-        return _identity_of(real, real.stat())
-    except OSError:
+        return _identity_of(resolved, os.stat(resolved))  # noqa: PTH116  (once per file: no Path)
+    except (OSError, ValueError):
         return None
 
 
@@ -145,11 +160,17 @@ def _identity_path(folder: Path, identity: str) -> Path:
 
 
 def cached_file(
-    path: str | os.PathLike[str], *, names: bool, scan: bool, folder: Path | None = None
+    path: str | os.PathLike[str],
+    *,
+    names: bool,
+    scan: bool,
+    folder: Path | None = None,
+    digests: bool = True,
+    real: str | None = None,
 ) -> tuple[ArtifactReport, str, int] | None:
     """``(report, sha256, size)`` of a file read before and unchanged since, from its
     identity alone (the file is neither opened nor hashed); None when not known."""
-    known_as = identity(path)
+    known_as = identity(path, real)
     if known_as is None:
         return None
     root = folder or cache_dir()
@@ -162,7 +183,7 @@ def cached_file(
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    report = _load(_entry_path(root, digest, names, scan), digest, size, names=names, scan=scan)
+    report = _lookup(root, digest, size, names=names, scan=scan, digests=digests)
     if report is None:
         return None
     return renamed(report, artifacts.shown(path)), digest, size
@@ -180,9 +201,31 @@ def _sha256(buf: mmap.mmap) -> str:
     return h.hexdigest()
 
 
-def _entry_path(folder: Path, digest: str, names: bool, scan: bool) -> Path:
-    mode = ("names" if names else "headers") + ("" if scan else "-noscan")
-    return folder / digest[:2] / f"{digest}.{mode}.json"
+def mode_name(names: bool, scan: bool, digests: bool = True) -> str:
+    """The mode as a cache file names it: ``names``, ``names-nodigest-noscan``, ``headers``.
+    Without names no entry is hashed: ``digests`` makes no difference there."""
+    digested = "" if digests or not names else "-nodigest"
+    return ("names" if names else "headers") + digested + ("" if scan else "-noscan")
+
+
+def _entry_path(folder: Path, digest: str, names: bool, scan: bool, digests: bool = True) -> Path:
+    return folder / digest[:2] / f"{digest}.{mode_name(names, scan, digests)}.json"
+
+
+def _lookup(
+    folder: Path, digest: str, size: int, *, names: bool, scan: bool, digests: bool
+) -> ArtifactReport | None:
+    """The cached report for a file's bytes in this mode; a reader that needs no entry
+    digests takes one kept with them too."""
+    found = _load(
+        _entry_path(folder, digest, names, scan, digests),
+        digest, size, names=names, scan=scan, digests=digests or not names,
+    )  # fmt: skip
+    if found is None and names and not digests:
+        found = _load(
+            _entry_path(folder, digest, names, scan), digest, size, names=names, scan=scan
+        )
+    return found
 
 
 def renamed(report: ArtifactReport, display: str) -> ArtifactReport:
@@ -192,7 +235,9 @@ def renamed(report: ArtifactReport, display: str) -> ArtifactReport:
     )
 
 
-def _load(entry: Path, digest: str, size: int, *, names: bool, scan: bool) -> ArtifactReport | None:
+def _load(
+    entry: Path, digest: str, size: int, *, names: bool, scan: bool, digests: bool = True
+) -> ArtifactReport | None:
     """The cached report, or None for a missing, corrupted, foreign or other-version entry."""
     try:
         doc = json.loads(entry.read_bytes())
@@ -203,10 +248,11 @@ def _load(entry: Path, digest: str, size: int, *, names: bool, scan: bool) -> Ar
             or doc["size"] != size
             or doc["names"] is not names
             or doc["scan"] is not scan
+            or doc.get("digests", True) is not digests
         ):
             return None
         return report_from_json(doc["report"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, ConfigError):
         # Unreadable, not JSON, fields missing or mistyped, values that do not parse:
         # a cache entry is only ever a shortcut, so any doubt means reading the file.
         return None
@@ -228,7 +274,9 @@ def store(entry: Path, doc: dict[str, Any]) -> None:
         return
 
 
-def _document(report: ArtifactReport, digest: str, size: int, *, scan: bool) -> dict[str, Any]:
+def _document(
+    report: ArtifactReport, digest: str, size: int, *, scan: bool, digests: bool = True
+) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "reader": reader_version(),
@@ -236,27 +284,40 @@ def _document(report: ArtifactReport, digest: str, size: int, *, scan: bool) -> 
         "size": size,
         "names": report.names,
         "scan": scan,
+        "digests": digests or not report.names,
         "report": report_json(report),
     }
 
 
 def report_json(report: ArtifactReport) -> dict[str, Any]:
-    """A report as kept in the cache (its path left out: the same bytes have many)."""
+    """A report as kept in the cache (its path left out: the same bytes have many).
+
+    Kernel names are kept once each, in ``kernel_names``, and named by their index there:
+    a library repeats each kernel in every target's entry (libtorch_cuda.so: 144,640
+    names, 23,021 distinct), and reading them back was most of a warm re-audit.
+    """
+    table: dict[str, int] = {}
+
+    def indices(names: tuple[str, ...]) -> list[int]:
+        return [table.setdefault(k, len(table)) for k in names]
+
+    entries = [_entry_json(e, indices) for e in report.listing.entries]
     return {
         "format": report.format,
         "elf_class": report.elf_class,
         "machine": report.machine,
         "names": report.names,
-        "entries": [_entry_json(e) for e in report.listing.entries],
+        "kernel_names": list(table),
+        "entries": entries,
     }
 
 
-def _entry_json(e: DeviceEntry) -> list[Any]:
+def _entry_json(e: DeviceEntry, indices: Callable[[tuple[str, ...]], list[int]]) -> list[Any]:
     # A list, not an object: libraries hold thousands of entries.
     return [
         e.kind.value,
         str(e.target),
-        list(e.kernels),
+        indices(e.kernels),
         str(e.ptx_isa) if e.ptx_isa else None,
         e.section,
         e.compression,
@@ -265,8 +326,8 @@ def _entry_json(e: DeviceEntry) -> list[Any]:
         e.producer,
         e.debug,
         e.name,
-        list(e.traps),
-        list(e.empty),
+        indices(e.traps),
+        indices(e.empty),
         e.sha256,
     ]
 
@@ -280,6 +341,16 @@ def report_from_json(doc: dict[str, Any]) -> ArtifactReport:
     # 40,000 entries): each text is parsed once, and an empty kernel list costs nothing.
     targets: dict[str, Target] = {}
     versions: dict[str, Version] = {}
+    table = doc["kernel_names"]
+    if not isinstance(table, list) or not all(isinstance(k, str) for k in table):
+        raise TypeError("kernel names must be strings")
+
+    def named(indices: list[int]) -> tuple[str, ...]:
+        # An index out of the table, or not an int, raises (IndexError, TypeError).
+        if indices and min(indices) < 0:
+            raise IndexError("a kernel name's index is negative")
+        return tuple([table[i] for i in indices])
+
     entries = []
     for row in doc["entries"]:
         (kind, target, kernels, isa, section, compression, stored, size, producer, debug, name,
@@ -293,15 +364,11 @@ def report_from_json(doc: dict[str, Any]) -> ArtifactReport:
                 version = versions[isa] = Version.parse(isa)
         else:
             version = None
-        if kernels and not all(isinstance(k, str) for k in kernels):
-            raise TypeError("kernel names must be strings")
-        if (traps or empty) and not all(isinstance(k, str) for k in (*traps, *empty)):
-            raise TypeError("kernel names must be strings")
         entries.append(
             DeviceEntry(
                 _KINDS[kind],
                 parsed,
-                tuple(kernels),
+                named(kernels) if kernels else (),
                 version,
                 str(section),
                 str(compression),
@@ -310,8 +377,8 @@ def report_from_json(doc: dict[str, Any]) -> ArtifactReport:
                 producer if producer is None else str(producer),
                 bool(debug),
                 name if name is None else str(name),
-                tuple(traps),
-                tuple(empty),
+                named(traps) if traps else (),
+                named(empty) if empty else (),
                 str(digest),
             )
         )
@@ -378,5 +445,5 @@ def _load_loaded(entry: Path, identity: str) -> tuple[ArtifactReport, str | None
         if doc["identity"] != identity or not (digest is None or isinstance(digest, str)):
             return None
         return report_from_json(doc["report"]), digest
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, ConfigError):
         return None

@@ -78,9 +78,20 @@ class PtxInfo:
     producer: str | None
 
 
-def read_cubin(buf: Buffer, base: int, size: int, name: str) -> CubinInfo:
-    """Arch, 'a' variant, kernel names and producer of the cubin at ``buf[base:base+size]``."""
-    elf = ElfFile(buf, name, base, size)
+def read_cubin(
+    buf: Buffer,
+    base: int,
+    size: int,
+    name: str,
+    *,
+    judge_bodies: bool = True,
+    elf: ElfFile | None = None,
+) -> CubinInfo:
+    """Arch, 'a' variant, kernel names and producer of the cubin at ``buf[base:base+size]``;
+    with ``judge_bodies``, the kernels whose body is a trap stub or empty too. ``elf`` is
+    the caller's ElfFile of those bytes, when it has one (not read twice)."""
+    if elf is None:
+        elf = ElfFile(buf, name, base, size)
     if elf.machine != EM_CUDA:
         raise BadInputError(f"{name}: not a cubin (ELF machine {elf.machine_name})")
     if elf.abi_version >= 8:
@@ -92,7 +103,7 @@ def read_cubin(buf: Buffer, base: int, size: int, name: str) -> CubinInfo:
     kernels: list[str] = []
     bodies: dict[Body, list[str]] = {Body.TRAP: [], Body.EMPTY: []}
     producer = None
-    read_bodies = sass.readable(arch)
+    read_bodies = judge_bodies and sass.readable(arch)
     # Only three section types matter; a cubin has dozens to hundreds of sections.
     for _, header in elf.headers_of_type(_WANTED):
         kind = header[1]

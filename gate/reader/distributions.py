@@ -23,15 +23,16 @@ import enum
 import io
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from email.parser import HeaderParser
+from itertools import islice
 from pathlib import Path
 
 from gate.errors import BadInputError
 from gate.reader import artifacts
 from gate.reader.artifacts import shown
 from gate.reader.limits import Limits
+from gate.reader.metadata import header_fields
 from gate.reader.parallel import read_each
 from gate.reader.read import ArtifactReport
 
@@ -88,14 +89,16 @@ class _Reading:
     scan: bool
     limits: Limits
     cache: bool
+    digests: bool = True
 
     def read_each(
         self, found: Sequence[artifacts.Found | artifacts.Unreadable]
     ) -> Iterator[tuple[ArtifactReport, ...]]:
         """The reports of each file in turn, names decoded by a pool of processes."""
         return read_each(
-            found, names=self.names, scan=self.scan, limits=self.limits, cache=self.cache
-        )
+            found, names=self.names, scan=self.scan, limits=self.limits, cache=self.cache,
+            digests=self.digests,
+        )  # fmt: skip
 
 
 def is_environment(path: Path) -> bool:
@@ -162,8 +165,8 @@ def _metadata(info: Path) -> tuple[str, str]:
 
 
 def _headers(text: str, name: str, version: str) -> tuple[str, str]:
-    headers = HeaderParser().parsestr(text, headersonly=True)
-    return headers.get("Name", name).strip() or name, headers.get("Version", version).strip()
+    fields = header_fields(text)
+    return fields.get("name", name).strip() or name, fields.get("version", version).strip()
 
 
 def wheel_distribution(path: Path) -> Distribution:
@@ -190,22 +193,25 @@ def audit_paths(
     scan: bool = True,
     limits: Limits | None = None,
     cache: bool = False,
+    digests: bool = True,
 ) -> Audit:
-    """Every path read by distribution: folders as roots, wheels, lock files."""
-    how = _Reading(names, scan, limits or Limits.from_env(), cache)
-    audit = Audit((), ())
+    """Every path read by distribution: folders as roots, wheels, lock files; ``digests``
+    as gate.reader.read takes it. Every path's files are read at once (one pool of
+    processes for all: the largest files first, whichever path holds them)."""
+    how = _Reading(names, scan, limits or Limits.from_env(), cache, digests)
+    jobs: list[_Job] = []
     for path in paths:
         if path.is_dir():
-            audit += _root(path, how)
+            jobs += _root(path)
         elif path.suffix == ".whl":
-            audit += _wheels([path], how)
+            jobs.append(_wheels([path]))
         elif path.suffix == ".txt" and path.is_file():
-            audit += _lock(path, how)
+            jobs.append(_lock(path))
         elif not path.exists():
-            audit += Audit((), (f"{shown(path)}: no such file or folder",))
+            jobs.append(_Job.error(f"{shown(path)}: no such file or folder"))
         else:
-            audit += _loose([path], path.parent, how)
-    return audit
+            jobs.append(_loose([path], path.parent))
+    return _read(jobs, how)
 
 
 def audit_root(
@@ -215,24 +221,44 @@ def audit_root(
     scan: bool = True,
     limits: Limits | None = None,
     cache: bool = False,
+    digests: bool = True,
 ) -> Audit:
     """One folder tree (a venv, a site-packages folder, an image laid out in a folder)."""
-    return _root(root, _Reading(names, scan, limits or Limits.from_env(), cache))
+    return _read(_root(root), _Reading(names, scan, limits or Limits.from_env(), cache, digests))
 
 
-def _root(root: Path, how: _Reading) -> Audit:
-    owners: dict[str, Distribution] = {}
-    order: list[Distribution] = []
-    for site in site_packages(root):
-        for dist, files in installed(site):
-            order.append(dist)
-            for f in files:
-                owners.setdefault(f, dist)
+Reports = Iterator[tuple[ArtifactReport, ...]]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Files to read, and what makes their reports (each file's, in order) an Audit."""
+
+    found: list[artifacts.Found | artifacts.Unreadable]
+    assemble: Callable[[Reports], Audit]
+
+    @staticmethod
+    def error(message: str) -> _Job:
+        return _Job([], lambda _: Audit((), (message,)))
+
+
+def _read(jobs: list[_Job], how: _Reading) -> Audit:
+    """Every job's files read by one :func:`read_each` (its pool starts here), then each
+    job's Audit, in order; what a job does before taking its reports (a root's RECORD
+    files) runs while the pool reads."""
+    reports = how.read_each([f for job in jobs for f in job.found])
+    audit = Audit((), ())
+    for job in jobs:
+        audit += job.assemble(islice(reports, len(job.found)))
+    return audit
+
+
+def _root(root: Path) -> list[_Job]:
+    """A folder tree's files by owner (its distributions' RECORD files, else their
+    folder), and the wheels in it: each wheel a distribution."""
     wheels: list[Path] = []
-    owned: dict[Distribution, list[tuple[ArtifactReport, str]]] = {d: [] for d in order}
-    loose: dict[str, list[tuple[ArtifactReport, str]]] = {}
     errors: list[str] = []
-    readable: list[artifacts.Found] = []
+    readable: list[artifacts.Found | artifacts.Unreadable] = []
     for found in artifacts.discover([root]):
         if isinstance(found, artifacts.Unreadable):
             errors.append(found.message)
@@ -241,21 +267,37 @@ def _root(root: Path, how: _Reading) -> Audit:
         elif found.path.suffix == ".whl":
             wheels.append(found.path)
         # other zips in an environment are data, not libraries
-    for found, reports in zip(readable, how.read_each(readable), strict=True):
-        where = os.path.normpath(found.path)
-        owner = owners.get(where)
-        for report in reports:
-            if owner is not None:
-                site = Path(owner.source).parent
-                owned[owner].append((report, _relative(found.path, site, report)))
-            else:
-                folder = shown(found.path.parent.relative_to(root)) if found.path != root else "."
-                loose.setdefault(folder, []).append((report, _relative(found.path, root, report)))
-    groups = [_group(d, owned[d]) for d in order]
-    for folder, items in sorted(loose.items()):
-        dist = Distribution(f"{folder}/" if folder != "." else "./", "-", Owner.FOLDER, folder)
-        groups.append(_group(dist, items))
-    return Audit(tuple(groups), tuple(errors)) + _wheels(wheels, how)
+
+    def assemble(reports: Reports) -> Audit:
+        owners: dict[str, Distribution] = {}
+        order: list[Distribution] = []
+        for site in site_packages(root):
+            for dist, files in installed(site):
+                order.append(dist)
+                for f in files:
+                    owners.setdefault(f, dist)
+        owned: dict[Distribution, list[tuple[ArtifactReport, str]]] = {d: [] for d in order}
+        loose: dict[str, list[tuple[ArtifactReport, str]]] = {}
+        for found, got in zip(readable, reports, strict=True):
+            if not isinstance(found, artifacts.Found):
+                continue
+            owner = owners.get(os.path.normpath(found.path))
+            for report in got:
+                if owner is not None:
+                    site = Path(owner.source).parent
+                    owned[owner].append((report, _relative(found.path, site, report)))
+                else:
+                    parent = found.path.parent
+                    folder = shown(parent.relative_to(root)) if found.path != root else "."
+                    item = (report, _relative(found.path, root, report))
+                    loose.setdefault(folder, []).append(item)
+        groups = [_group(d, owned[d]) for d in order]
+        for folder, items in sorted(loose.items()):
+            dist = Distribution(f"{folder}/" if folder != "." else "./", "-", Owner.FOLDER, folder)
+            groups.append(_group(dist, items))
+        return Audit(tuple(groups), tuple(errors))
+
+    return [_Job(readable, assemble), _wheels(wheels)]
 
 
 def _relative(path: Path, base: Path, report: ArtifactReport) -> str:
@@ -270,7 +312,7 @@ def _group(dist: Distribution, items: list[tuple[ArtifactReport, str]]) -> Group
     return Group(dist, tuple(r for r, _ in items), tuple(m for _, m in items))
 
 
-def _wheels(paths: Sequence[Path], how: _Reading) -> Audit:
+def _wheels(paths: Sequence[Path]) -> _Job:
     dists, found, errors = [], [], []
     for path in paths:
         try:
@@ -279,21 +321,29 @@ def _wheels(paths: Sequence[Path], how: _Reading) -> Audit:
             errors.append(e.message)
             continue
         found.append(artifacts.Found(path, "zip"))
-    groups = []
-    for dist, reports in zip(dists, how.read_each(found), strict=True):
-        prefix = f"{dist.source}!"
-        members = tuple(r.path.removeprefix(prefix) for r in reports)
-        groups.append(Group(dist, reports, members))
-    return Audit(tuple(groups), tuple(errors))
+
+    def assemble(reports: Reports) -> Audit:
+        groups = []
+        for dist, got in zip(dists, reports, strict=True):
+            prefix = f"{dist.source}!"
+            members = tuple(r.path.removeprefix(prefix) for r in got)
+            groups.append(Group(dist, got, members))
+        return Audit(tuple(groups), tuple(errors))
+
+    return _Job(list(found), assemble)
 
 
-def _loose(paths: Sequence[Path], base: Path, how: _Reading) -> Audit:
-    items = []
-    for reports in how.read_each(list(artifacts.discover(paths))):
-        for report in reports:
-            items.append((report, report.path.removeprefix(shown(base) + "/")))
-    folder = shown(base)
-    return Audit((_group(Distribution(f"{folder}/", "-", Owner.FOLDER, folder), items),), ())
+def _loose(paths: Sequence[Path], base: Path) -> _Job:
+    def assemble(reports: Reports) -> Audit:
+        items = []
+        for got in reports:
+            for report in got:
+                items.append((report, report.path.removeprefix(shown(base) + "/")))
+        folder = shown(base)
+        group = _group(Distribution(f"{folder}/", "-", Owner.FOLDER, folder), items)
+        return Audit((group,), ())
+
+    return _Job(list(artifacts.discover(paths)), assemble)
 
 
 def pinned(text: str) -> tuple[tuple[str, str], ...]:
@@ -305,15 +355,15 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _lock(path: Path, how: _Reading) -> Audit:
+def _lock(path: Path) -> _Job:
     """A requirements lock, each pin resolved to a wheel in the lock's folder (or its
     ``wheels/`` folder); a pin with no wheel on disk is an error line."""
     try:
         pins = pinned(path.read_text(encoding="utf-8", errors="replace"))
     except OSError as e:
-        return Audit((), (f"{shown(path)}: cannot read: {e.strerror or e}",))
+        return _Job.error(f"{shown(path)}: cannot read: {e.strerror or e}")
     if not pins:
-        return Audit((), (f"{shown(path)}: no pinned requirement (name==version) in it",))
+        return _Job.error(f"{shown(path)}: no pinned requirement (name==version) in it")
     folders = [path.parent, path.parent / "wheels"]
     available: dict[tuple[str, str], Path] = {}
     for folder in folders:
@@ -330,4 +380,5 @@ def _lock(path: Path, how: _Reading) -> Audit:
             )
         else:
             chosen.append(match)
-    return _wheels(chosen, how) + Audit((), tuple(errors))
+    job = _wheels(chosen)
+    return _Job(job.found, lambda reports: job.assemble(reports) + Audit((), tuple(errors)))

@@ -7,7 +7,8 @@ an NVVM / LTO IR blob, raw or compressed (LZ4 block or zstd frame).
 
 :func:`parse_containers` reads a section that must hold nothing but containers
 (``.nv_fatbin``); :func:`scan_containers` finds containers anywhere else by their magic,
-keeping only candidates whose every size checks out. Reading headers never decompresses;
+keeping only candidates whose every size checks out (searched by the C library's
+``memmem``: :mod:`gate.reader.memsearch`). Reading headers never decompresses;
 :func:`payload` does (whole, for cubins) and :func:`payload_chunks` streams (for PTX),
 both within the bounds of :class:`gate.reader.limits.Limits`.
 """
@@ -16,13 +17,15 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from gate.errors import BadInputError
 from gate.reader.elffile import Buffer
 from gate.reader.limits import Budget, Limits, hint
+from gate.reader.memsearch import finder
 
 CONTAINER_MAGIC = 0xBA55ED50
 # Magic, version 1 and header size 16, as they sit in memory: what a scan looks for.
@@ -152,25 +155,26 @@ def scan_containers(
     The range is searched ``chunk`` bytes at a time; ``done(lo, hi)`` is told each
     finished range so the caller can drop those pages (keeps a large scan's memory flat).
     """
-    lo = start
-    while lo < end:
-        hi = min(lo + chunk, end)
-        # A magic straddling the chunk boundary is found from this chunk.
-        search_end = min(hi + len(CONTAINER_PREFIX) - 1, end)
-        pos = buf.find(CONTAINER_PREFIX, lo, search_end)
-        while pos >= 0:
-            try:
-                container = parse_container(buf, pos, end, name)
-            except BadInputError:
-                pos = buf.find(CONTAINER_PREFIX, pos + 4, search_end)
-                continue
-            yield container
-            after = container.offset + container.size
-            hi = max(hi, after)
-            pos = buf.find(CONTAINER_PREFIX, after, search_end) if after < search_end else -1
-        if done is not None:
-            done(lo, hi)
-        lo = hi
+    with finder(buf) as find:
+        lo = start
+        while lo < end:
+            hi = min(lo + chunk, end)
+            # A magic straddling the chunk boundary is found from this chunk.
+            search_end = min(hi + len(CONTAINER_PREFIX) - 1, end)
+            pos = find(CONTAINER_PREFIX, lo, search_end)
+            while pos >= 0:
+                try:
+                    container = parse_container(buf, pos, end, name)
+                except BadInputError:
+                    pos = find(CONTAINER_PREFIX, pos + 4, search_end)
+                    continue
+                yield container
+                after = container.offset + container.size
+                hi = max(hi, after)
+                pos = find(CONTAINER_PREFIX, after, search_end) if after < search_end else -1
+            if done is not None:
+                done(lo, hi)
+            lo = hi
 
 
 def parse_container(buf: Buffer, pos: int, end: int, name: str) -> Container:
@@ -307,6 +311,49 @@ def payload(
     return out, 0, len(out)
 
 
+@contextmanager
+def spilled(
+    buf: Buffer,
+    entry: Entry,
+    name: str,
+    limits: Limits | None = None,
+    budget: Budget | None = None,
+) -> Iterator[tuple[Buffer, int, int]]:
+    """A zstd entry's payload as ``(buffer, start, size)``, streamed into an unnamed
+    temporary file and mapped from it, as a wheel member is: a cubin's section headers
+    are at its end, so it is read whole, but its bytes go through the page cache, not
+    the heap (libnccl.so.2 holds cubins of up to 160 MB, two decoded at once). Within
+    the bounds :func:`payload_chunks` keeps; where no temporary file can be made, the
+    payload is decompressed in memory as :func:`payload` does, and a write that fails
+    (no room in TMPDIR) is a BadInputError naming the entry."""
+    import mmap  # noqa: PLC0415  (large entries only)
+    import tempfile  # noqa: PLC0415
+
+    try:
+        # Unbuffered: a write that fails (a full disk) fails here, not when it closes.
+        scratch = tempfile.TemporaryFile(buffering=0, prefix="cuda-gate-entry-")  # noqa: SIM115
+    except OSError:
+        yield payload(buf, entry, name, limits, budget)
+        return
+    with scratch:
+        pieces = payload_chunks(buf, entry, name, limits, budget)
+        try:
+            for piece in pieces:  # a generator: closed below, releasing its view of buf
+                scratch.write(piece)
+            size = scratch.tell()
+            mapped = mmap.mmap(scratch.fileno(), size, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise BadInputError(
+                f"{name}: fatbin entry at {entry.offset:#x}: cannot write its {entry.size} "
+                f"decompressed bytes to a temporary file: {e.strerror or e} (TMPDIR chooses "
+                "its folder)"
+            ) from e
+        finally:
+            pieces.close()
+        with mapped:
+            yield mapped, 0, size
+
+
 def payload_chunks(
     buf: Buffer,
     entry: Entry,
@@ -315,7 +362,7 @@ def payload_chunks(
     budget: Budget | None = None,
     *,
     chunk: int = _CHUNK,
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """The entry's payload in pieces of at most ``chunk`` bytes, decompressed as it goes.
 
     For text read once from the front (PTX): a zstd payload is never held whole, so

@@ -24,7 +24,9 @@ stay empty and ``producer`` None. ``names=True`` also decompresses every entry f
 the kernel names (cubin STO_CUDA_ENTRY symbols, PTX ``.entry``) and producers, and
 each entry's SHA-256 (of the code as the driver is handed it: the decompressed cubin,
 the PTX text up to its NUL), by which a module the driver loaded is told to be an
-inspected file's.
+inspected file's. ``digests=False`` leaves that SHA-256 out (``""``): hashing every
+decoded byte is about as much work as decompressing it, and only the run's launch
+accounting needs it, not a listing.
 
 Which sections: ``.nv_fatbin`` if present, else ``__nv_relfatbin`` (as cuobjdump does:
 ``__nv_relfatbin`` in an executable is input for a later device link, not loaded at run
@@ -39,6 +41,8 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import stat
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -78,6 +82,12 @@ _BATCH = 16
 _BATCH_BYTES = 4 << 20
 # Distinct payloads of one header signature kept to compare later entries against.
 _DISTINCT_COMPARED = 4
+# A zstd cubin decompressing to this much or more goes through a temporary file
+# (fatbin.spilled): libnccl.so.2 (NCCL 2.32, CUDA 13) holds six of 51-160 MB, and its
+# names run peaked at 283 MB with two threads holding one each; 64-70 MB through the
+# file (105-137 MB with 64 MB here), in about the same time. The corpus of
+# benchmarks/RESULTS.md holds 36 such cubins (2.65 GB) among 66,000 entries.
+_SPILL_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,7 @@ def read_paths(
     limits: Limits | None = None,
     cache: bool = False,
     progress: Progress | None = None,
+    digests: bool = True,
 ) -> Iterator[ArtifactReport]:
     """Reports for every artifact under ``paths``; failures become reports with ``error``.
 
@@ -135,7 +146,7 @@ def read_paths(
 
     for reports in read_each(
         everything, names=names, scan=scan, limits=limits, cache=cache, before=before,
-        members=count.members,
+        members=count.members, digests=digests,
     ):  # fmt: skip
         yield from reports
 
@@ -148,6 +159,7 @@ def read_found(
     limits: Limits | None = None,
     cache: bool = False,
     members: Progress | None = None,
+    digests: bool = True,
 ) -> Iterator[ArtifactReport]:
     """Reports for one file :func:`gate.reader.artifacts.discover` found (several for a
     wheel or an archive); a failure becomes a report with ``error``. ``members`` hears of
@@ -163,27 +175,33 @@ def read_found(
             yield from inspect_wheel(
                 found.path,
                 lambda: read_wheel(
-                    found.path, names=names, scan=scan, limits=limits, progress=members
+                    found.path, names=names, scan=scan, limits=limits, progress=members,
+                    digests=digests,
                 ),
                 names=names,
                 scan=scan,
-            )
+                digests=digests,
+            )  # fmt: skip
         elif found.kind == "zip":
             yield from read_wheel(
-                found.path, names=names, scan=scan, limits=limits, progress=members
-            )
+                found.path, names=names, scan=scan, limits=limits, progress=members,
+                digests=digests,
+            )  # fmt: skip
         elif found.kind == "archive":
-            yield from read_archive(found.path, names=names, scan=scan, limits=limits)
+            yield from read_archive(
+                found.path, names=names, scan=scan, limits=limits, digests=digests
+            )
         elif found.kind == "duplicate":
             return
         elif cache:
             from gate.reader.cache import inspect_file  # noqa: PLC0415  (cache imports this)
 
-            yield inspect_file(found.path, names=names, scan=scan, limits=limits, by_identity=True)[
-                0
-            ]
+            yield inspect_file(
+                found.path, names=names, scan=scan, limits=limits, by_identity=True,
+                digests=digests, real=found.real,
+            )[0]  # fmt: skip
         else:
-            yield read_artifact(found.path, names=names, scan=scan, limits=limits)
+            yield read_artifact(found.path, names=names, scan=scan, limits=limits, digests=digests)
     except BadInputError as e:
         yield ArtifactReport(shown(found.path), "unknown", error=e.message)
 
@@ -216,10 +234,13 @@ def read_artifact(
     names: bool = True,
     scan: bool = True,
     limits: Limits | None = None,
+    digests: bool = True,
 ) -> ArtifactReport:
     """The report for one ELF file, raw cubin or raw fatbin; BadInputError if unreadable."""
     with mapped(path) as buf:
-        return read_buffer(buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits)
+        return read_buffer(
+            buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits, digests=digests
+        )
 
 
 def read_archive(
@@ -228,6 +249,7 @@ def read_archive(
     names: bool = True,
     scan: bool = True,
     limits: Limits | None = None,
+    digests: bool = True,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every ELF member of a static archive."""
     reports = []
@@ -238,9 +260,11 @@ def read_archive(
             if buf[offset : offset + 4] != b"\x7fELF":
                 continue
             try:
-                reports.append(
-                    read_buffer(buf, offset, size, display, names=names, scan=scan, limits=limits)
-                )
+                report = read_buffer(
+                    buf, offset, size, display, names=names, scan=scan, limits=limits,
+                    digests=digests,
+                )  # fmt: skip
+                reports.append(report)
             except BadInputError as e:
                 reports.append(ArtifactReport(display, "unknown", error=e.message))
     return tuple(reports)
@@ -253,6 +277,7 @@ def read_wheel(
     scan: bool = True,
     limits: Limits | None = None,
     progress: Progress | None = None,
+    digests: bool = True,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every shared library, cubin and fatbin inside a wheel (or any zip).
 
@@ -272,8 +297,9 @@ def read_wheel(
             try:
                 with artifacts.inflated(archive, info, display, limits) as buf:
                     report = read_buffer(
-                        buf, 0, len(buf), display, names=names, scan=scan, limits=limits
-                    )
+                        buf, 0, len(buf), display, names=names, scan=scan, limits=limits,
+                        digests=digests,
+                    )  # fmt: skip
                 reports.append(report)
             except artifacts.ScratchError:
                 raise  # no room in the temporary folder: the same for every member
@@ -291,6 +317,7 @@ def read_buffer(
     names: bool = True,
     scan: bool = True,
     limits: Limits | None = None,
+    digests: bool = True,
 ) -> ArtifactReport:
     """The report for the ELF file, cubin or fatbin at ``buf[base:base+size]``."""
     budget = Budget(limits or Limits.from_env(), display)
@@ -298,11 +325,11 @@ def read_buffer(
     if head.startswith(fatbin.CONTAINER_PREFIX):
         containers = fatbin.parse_containers(buf, base, base + size, display)
         found = [("(fatbin)", c) for c in containers]
-        listing = _listing(buf, found, display, names, budget)
+        listing = _listing(buf, found, display, names, budget, digests=digests)
         return ArtifactReport(display, "fatbin", listing=listing, names=names)
     elf = ElfFile(buf, display, base, size)
     if elf.machine == EM_CUDA:
-        return _cubin_report(elf, display, names=names)
+        return _cubin_report(elf, display, names=names, digests=digests)
     found = []
     sections = elf.sections
     primary = next((s for name in PRIMARY_SECTIONS for s in sections if s.name == name), None)
@@ -324,7 +351,7 @@ def read_buffer(
         "ELF",
         elf.elf_class,
         elf.machine_name,
-        _listing(buf, found, display, names, budget),
+        _listing(buf, found, display, names, budget, digests=digests),
         names,
     )
 
@@ -359,10 +386,13 @@ def _outside(start: int, end: int, parsed: list[tuple[int, int]]) -> list[tuple[
     return pieces
 
 
-def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
+def _cubin_report(elf: ElfFile, display: str, *, names: bool, digests: bool) -> ArtifactReport:
     from gate.reader.cubin import read_cubin  # noqa: PLC0415  (headers-only runs never need it)
 
-    info = read_cubin(elf.buf, elf.base, elf.size, display)
+    # Headers only: no kernel bodies judged (trap stubs and empty kernels are names-mode
+    # facts, never shown without names) and no digest; a listing of flashinfer-cubin's
+    # 15,970 cubin files spent most of its time there.
+    info = read_cubin(elf.buf, elf.base, elf.size, display, judge_bodies=names, elf=elf)
     variant = Variant.ARCH if info.arch_specific else Variant.NONE
     entry = DeviceEntry(
         Kind.SASS,
@@ -374,7 +404,7 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool) -> ArtifactReport:
         producer=info.producer,
         traps=info.traps,
         empty=info.empty,
-        sha256=_sha256(elf.buf, elf.base, elf.size),
+        sha256=_sha256(elf.buf, elf.base, elf.size) if names and digests else "",
     )
     return ArtifactReport(
         display, "cubin", elf.elf_class, elf.machine_name, Listing((entry,)), names
@@ -387,6 +417,8 @@ def _listing(
     display: str,
     names: bool,
     budget: Budget,
+    *,
+    digests: bool = True,
 ) -> Listing:
     flat = [(section, e) for section, c in found for e in c.entries]
     decoded: list[_Decoded | None] = [None] * len(flat)
@@ -394,7 +426,7 @@ def _listing(
         headers = [e for _, e in flat]
         first = _first_copies(buf, headers)
         todo = [i for i, f in enumerate(first) if f == i]
-        _decode_all(buf, headers, todo, decoded, display=display, budget=budget)
+        _decode_all(buf, headers, todo, decoded, display=display, budget=budget, digests=digests)
         for i, f in enumerate(first):
             if f != i:
                 decoded[i] = decoded[f]
@@ -438,6 +470,7 @@ def _decode_all(
     *,
     display: str,
     budget: Budget,
+    digests: bool = True,
 ) -> None:
     """Decode ``headers[i]`` for each ``i`` in ``todo`` into ``decoded[i]``."""
     release = _releaser(buf)
@@ -445,7 +478,7 @@ def _decode_all(
     if len(todo) < _PARALLEL_MIN or workers == 1:
         for i in todo:
             e = headers[i]
-            decoded[i] = _decode(buf, e, display, budget)
+            decoded[i] = _decode(buf, e, display, budget, digests)
             release(e.offset, e.payload_offset + e.payload_size)
         return
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
@@ -456,16 +489,22 @@ def _decode_all(
     # each chunk's pages are dropped once decoded.
     work = [headers[i] for i in todo]
     chunks = list(_batches(work))
+
+    def chunk(span: tuple[int, int]) -> list[_Decoded | None]:
+        lo, hi = span
+        found = [_decode(buf, e, display, budget, digests) for e in work[lo:hi]]
+        # Dropped by the thread that read them, at once: a thread ahead of the others
+        # would otherwise hold its pages until the results before its own were taken.
+        last = work[hi - 1]
+        release(work[lo].offset, last.payload_offset + last.payload_size)
+        return found
+
     with ThreadPoolExecutor(workers) as pool:
-        done = pool.map(
-            lambda r: [_decode(buf, e, display, budget) for e in work[r[0] : r[1]]], chunks
-        )
+        done = pool.map(chunk, chunks)
         try:
-            for (lo, hi), chunk in zip(chunks, done, strict=True):
-                for i, d in zip(todo[lo:hi], chunk, strict=True):
+            for (lo, hi), found in zip(chunks, done, strict=True):
+                for i, d in zip(todo[lo:hi], found, strict=True):
                     decoded[i] = d
-                last = work[hi - 1]
-                release(work[lo].offset, last.payload_offset + last.payload_size)
         except BaseException:
             pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
             raise
@@ -477,26 +516,39 @@ def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
     Libraries repeat entries (libcublasLt: 4,479 of its 5,666 are copies, mostly small
     device-link stubs): decoding each payload once saves the per-entry cost of the rest.
     Only entries whose header fields all agree are compared, byte for byte, each against
-    at most a few distinct payloads (so a crafted file cannot make this quadratic).
+    at most a few distinct payloads (so a crafted file cannot make this quadratic); a
+    CRC-32 of each payload (read in place, its pages dropped after) is compared first,
+    so no payload is held: sgl-kernel's flash_ops holds 546 raw cubins of up to 6 MB.
     """
+    release = _releaser(buf)
     first = list(range(len(headers)))
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, e in enumerate(headers):
         key = (e.kind, e.flags, e.arch, e.major, e.minor, e.payload_size, e.compressed_size,
                e.uncompressed_size)  # fmt: skip
         groups.setdefault(key, []).append(i)
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        distinct: list[tuple[int, bytes]] = []
-        for i in members:
-            e = headers[i]
-            data = bytes(buf[e.payload_offset : e.payload_offset + e.payload_size])
-            same = next((j for j, seen in distinct if seen == data), None)
-            if same is not None:
-                first[i] = same
-            elif len(distinct) < _DISTINCT_COMPARED:
-                distinct.append((i, data))
+    with memoryview(buf) as view:
+
+        def payload(e: fatbin.Entry) -> memoryview:
+            return view[e.payload_offset : e.payload_offset + e.payload_size]
+
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            distinct: list[tuple[int, int]] = []  # (entry, its payload's CRC-32)
+            for i in members:
+                e = headers[i]
+                crc = zlib.crc32(payload(e))
+                release(e.payload_offset, e.payload_offset + e.payload_size)
+                same = next(
+                    (j for j, seen in distinct
+                     if seen == crc and payload(headers[j]) == payload(e)),
+                    None,
+                )  # fmt: skip
+                if same is not None:
+                    first[i] = same
+                elif len(distinct) < _DISTINCT_COMPARED:
+                    distinct.append((i, crc))
     return first
 
 
@@ -531,29 +583,41 @@ def _releaser(buf: Buffer) -> Callable[[int, int], None]:
     return release
 
 
-def _decode(buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget) -> _Decoded | None:
+def _decode(
+    buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget, digests: bool = True
+) -> _Decoded | None:
     if entry.kind == fatbin.KIND_NVVM:
         return None  # LTO IR payloads are opaque: listed, never decoded
-    from gate.reader.cubin import read_cubin, scan_ptx  # noqa: PLC0415  (names only: start-up)
+    from gate.reader.cubin import scan_ptx  # noqa: PLC0415  (names only: start-up)
 
     where = f"{display}: fatbin entry at {entry.offset:#x}"
     if entry.kind == fatbin.KIND_PTX:
         # Streamed: a PTX text is read once from the front, never held whole.
         digest = hashlib.sha256()
         pieces = fatbin.payload_chunks(buf, entry, display, budget.limits, budget)
-        ptx = scan_ptx(_hashed(pieces, digest), where)
+        ptx = scan_ptx(_hashed(pieces, digest) if digests else pieces, where)
         target = ptx.target or ""
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
-        return _Decoded(ptx.kernels, ptx.producer, variant, sha256=digest.hexdigest())
+        sha256 = digest.hexdigest() if digests else ""
+        return _Decoded(ptx.kernels, ptx.producer, variant, sha256=sha256)
+    if entry.compression == "zstd" and entry.uncompressed_size >= _SPILL_BYTES:
+        with fatbin.spilled(buf, entry, display, budget.limits, budget) as (data, start, size):
+            return _cubin_decoded(data, start, size, where, digests)
     data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
-    cubin = read_cubin(data, start, size, where)
+    return _cubin_decoded(data, start, size, where, digests)
+
+
+def _cubin_decoded(buf: Buffer, start: int, size: int, where: str, digests: bool) -> _Decoded:
+    from gate.reader.cubin import read_cubin  # noqa: PLC0415  (names only: start-up)
+
+    cubin = read_cubin(buf, start, size, where)
     return _Decoded(
         cubin.kernels,
         cubin.producer,
         Variant.ARCH if cubin.arch_specific else Variant.NONE,
         cubin.traps,
         cubin.empty,
-        _sha256(data, start, size),
+        _sha256(buf, start, size) if digests else "",
     )
 
 
@@ -615,19 +679,31 @@ class mapped:  # noqa: N801  (used as a context manager, reads like a function)
     """A read-only mmap of a regular file, closed on exit; BadInputError for anything else."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = path
         self._map: mmap.mmap | None = None
 
     def __enter__(self) -> mmap.mmap:
-        name = shown(self.path)
+        # What artifacts.open_regular does, on the descriptor alone: this runs once per
+        # file (flashinfer-cubin ships 15,970), where a file object cost more than the map.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            with artifacts.open_regular(self.path, name) as f:
-                if os.fstat(f.fileno()).st_size == 0:
-                    raise BadInputError(f"{name}: empty file")
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            fd = os.open(self.path, flags)
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    kind = artifacts.file_kind(st.st_mode)
+                    raise BadInputError(f"{self._name()}: not a regular file ({kind})")
+                if st.st_size == 0:
+                    raise BadInputError(f"{self._name()}: empty file")
+                self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            finally:
+                os.close(fd)
         except OSError as e:
-            raise BadInputError(f"{name}: cannot read: {e.strerror or e}") from e
+            raise BadInputError(f"{self._name()}: cannot read: {e.strerror or e}") from e
         return self._map
+
+    def _name(self) -> str:
+        return shown(Path(self.path))  # as a Path prints it (folded separators): as before
 
     def __exit__(self, *exc: object) -> None:
         if self._map is not None:

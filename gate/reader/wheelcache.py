@@ -26,11 +26,12 @@ def inspect_wheel(
     names: bool,
     scan: bool,
     folder: Path | None = None,
+    digests: bool = True,
 ) -> tuple[ArtifactReport, ...]:
     """The reports of a wheel's members, remembered by the wheel's identity: an unchanged
-    wheel is not opened again. ``read`` reads it on a miss; a wheel with a member that
-    could not be read is not remembered."""
-    known = cached_wheel(path, names=names, scan=scan, folder=folder)
+    wheel is not opened again. ``read`` reads it on a miss (with entry digests as
+    ``digests`` says); a wheel with a member that could not be read is not remembered."""
+    known = cached_wheel(path, names=names, scan=scan, folder=folder, digests=digests)
     if known is not None:
         return known
     identity = cache.identity(path)  # before reading: a wheel changed meanwhile is not kept
@@ -44,20 +45,44 @@ def inspect_wheel(
         "identity": identity,
         "names": names,
         "scan": scan,
+        "digests": digests or not names,
         "members": [[r.path[len(prefix) :], cache.report_json(r)] for r in reports],
     }
-    cache.store(_wheel_path(folder or cache.cache_dir(), identity, names, scan), doc)
+    mode = cache.mode_name(names, scan, digests)
+    cache.store(_wheel_path(folder or cache.cache_dir(), identity, mode), doc)
     return reports
 
 
 def cached_wheel(
-    path: str | os.PathLike[str], *, names: bool, scan: bool, folder: Path | None = None
+    path: str | os.PathLike[str],
+    *,
+    names: bool,
+    scan: bool,
+    folder: Path | None = None,
+    digests: bool = True,
 ) -> tuple[ArtifactReport, ...] | None:
-    """The member reports of a wheel read before and unchanged since; None when not known."""
+    """The member reports of a wheel read before and unchanged since; None when not known.
+    A reader that needs no entry digests takes reports kept with them too."""
     identity = cache.identity(path)
     if identity is None:
         return None
-    entry = _wheel_path(folder or cache.cache_dir(), identity, names, scan)
+    root = folder or cache.cache_dir()
+    found = _cached(path, identity, root, names=names, scan=scan, digests=digests or not names)
+    if found is None and names and not digests:
+        found = _cached(path, identity, root, names=names, scan=scan, digests=True)
+    return found
+
+
+def _cached(
+    path: str | os.PathLike[str],
+    identity: str,
+    root: Path,
+    *,
+    names: bool,
+    scan: bool,
+    digests: bool,
+) -> tuple[ArtifactReport, ...] | None:
+    entry = _wheel_path(root, identity, cache.mode_name(names, scan, digests))
     prefix = f"{artifacts.shown(path)}!"
     try:
         doc = json.loads(entry.read_bytes())
@@ -67,15 +92,15 @@ def cached_wheel(
             or doc["identity"] != identity
             or doc["names"] is not names
             or doc["scan"] is not scan
+            or doc.get("digests", True) is not digests
         ):
             return None
         members = doc["members"]
         return tuple(cache.renamed(cache.report_from_json(r), prefix + str(m)) for m, r in members)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, ConfigError):
         return None
 
 
-def _wheel_path(folder: Path, identity: str, names: bool, scan: bool) -> Path:
+def _wheel_path(folder: Path, identity: str, mode: str) -> Path:
     key = hashlib.sha256(f"{cache.reader_version()}\0{identity}".encode()).hexdigest()
-    mode = ("names" if names else "headers") + ("" if scan else "-noscan")
     return folder / "wheels" / key[:2] / f"{key}.{mode}.json"
