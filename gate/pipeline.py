@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from gate import __version__, ci, git, machine, proc
 from gate.attest.signing import Signer
-from gate.baseline.resolve import Found, compare_records
 from gate.checksums import Checksums
 from gate.config import Config, EntryPoint, ResolvedArtifact
 from gate.container.info import of_place
@@ -58,9 +57,10 @@ from gate.rules.verdict import Check, CheckState, Stage, StageStatus
 from gate.stages import build, environment, inspect, probe, recorder
 from gate.stages.build import SMOKE_KERNEL
 from gate.stages.runs import DEFAULT_TIMEOUT, RunsIn
-from gate.store import StoreSettings, publish, run_meta_from_evidence
+from gate.store.settings import StoreSettings
 
 if TYPE_CHECKING:
+    from gate.baseline.resolve import Found
     from gate.stages import execute, inimage
 
 Progress = Callable[[str], None]
@@ -357,6 +357,8 @@ def records_launches(options: RunOptions, config: Config) -> bool:
 def _compared(record: RunRecord, baseline: Found, config: Config, p: _Progress) -> RunRecord:
     """The record with its comparison against ``baseline`` and a check per artifact; when
     inspect did not run, one check that did not run either (never a silent pass)."""
+    from gate.baseline.resolve import compare_records  # noqa: PLC0415 - only with --baseline
+
     inspected = any(s.name == "inspect" and s.status is StageStatus.RAN for s in record.stages)
     if not inspected:
         p.checks.append(
@@ -813,6 +815,8 @@ def _internal(p: _Progress, remaining: list[str], error: GateError) -> None:
 
 def _store(evidence: Path, settings: StoreSettings, project_dir: Path) -> str:
     """Keep the evidence in the store under its revision; a folder outside git stays local."""
+    from gate.store import publish, run_meta_from_evidence  # noqa: PLC0415 - only a run that stores
+
     try:
         meta = run_meta_from_evidence(evidence, cwd=project_dir)
     except ConfigError as e:

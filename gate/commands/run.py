@@ -251,7 +251,7 @@ def handle(args: argparse.Namespace) -> int:
     from gate.pipeline import RunOptions, run
     from gate.render import text
     from gate.rules.targets import Target
-    from gate.store import load_settings
+    from gate.store.settings import load_settings
 
     err = _Stderr(quiet=args.quiet)
     progress = err.progress
