@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import shutil
+import time
 import zipfile
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from gate.reader import artifacts, parallel
 from gate.reader.distributions import audit_paths
 from gate.reader.limits import Limits
 from gate.reader.read import ArtifactReport, read_paths
+from gate.reader.walkcache import RACY_NS
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +41,14 @@ def tree(tmp_path: Path) -> Path:
         z.write(GOLDEN / "libkernels.so", "k/libone.so")
         z.write(GOLDEN / "sm_90a.cubin", "k/kern.cubin")
         z.writestr("k-1.0.dist-info/METADATA", "Name: k\nVersion: 1.0\n")
+    settle()
     return root
+
+
+def settle() -> None:
+    """Wait until what was just written may be known by its identity (files changed
+    within RACY_NS of a read are read again next time)."""
+    time.sleep(RACY_NS / 1e9 + 0.05)
 
 
 def _read(root: Path, *, cache: bool = False) -> tuple[list[ArtifactReport], int]:

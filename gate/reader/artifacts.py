@@ -25,9 +25,12 @@ from gate.errors import BadInputError
 from gate.reader.elffile import ELF_MAGIC, Buffer
 from gate.reader.fatbin import CONTAINER_PREFIX
 from gate.reader.limits import Limits, hint
+from gate.reader.walkcache import MISS
 
 if TYPE_CHECKING:  # zipfile is imported only when a wheel is read
     import zipfile
+
+    from gate.reader.walkcache import Kinds
 
 AR_MAGIC = b"!<arch>\n"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -77,6 +80,10 @@ class Found:
     path: Path
     kind: str | None
     real: str | None = None
+    # The SHA-256 and size a walk remembered for the file's unchanged identity (the
+    # cache's report for those bytes can be taken without opening it), else None.
+    digest: str | None = None
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,8 @@ def shown(path: str | os.PathLike[str]) -> str:
     line and no output stream can fail to encode it.
     """
     text = os.fsdecode(path)
+    if text.isascii() and text.isprintable():  # most paths: nothing to escape
+        return text
     try:
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a lone surrogate that did not come from a file name
@@ -102,14 +111,17 @@ def shown(path: str | os.PathLike[str]) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
-def discover(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Found | Unreadable]:
+def discover(
+    paths: Sequence[str | os.PathLike[str]], memo: Kinds | None = None
+) -> Iterator[Found | Unreadable]:
     """Each named file, and every recognised file under each named folder, in sorted order.
 
     A file named explicitly is always yielded (an unrecognised one gets ``kind`` None,
     so the caller can report it); a named path that is not a regular file or folder (a
     device such as /dev/null, a FIFO, a socket) is reported, never opened (a FIFO would
     block). Inside folders only recognised regular files are yielded, and a file
-    reached twice through symlinks only once.
+    reached twice through symlinks only once. With ``memo`` (gate.reader.walkcache), a
+    plain file in a folder that is unchanged since a walk before is not opened.
     """
     seen: set[str] = set()
     for raw in paths:
@@ -123,14 +135,16 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Found | Unread
             yield Unreadable(shown(path), f"{shown(path)}: cannot read: {e.strerror or e}")
             continue
         if stat.S_ISDIR(mode):
-            yield from _folder(os.fspath(path), os.path.realpath(path), seen)
+            yield from _folder(os.fspath(path), os.path.realpath(path), seen, memo)
         elif stat.S_ISREG(mode):
             yield _probe(path, seen) or Found(path, "duplicate")
         else:
             yield Unreadable(shown(path), f"{shown(path)}: not a regular file ({file_kind(mode)})")
 
 
-def _folder(folder: str, real: str, seen: set[str]) -> Iterator[Found | Unreadable]:
+def _folder(
+    folder: str, real: str, seen: set[str], memo: Kinds | None = None
+) -> Iterator[Found | Unreadable]:
     """The recognised files under ``folder`` (whose real path is ``real``), as os.walk
     visits them: a folder's files in sorted order, then its subfolders in sorted order;
     symlinked folders are not entered, folders that cannot be listed are passed over.
@@ -156,23 +170,25 @@ def _folder(folder: str, real: str, seen: set[str]) -> Iterator[Found | Unreadab
         else:
             files.append(entry)
     for entry in sorted(files, key=_name):
-        found = _probe_entry(entry, real, seen)
+        found = _probe_entry(entry, real, seen, memo)
         if isinstance(found, Unreadable) or (found and found.kind):
             yield found
     for entry in sorted(dirs, key=_name):
         if not entry.is_symlink():
             # os.path.join, not Path: this runs once per folder and file of a tree.
-            yield from _folder(entry.path, os.path.join(real, entry.name), seen)  # noqa: PTH118
+            yield from _folder(entry.path, os.path.join(real, entry.name), seen, memo)  # noqa: PTH118
 
 
 def _name(entry: os.DirEntry[str]) -> str:
     return entry.name
 
 
-def _probe_entry(entry: os.DirEntry[str], folder: str, seen: set[str]) -> Found | Unreadable | None:
+def _probe_entry(
+    entry: os.DirEntry[str], folder: str, seen: set[str], memo: Kinds | None = None
+) -> Found | Unreadable | None:
     """A folder's entry probed as :func:`_probe` does, without its syscalls where the
     entry's type says enough: a plain (not symlinked) regular file needs no resolving
-    and no stat before it is opened."""
+    and no stat before it is opened, and with ``memo`` one unchanged since is not opened."""
     try:
         plain = not entry.is_symlink() and entry.is_file(follow_symlinks=False)
     except OSError:
@@ -183,9 +199,23 @@ def _probe_entry(entry: os.DirEntry[str], folder: str, seen: set[str]) -> Found 
     if real in seen:
         return None
     seen.add(real)
+    st = None
+    if memo is not None:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            st = None
+        known, digest = memo.kind(real, st) if st is not None else (MISS, None)
+        if known is not MISS:
+            if not known:
+                return None
+            size = st.st_size if st is not None else 0
+            return Found(Path(entry.path), known, real, digest, size)  # type: ignore[arg-type]
     kind = _kind(entry.path)
     if isinstance(kind, Unreadable):
         return kind
+    if memo is not None and st is not None:
+        memo.remember(real, st, kind)
     # A Path only for what is yielded: most files of an environment are not artifacts.
     return Found(Path(entry.path), kind, real) if kind else None
 

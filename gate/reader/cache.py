@@ -23,6 +23,7 @@ import json
 import mmap
 import os
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from gate.reader import artifacts
 from gate.reader.limits import Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import ArtifactReport, mapped, read_buffer
+from gate.reader.walkcache import RACY_NS
 from gate.rules.targets import Target, Version
 
 FORMAT = "cuda-gate-inspection-cache"
@@ -119,7 +121,7 @@ def inspect_file(
     if use_cache and report.error is None:
         if cached is None:
             store(entry, _document(report, digest, size, scan=scan, digests=digests))
-        if resolved is not None:
+        if resolved is not None and settled(st):
             identity = _identity_of(resolved, st)
             doc = {"format": FORMAT, "identity": identity, "sha256": digest, "size": size}
             store(_identity_path(root, identity), doc)
@@ -139,7 +141,29 @@ def _real(path: str | os.PathLike[str], known: str | None = None) -> str | None:
 
 
 def _identity_of(real: str | Path, st: os.stat_result) -> str:
-    return f"{real}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+    return _identity_text(real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _identity_text(real: str | Path, *fields: int) -> str:
+    """The identity of the file at ``real`` with device, inode, size, modification and
+    change times (ns) ``fields``."""
+    return "\0".join([os.fspath(real), *map(str, fields)])
+
+
+def settled(st: os.stat_result) -> bool:
+    """Whether a file with this stat last changed long enough ago for its identity to
+    be trusted later (see RACY_NS)."""
+    return max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RACY_NS
+
+
+def settled_identity(path: str | os.PathLike[str]) -> str | None:
+    """:func:`identity`, or None for a file changed just now (see RACY_NS)."""
+    try:
+        resolved = os.path.realpath(path)
+        st = os.stat(resolved)  # noqa: PTH116
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return _identity_of(resolved, st) if settled(st) else None
 
 
 def identity(path: str | os.PathLike[str], real: str | None = None) -> str | None:
@@ -155,8 +179,13 @@ def identity(path: str | os.PathLike[str], real: str | None = None) -> str | Non
 
 
 def _identity_path(folder: Path, identity: str) -> Path:
-    key = hashlib.sha256(identity.encode()).hexdigest()
-    return folder / "files" / key[:2] / f"{key}.json"
+    return Path(_identity_file(os.fspath(folder), identity))
+
+
+def _identity_file(folder: str, identity: str) -> str:
+    # Text, not Path: a warm audit looks up tens of thousands of files.
+    key = hashlib.sha256(identity.encode(errors="surrogateescape")).hexdigest()
+    return f"{folder}/files/{key[:2]}/{key}.json"
 
 
 def cached_file(
@@ -175,7 +204,8 @@ def cached_file(
         return None
     root = folder or cache_dir()
     try:
-        doc = json.loads(_identity_path(root, known_as).read_bytes())
+        with open(_identity_file(os.fspath(root), known_as), "rb") as f:  # noqa: PTH123
+            doc = json.loads(f.read())
         if doc["format"] != FORMAT or doc["identity"] != known_as:
             return None
         digest, size = doc["sha256"], doc["size"]
@@ -209,7 +239,12 @@ def mode_name(names: bool, scan: bool, digests: bool = True) -> str:
 
 
 def _entry_path(folder: Path, digest: str, names: bool, scan: bool, digests: bool = True) -> Path:
-    return folder / digest[:2] / f"{digest}.{mode_name(names, scan, digests)}.json"
+    return Path(_entry_file(os.fspath(folder), digest, names, scan, digests))
+
+
+def _entry_file(folder: str, digest: str, names: bool, scan: bool, digests: bool = True) -> str:
+    # Text, not Path: a warm audit looks up tens of thousands of reports.
+    return f"{folder}/{digest[:2]}/{digest}.{mode_name(names, scan, digests)}.json"
 
 
 def _lookup(
@@ -217,15 +252,42 @@ def _lookup(
 ) -> ArtifactReport | None:
     """The cached report for a file's bytes in this mode; a reader that needs no entry
     digests takes one kept with them too."""
+    where = os.fspath(folder)
     found = _load(
-        _entry_path(folder, digest, names, scan, digests),
+        _entry_file(where, digest, names, scan, digests),
         digest, size, names=names, scan=scan, digests=digests or not names,
     )  # fmt: skip
     if found is None and names and not digests:
-        found = _load(
-            _entry_path(folder, digest, names, scan), digest, size, names=names, scan=scan
-        )
+        found = _load(_entry_file(where, digest, names, scan), digest, size, names=names, scan=scan)
     return found
+
+
+def known_report(
+    path: str | os.PathLike[str],
+    digest: str,
+    size: int,
+    *,
+    names: bool,
+    scan: bool,
+    digests: bool,
+    folder: Path,
+) -> ArtifactReport | None:
+    """The report of a file whose SHA-256 and size a walk remembered for its unchanged
+    identity (gate.reader.walkcache), under the file's name; None when not kept."""
+    found = _lookup(folder, digest, size, names=names, scan=scan, digests=digests)
+    return None if found is None else renamed(found, artifacts.shown(path))
+
+
+def digest_of(real: str, fields: list[int], folder: Path) -> str | None:
+    """The SHA-256 the cache remembers for the file of this real path and identity
+    ``fields`` (as :func:`_identity_text` takes them), or None."""
+    try:
+        with open(_identity_file(os.fspath(folder), _identity_text(real, *fields)), "rb") as f:  # noqa: PTH123
+            doc = json.loads(f.read())
+        digest = doc["sha256"]
+        return digest if doc["format"] == FORMAT and isinstance(digest, str) else None
+    except (OSError, ValueError, LookupError, TypeError):
+        return None
 
 
 def renamed(report: ArtifactReport, display: str) -> ArtifactReport:
@@ -236,11 +298,12 @@ def renamed(report: ArtifactReport, display: str) -> ArtifactReport:
 
 
 def _load(
-    entry: Path, digest: str, size: int, *, names: bool, scan: bool, digests: bool = True
+    entry: str | Path, digest: str, size: int, *, names: bool, scan: bool, digests: bool = True
 ) -> ArtifactReport | None:
     """The cached report, or None for a missing, corrupted, foreign or other-version entry."""
     try:
-        doc = json.loads(entry.read_bytes())
+        with open(entry, "rb") as f:  # noqa: PTH123
+            doc = json.loads(f.read())
         if (
             doc["format"] != FORMAT
             or doc["reader"] != reader_version()
@@ -332,6 +395,11 @@ def _entry_json(e: DeviceEntry, indices: Callable[[tuple[str, ...]], list[int]])
     ]
 
 
+# Target and ISA texts parsed once per process (a warm audit loads 16,000 reports that
+# name a few dozen targets between them); both kinds are immutable.
+_TARGETS: dict[str, Target] = {}
+_VERSIONS: dict[str, Version] = {}
+_PARSED_MAX = 4096
 _KINDS = {kind.value: kind for kind in Kind}  # an unknown kind is a KeyError: entry ignored
 
 
@@ -339,8 +407,10 @@ def report_from_json(doc: dict[str, Any]) -> ArtifactReport:
     """A report kept by :func:`report_json`, its path empty; raises on anything malformed."""
     # Entries repeat a few kinds, targets and ISAs thousands of times (torch's libraries:
     # 40,000 entries): each text is parsed once, and an empty kernel list costs nothing.
-    targets: dict[str, Target] = {}
-    versions: dict[str, Version] = {}
+    if len(_TARGETS) + len(_VERSIONS) > _PARSED_MAX:  # bounded, whatever the cache holds
+        _TARGETS.clear()
+        _VERSIONS.clear()
+    targets, versions = _TARGETS, _VERSIONS
     table = doc["kernel_names"]
     if not isinstance(table, list) or not all(isinstance(k, str) for k in table):
         raise TypeError("kernel names must be strings")
@@ -418,7 +488,9 @@ def loaded_library(
     except OSError as e:
         raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
     identity = _identity_of(real, st)
-    key = hashlib.sha256(f"{reader_version()}\0{identity}".encode()).hexdigest()
+    key = hashlib.sha256(
+        f"{reader_version()}\0{identity}".encode(errors="surrogateescape")
+    ).hexdigest()
     entry = (folder or cache_dir()) / "loaded" / key[:2] / f"{key}.json"
     if use_cache:
         known = _load_loaded(entry, identity)
@@ -429,7 +501,7 @@ def loaded_library(
         report = read_buffer(buf, 0, len(buf), display, names=False, scan=True)
         if report.listing.entries:
             digest = _sha256(buf)
-    if use_cache and report.error is None:
+    if use_cache and report.error is None and settled(st):
         doc = _document(report, digest or "", st.st_size, scan=True)
         store(entry, {**doc, "identity": identity, "sha256": digest})
     return report, digest

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.errors import BadInputError
 from gate.reader import artifacts
@@ -36,11 +37,17 @@ from gate.reader.metadata import header_fields
 from gate.reader.parallel import read_each
 from gate.reader.read import ArtifactReport
 
+if TYPE_CHECKING:
+    from gate.reader.walkcache import Kinds
+
 # Folders never searched for site-packages: caches anywhere, and at the top of a root
 # an image's virtual file systems.
 _SKIP = frozenset({"__pycache__", ".git"})
 _SKIP_TOP = frozenset({"proc", "sys", "dev"})
 _SITE = frozenset({"site-packages", "dist-packages"})
+# A relative path without empty, "." or ".." parts: joined to a folder, already normal.
+_PLAIN = re.compile(r"(?!/)(?!\.\.?(?:/|$))(?:[^/]+/(?!/|\.\.?(?:/|$)))*[^/]+")
+_DOTS = re.compile(r"/\.\.?(/|$)")  # a "." or ".." component, which relpath would resolve
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([^\s;#\\]+)")
 
 
@@ -142,15 +149,24 @@ def installed(site: Path) -> Iterator[tuple[Distribution, frozenset[str]]]:
     (absolute, normalised); a dist-info without a readable RECORD owns nothing."""
     for info in sorted(p for p in site.iterdir() if p.name.endswith(".dist-info")):
         name, version = _metadata(info)
-        files: set[str] = set()
         try:
             text = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = ""
-        for row in csv.reader(io.StringIO(text)):
-            if row and row[0]:
-                files.add(os.path.normpath(site / row[0]))
+        files = record_files(os.fspath(site), text)
         yield Distribution(name, version, Owner.DIST_INFO, shown(info)), frozenset(files)
+
+
+def record_files(site: str, text: str) -> set[str]:
+    """The files a RECORD's ``text`` lists, each as ``os.path.normpath`` joins it to the
+    ``site`` folder. Text, not Path: torch's RECORD alone lists 12,000 files; a plain
+    relative row ("torch/lib/x.so") needs no normalising, the rest ("../../bin/x") does."""
+    base, join, normpath = site.rstrip("/") + "/", os.path.join, os.path.normpath
+    return {
+        base + row[0] if _PLAIN.fullmatch(row[0]) else normpath(join(base, row[0]))
+        for row in csv.reader(io.StringIO(text))
+        if row and row[0]
+    }
 
 
 def _metadata(info: Path) -> tuple[str, str]:
@@ -202,7 +218,7 @@ def audit_paths(
     jobs: list[_Job] = []
     for path in paths:
         if path.is_dir():
-            jobs += _root(path)
+            jobs += _root(path, cache=cache)
         elif path.suffix == ".whl":
             jobs.append(_wheels([path]))
         elif path.suffix == ".txt" and path.is_file():
@@ -224,7 +240,9 @@ def audit_root(
     digests: bool = True,
 ) -> Audit:
     """One folder tree (a venv, a site-packages folder, an image laid out in a folder)."""
-    return _read(_root(root), _Reading(names, scan, limits or Limits.from_env(), cache, digests))
+    return _read(
+        _root(root, cache=cache), _Reading(names, scan, limits or Limits.from_env(), cache, digests)
+    )
 
 
 Reports = Iterator[tuple[ArtifactReport, ...]]
@@ -253,13 +271,15 @@ def _read(jobs: list[_Job], how: _Reading) -> Audit:
     return audit
 
 
-def _root(root: Path) -> list[_Job]:
+def _root(root: Path, *, cache: bool = False) -> list[_Job]:
     """A folder tree's files by owner (its distributions' RECORD files, else their
-    folder), and the wheels in it: each wheel a distribution."""
+    folder), and the wheels in it: each wheel a distribution. With ``cache``, the walk
+    remembers what each file is (gate.reader.walkcache)."""
     wheels: list[Path] = []
     errors: list[str] = []
     readable: list[artifacts.Found | artifacts.Unreadable] = []
-    for found in artifacts.discover([root]):
+    memo = _memo(root) if cache else None
+    for found in artifacts.discover([root], memo):
         if isinstance(found, artifacts.Unreadable):
             errors.append(found.message)
         elif found.kind != "zip":
@@ -277,6 +297,7 @@ def _root(root: Path) -> list[_Job]:
                 for f in files:
                     owners.setdefault(f, dist)
         owned: dict[Distribution, list[tuple[ArtifactReport, str]]] = {d: [] for d in order}
+        sites = {d: Path(d.source).parent for d in order}
         loose: dict[str, list[tuple[ArtifactReport, str]]] = {}
         for found, got in zip(readable, reports, strict=True):
             if not isinstance(found, artifacts.Found):
@@ -284,13 +305,14 @@ def _root(root: Path) -> list[_Job]:
             owner = owners.get(os.path.normpath(found.path))
             for report in got:
                 if owner is not None:
-                    site = Path(owner.source).parent
-                    owned[owner].append((report, _relative(found.path, site, report)))
+                    owned[owner].append((report, _relative(found.path, sites[owner], report)))
                 else:
                     parent = found.path.parent
                     folder = shown(parent.relative_to(root)) if found.path != root else "."
                     item = (report, _relative(found.path, root, report))
                     loose.setdefault(folder, []).append(item)
+        if memo is not None:  # after the reads: they remembered each file's SHA-256
+            memo.save()
         groups = [_group(d, owned[d]) for d in order]
         for folder, items in sorted(loose.items()):
             dist = Distribution(f"{folder}/" if folder != "." else "./", "-", Owner.FOLDER, folder)
@@ -300,10 +322,25 @@ def _root(root: Path) -> list[_Job]:
     return [_Job(readable, assemble), _wheels(wheels)]
 
 
+def _memo(root: Path) -> Kinds | None:
+    from gate.reader.cache import cache_dir  # noqa: PLC0415  (the cache imports the reader)
+    from gate.reader.walkcache import Kinds  # noqa: PLC0415
+
+    try:
+        return Kinds(os.path.realpath(root), cache_dir())
+    except (OSError, ValueError):
+        return None
+
+
 def _relative(path: Path, base: Path, report: ArtifactReport) -> str:
     """A report's path inside its group: relative to the site-packages or root folder,
     with an archive member's name kept."""
-    rel = shown(os.path.relpath(path, base))
+    text, under = os.fspath(path), os.fspath(base)
+    # Every path here lies under its base: a prefix cut is relpath's answer, cheaper.
+    if under != "/" and text.startswith(under + "/") and not _DOTS.search(text):
+        rel = shown(text[len(under) + 1 :])
+    else:
+        rel = shown(os.path.relpath(path, base))
     shown_path = shown(path)
     return rel + report.path[len(shown_path) :] if report.path.startswith(shown_path) else rel
 

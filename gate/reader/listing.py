@@ -9,11 +9,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from gate.reader.wording import kernels_by, no_code_for, plural
 from gate.rules.routes import Path, Route, general, judge, ptx_route, route
 from gate.rules.targets import Capability, Target, Version
+
+# Libraries repeat a few target sets thousands of times (flashinfer-cubin: 15,970 cubins
+# over a dozen targets; every kernel group of a large library): each set is routed once
+# per device. The rule is pure and its arguments are immutable.
+_route = lru_cache(maxsize=1 << 12)(route)
 
 
 class Kind(enum.Enum):
@@ -287,7 +292,7 @@ class Listing:
 
     def target_route(self, cap: Capability) -> Route:
         """The best route any target of the artifact gives ``cap`` (no kernel names needed)."""
-        return route(self.targets(Kind.SASS), self._index.ptx, cap)
+        return _route(self.targets(Kind.SASS), self._index.ptx, cap)
 
     def missing_kernels(self) -> dict[str, list[str]]:
         """For each plain SASS, then PTX target, the kernels of the plain builds it lacks
@@ -307,11 +312,22 @@ class Listing:
                         sass.append(target)
                     else:
                         ptx.append((target, isa))
-            out.append((route(tuple(sass), tuple(ptx), cap), names))
+            out.append((_route(tuple(sass), tuple(ptx), cap), names))
         return out
 
+    @cached_property
+    def _predictions(self) -> dict[tuple[Capability, Version | None], DevicePrediction]:
+        return {}
+
     def predict(self, cap: Capability, driver: Version | None = None) -> DevicePrediction:
-        """The route each kernel takes on ``cap`` (SASS first, then PTX JIT), kernels sorted."""
+        """The route each kernel takes on ``cap`` (SASS first, then PTX JIT), kernels sorted;
+        computed once per device and driver (a verdict and its rule both ask)."""
+        known = self._predictions.get((cap, driver))
+        if known is None:
+            known = self._predictions[cap, driver] = self._predict(cap, driver)
+        return known
+
+    def _predict(self, cap: Capability, driver: Version | None) -> DevicePrediction:
         of: dict[str, Route] = {}
         for r, names in self._mask_routes(cap):
             of.update(dict.fromkeys(names, r))

@@ -87,7 +87,13 @@ def read_each(
     asked for: the caller can do other work while it reads.
     """
     how = _How(names, scan, limits, cache, digests)
-    known = [_known(f, names=names, scan=scan, digests=digests) if cache else None for f in found]
+    if cache:
+        from gate.reader.cache import cache_dir  # noqa: PLC0415  (the cache imports the reader)
+
+        folder = cache_dir()
+        known = [_known(f, names=names, scan=scan, digests=digests, folder=folder) for f in found]
+    else:
+        known = [None] * len(found)
     todo = [i for i, k in enumerate(known) if k is None and isinstance(found[i], artifacts.Found)]
     sizes = {i: _size(found[i]) for i in todo}
     large = [i for i in todo if sizes[i] >= SMALL_FILE]
@@ -199,7 +205,7 @@ def _work(found: list[Found], how: _How, folder: str) -> list[tuple[ArtifactRepo
 
 
 def _known(
-    found: Found, *, names: bool, scan: bool, digests: bool
+    found: Found, *, names: bool, scan: bool, digests: bool, folder: Path
 ) -> tuple[ArtifactReport, ...] | None:
     """The reports the cache holds for an unchanged file or wheel, else None."""
     if not isinstance(found, artifacts.Found) or found.kind in (None, "archive", "duplicate"):
@@ -207,10 +213,19 @@ def _known(
     if found.kind == "zip":
         from gate.reader.wheelcache import cached_wheel  # noqa: PLC0415
 
-        return cached_wheel(found.path, names=names, scan=scan, digests=digests)
-    from gate.reader.cache import cached_file  # noqa: PLC0415
+        return cached_wheel(found.path, names=names, scan=scan, digests=digests, folder=folder)
+    from gate.reader.cache import cached_file, known_report  # noqa: PLC0415
 
-    hit = cached_file(found.path, names=names, scan=scan, digests=digests, real=found.real)
+    if found.digest is not None:
+        report = known_report(
+            found.path, found.digest, found.size, names=names, scan=scan, digests=digests,
+            folder=folder,
+        )  # fmt: skip
+        if report is not None:
+            return (report,)
+    hit = cached_file(
+        found.path, names=names, scan=scan, digests=digests, real=found.real, folder=folder
+    )
     return (hit[0],) if hit is not None else None
 
 

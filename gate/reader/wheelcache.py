@@ -34,7 +34,8 @@ def inspect_wheel(
     known = cached_wheel(path, names=names, scan=scan, folder=folder, digests=digests)
     if known is not None:
         return known
-    identity = cache.identity(path)  # before reading: a wheel changed meanwhile is not kept
+    # Before reading: a wheel changed meanwhile, or just before, is not kept.
+    identity = cache.settled_identity(path)
     reports = read()
     prefix = f"{artifacts.shown(path)}!"
     if identity is None or any(r.error or not r.path.startswith(prefix) for r in reports):
@@ -102,5 +103,7 @@ def _cached(
 
 
 def _wheel_path(folder: Path, identity: str, mode: str) -> Path:
-    key = hashlib.sha256(f"{cache.reader_version()}\0{identity}".encode()).hexdigest()
+    key = hashlib.sha256(
+        f"{cache.reader_version()}\0{identity}".encode(errors="surrogateescape")
+    ).hexdigest()
     return folder / "wheels" / key[:2] / f"{key}.{mode}.json"
