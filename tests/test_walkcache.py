@@ -107,9 +107,12 @@ def _count_probes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return opened
 
 
-def _tree_documents() -> list[dict[str, object]]:
-    folder = inspection_cache.cache_dir() / "trees"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+def _remembered() -> dict[str, list[object]]:
+    """The files the one tree document of the cache remembers, by path in the tree."""
+    (entry,) = (inspection_cache.cache_dir() / "trees").glob("*.json")
+    files = json.loads(entry.read_text())["files"]
+    assert isinstance(files, dict)
+    return files
 
 
 @pytest.mark.integration
@@ -118,9 +121,7 @@ def test_a_warm_audit_opens_no_unchanged_file_and_answers_as_a_cold_one(
 ) -> None:
     cold = _audit(env)
     assert _audit(env, cache=False) == cold
-    (doc,) = _tree_documents()
-    files = doc["files"]
-    assert isinstance(files, dict)
+    files = _remembered()
     # Every file remembered, artifacts with the SHA-256 of their bytes.
     kinds = {k: (row[5], row[6]) for k, row in files.items()}
     assert kinds["lib/python3.12/site-packages/fastlib/__init__.py"] == (None, None)
@@ -147,12 +148,17 @@ def test_a_warm_audit_opens_no_unchanged_file_and_answers_as_a_cold_one(
     ]
 
 
+@pytest.fixture
+def site(env: Path) -> Path:
+    """The environment's site-packages, once it has been audited with the cache."""
+    _audit(env)
+    return env / "lib" / "python3.12" / "site-packages"
+
+
 @pytest.mark.integration
 def test_a_file_changed_added_or_removed_gives_the_cold_answer(
-    env: Path, monkeypatch: pytest.MonkeyPatch
+    env: Path, site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _audit(env)
-    site = env / "lib" / "python3.12" / "site-packages"
     # Written in place: a file of no kind becomes a cubin, a library another one.
     (site / "fastlib" / "data.bin").write_bytes(SM90A.read_bytes())
     (site / "fastlib" / "libk.so").write_bytes(SM90_PTX.read_bytes())
@@ -166,24 +172,18 @@ def test_a_file_changed_added_or_removed_gives_the_cold_answer(
     fastlib = dict(zip(warm.groups[0].members, warm.groups[0].reports, strict=True))
     assert [str(t) for t in fastlib["fastlib/data.bin"].listing.targets(Kind.SASS)] == ["sm_90a"]
     assert fastlib["fastlib/libk.so"].listing.has_ptx  # debug.fatbin's bytes now
-    (doc,) = _tree_documents()
-    files = doc["files"]
-    assert isinstance(files, dict)
+    files = _remembered()
     assert "lib/python3.12/site-packages/other/k.fatbin" not in files
     assert "lib/python3.12/site-packages/stray/new.so" in files
 
 
 @pytest.mark.integration
 def test_a_file_changed_just_before_the_walk_is_not_remembered(
-    env: Path, monkeypatch: pytest.MonkeyPatch
+    env: Path, site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _audit(env)
-    site = env / "lib" / "python3.12" / "site-packages"
     (site / "fastlib" / "data.bin").write_bytes(b"\1" * 64)  # no settling
     _audit(env)
-    (doc,) = _tree_documents()
-    files = doc["files"]
-    assert isinstance(files, dict)
+    files = _remembered()
     assert "lib/python3.12/site-packages/fastlib/data.bin" not in files
     assert "lib/python3.12/site-packages/fastlib/libk.so" in files
     # Rewritten within the same tick of the clock, its times may not move: it is opened
