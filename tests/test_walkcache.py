@@ -137,9 +137,18 @@ def test_a_warm_audit_opens_no_unchanged_file_and_answers_as_a_cold_one(
         return looked_up(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(inspection_cache, "cached_file", by_identity)
+    documents: list[str] = []
+    load = inspection_cache._load
+
+    def report_document(entry: str, *args: object, **kwargs: object) -> object:
+        documents.append(entry)
+        return load(entry, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(inspection_cache, "_load", report_document)
     warm = _audit(env)
     assert opened == []
     assert identities == []  # the walk's SHA-256 named each report
+    assert documents == []  # small reports are in the tree's own document
     assert warm == cold
     assert [g.distribution.name for g in warm.groups] == [
         "fastlib",
@@ -227,6 +236,24 @@ def test_rows_of_the_wrong_shape_are_not_believed(env: Path) -> None:
             row[6] = "0" * 64
     entry.write_text(json.dumps(doc))
     assert _audit(env) == cold
+
+
+@pytest.mark.integration
+def test_a_kept_report_is_taken_only_for_its_mode_and_only_when_it_parses(env: Path) -> None:
+    names = _audit(env)
+    headers = audit_paths([env], names=False, cache=True)
+    assert headers == audit_paths([env], names=False, cache=False)
+    assert all(not r.names for g in headers.groups for r in g.reports)
+    # The document now holds the headers-only reports: a names audit reads its own again.
+    assert _audit(env) == names
+    (entry,) = (inspection_cache.cache_dir() / "trees").glob("*.json")
+    doc = json.loads(entry.read_text())
+    assert doc["mode"] == "names-nodigest"
+    assert doc["reports"]
+    for report in doc["reports"].values():
+        report["entries"] = "damaged"
+    entry.write_text(json.dumps(doc))
+    assert _audit(env) == names  # each from its cache document, by SHA-256
 
 
 @pytest.mark.integration

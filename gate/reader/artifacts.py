@@ -17,7 +17,7 @@ import stat
 import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -84,6 +84,8 @@ class Found:
     # cache's report for those bytes can be taken without opening it), else None.
     digest: str | None = None
     size: int = 0
+    # Its report as the walk's document kept it (a cache document's "report"), if it did.
+    report: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +207,12 @@ def _probe_entry(
             st = entry.stat(follow_symlinks=False)
         except OSError:
             st = None
-        known, digest = memo.kind(real, st) if st is not None else (MISS, None)
+        known, digest, report = memo.kind(real, st) if st is not None else (MISS, None, None)
         if known is not MISS:
             if not known:
                 return None
             size = st.st_size if st is not None else 0
-            return Found(Path(entry.path), known, real, digest, size)  # type: ignore[arg-type]
+            return Found(Path(entry.path), known, real, digest, size, report)  # type: ignore[arg-type]
     kind = _kind(entry.path)
     if isinstance(kind, Unreadable):
         return kind

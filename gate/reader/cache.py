@@ -278,6 +278,15 @@ def known_report(
     return None if found is None else renamed(found, artifacts.shown(path))
 
 
+def kept_report(path: str | os.PathLike[str], doc: dict[str, Any]) -> ArtifactReport | None:
+    """A report kept by :func:`report_json` elsewhere (a walk's document), under the
+    file's name; None when it does not parse."""
+    try:
+        return renamed(report_from_json(doc), artifacts.shown(path))
+    except (ValueError, LookupError, TypeError, AttributeError, ConfigError):
+        return None
+
+
 def digest_of(real: str, fields: list[int], folder: Path) -> str | None:
     """The SHA-256 the cache remembers for the file of this real path and identity
     ``fields`` (as :func:`_identity_text` takes them), or None."""

@@ -218,7 +218,7 @@ def audit_paths(
     jobs: list[_Job] = []
     for path in paths:
         if path.is_dir():
-            jobs += _root(path, cache=cache)
+            jobs += _root(path, how)
         elif path.suffix == ".whl":
             jobs.append(_wheels([path]))
         elif path.suffix == ".txt" and path.is_file():
@@ -240,9 +240,8 @@ def audit_root(
     digests: bool = True,
 ) -> Audit:
     """One folder tree (a venv, a site-packages folder, an image laid out in a folder)."""
-    return _read(
-        _root(root, cache=cache), _Reading(names, scan, limits or Limits.from_env(), cache, digests)
-    )
+    how = _Reading(names, scan, limits or Limits.from_env(), cache, digests)
+    return _read(_root(root, how), how)
 
 
 Reports = Iterator[tuple[ArtifactReport, ...]]
@@ -271,14 +270,14 @@ def _read(jobs: list[_Job], how: _Reading) -> Audit:
     return audit
 
 
-def _root(root: Path, *, cache: bool = False) -> list[_Job]:
+def _root(root: Path, how: _Reading) -> list[_Job]:
     """A folder tree's files by owner (its distributions' RECORD files, else their
-    folder), and the wheels in it: each wheel a distribution. With ``cache``, the walk
-    remembers what each file is (gate.reader.walkcache)."""
+    folder), and the wheels in it: each wheel a distribution. With the cache on, the
+    walk remembers what each file is, and the reports of small ones (gate.reader.walkcache)."""
     wheels: list[Path] = []
     errors: list[str] = []
     readable: list[artifacts.Found | artifacts.Unreadable] = []
-    memo = _memo(root) if cache else None
+    memo = _memo(root, how) if how.cache else None
     for found in artifacts.discover([root], memo):
         if isinstance(found, artifacts.Unreadable):
             errors.append(found.message)
@@ -302,6 +301,8 @@ def _root(root: Path, *, cache: bool = False) -> list[_Job]:
         for found, got in zip(readable, reports, strict=True):
             if not isinstance(found, artifacts.Found):
                 continue
+            if memo is not None:
+                memo.keep(found.real, got)
             owner = owners.get(os.path.normpath(found.path))
             for report in got:
                 if owner is not None:
@@ -322,12 +323,14 @@ def _root(root: Path, *, cache: bool = False) -> list[_Job]:
     return [_Job(readable, assemble), _wheels(wheels)]
 
 
-def _memo(root: Path) -> Kinds | None:
-    from gate.reader.cache import cache_dir  # noqa: PLC0415  (the cache imports the reader)
+def _memo(root: Path, how: _Reading) -> Kinds | None:
+    from gate.reader.cache import cache_dir, mode_name  # noqa: PLC0415  (it imports the reader)
     from gate.reader.walkcache import Kinds  # noqa: PLC0415
 
     try:
-        return Kinds(os.path.realpath(root), cache_dir())
+        return Kinds(
+            os.path.realpath(root), cache_dir(), mode_name(how.names, how.scan, how.digests)
+        )
     except (OSError, ValueError):
         return None
 

@@ -216,6 +216,12 @@ def _known(
         return cached_wheel(found.path, names=names, scan=scan, digests=digests, folder=folder)
     from gate.reader.cache import cached_file, known_report  # noqa: PLC0415
 
+    if isinstance(found.report, dict):
+        from gate.reader.cache import kept_report  # noqa: PLC0415
+
+        kept = kept_report(found.path, found.report)
+        if kept is not None:
+            return (kept,)
     if found.digest is not None:
         report = known_report(
             found.path, found.digest, found.size, names=names, scan=scan, digests=digests,

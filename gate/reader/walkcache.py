@@ -20,7 +20,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from gate.reader.read import ArtifactReport
 
 FORMAT = "cuda-gate-walk-cache"
 # Unknown to this memo (different from None: "known, and no artifact").
@@ -35,43 +38,58 @@ _ROW = 7
 # Kinds whose reports the cache keeps by the file's SHA-256 (a wheel's are kept by the
 # wheel's identity, an archive's not at all).
 _HASHED = frozenset({"elf", "fatbin"})
+# A report kept in the document itself: at most this many entries and kernel names.
+_SMALL_ENTRIES = 16
+_SMALL_KERNELS = 256
 
 
 class Kinds:
-    """One tree's remembered answers, and the ones this walk gives, for :meth:`save`."""
+    """One tree's remembered answers, and the ones this walk gives, for :meth:`save`.
 
-    def __init__(self, root: str, folder: Path) -> None:
+    With ``mode`` (the inspection cache's mode name: names or headers, scanned or not),
+    the document also holds the reports of the tree's small files read in that mode, by
+    SHA-256 (flashinfer-cubin's 15,970 cubins of a kernel or two each): one document
+    read instead of a cache document per file.
+    """
+
+    def __init__(self, root: str, folder: Path, mode: str | None = None) -> None:
         from gate.reader.cache import reader_version  # noqa: PLC0415  (the cache imports this)
 
         self.root = root
         self.reader = reader_version()
+        self.mode = mode
         key = hashlib.sha256(f"{self.reader}\0{root}".encode(errors="surrogateescape"))
         self.folder = folder
         self.entry = folder / "trees" / f"{key.hexdigest()}.json"
-        self.known: dict[str, list[Any]] = self._load()
+        self.known, self.reports = self._load()
         self.now: dict[str, list[Any]] = {}
+        self.read: dict[str, ArtifactReport] = {}  # small files read by this audit, by key
         self.prefix = root.rstrip("/") + "/"
         self.began = time.time_ns()
 
-    def _load(self) -> dict[str, list[Any]]:
+    def _load(self) -> tuple[dict[str, list[Any]], dict[str, Any]]:
         try:
             doc = json.loads(self.entry.read_bytes())
             if doc["format"] != FORMAT or doc["reader"] != self.reader or doc["root"] != self.root:
-                return {}
-            files = doc["files"]
-            return files if isinstance(files, dict) else {}
+                return {}, {}
+            files, reports = doc["files"], doc.get("reports")
+            if not isinstance(files, dict):
+                return {}, {}
+            same = self.mode is not None and doc.get("mode") == self.mode
+            return files, reports if same and isinstance(reports, dict) else {}
         except (OSError, ValueError, LookupError, TypeError):
-            return {}
+            return {}, {}
 
     def _key(self, real: str) -> str | None:
         return real[len(self.prefix) :] if real.startswith(self.prefix) else None
 
-    def kind(self, real: str, st: os.stat_result) -> tuple[object, str | None]:
-        """What the file at ``real`` is (a kind, or None) and its SHA-256 when known, if
-        unchanged since; else ``(MISS, None)``."""
+    def kind(self, real: str, st: os.stat_result) -> tuple[object, str | None, object]:
+        """What the file at ``real`` is (a kind, or None), its SHA-256 and its kept report
+        (a cache document's ``report``) when known, if unchanged since; else
+        ``(MISS, None, None)``."""
         key = self._key(real)
         if key is None:
-            return MISS, None
+            return MISS, None, None
         row = self.known.get(key)
         if (
             not isinstance(row, list)
@@ -80,9 +98,9 @@ class Kinds:
             or not (row[5] is None or isinstance(row[5], str))
             or not (row[6] is None or isinstance(row[6], str))
         ):
-            return MISS, None
+            return MISS, None, None
         self.now[key] = row
-        return row[5], row[6]
+        return row[5], row[6], self.reports.get(row[6]) if row[6] else None
 
     def remember(self, real: str, st: os.stat_result, kind: str | None) -> None:
         """The answer the file's first bytes gave, with the identity taken before; not
@@ -92,16 +110,45 @@ class Kinds:
             ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
             self.now[key] = [*ident, kind, None]
 
+    def keep(self, real: str | None, reports: tuple[ArtifactReport, ...]) -> None:
+        """A file's reports from this audit's read: kept in the document when it is one
+        small, readable file (in this memo's mode)."""
+        key = self._key(real) if real is not None and self.mode is not None else None
+        if key is None or key not in self.now or len(reports) != 1:
+            return
+        (report,) = reports
+        entries = report.listing.entries
+        if (
+            report.error is None
+            and len(entries) <= _SMALL_ENTRIES
+            and (sum(len(e.kernels) for e in entries) <= _SMALL_KERNELS)
+        ):
+            self.read[key] = report
+
     def save(self) -> None:
         """Keep what this walk found, when it differs from what was remembered: each
         file's SHA-256 taken from the cache's identities where a read has just put it
-        (so that the next walk needs no identity document either)."""
-        from gate.reader.cache import digest_of, store  # noqa: PLC0415
+        (so that the next walk needs no identity document either), and the small files'
+        reports by that SHA-256."""
+        from gate.reader.cache import digest_of, report_json, store  # noqa: PLC0415
 
         for key, row in self.now.items():
             if row[6] is None and row[5] in _HASHED:
                 row[6] = digest_of(self.prefix + key, row[:5], self.folder)
-        if self.now == self.known:
+        digests = {row[6] for row in self.now.values() if row[6]}
+        reports = {d: r for d, r in self.reports.items() if d in digests}
+        for key, report in self.read.items():
+            digest = self.now[key][6]
+            if digest and digest not in reports:
+                reports[digest] = report_json(report)
+        if self.now == self.known and reports.keys() == self.reports.keys():
             return
-        doc = {"format": FORMAT, "reader": self.reader, "root": self.root, "files": self.now}
+        doc = {
+            "format": FORMAT,
+            "reader": self.reader,
+            "root": self.root,
+            "mode": self.mode,
+            "files": self.now,
+            "reports": reports,
+        }
         store(self.entry, doc)
