@@ -25,6 +25,7 @@ import pytest
 
 from gate.cli import main
 from gate.errors import ExitCode
+from gate.reader import walkcache
 from tests.oci_layouts import Layout, Member, whiteout
 
 pytestmark = pytest.mark.unit
@@ -239,3 +240,23 @@ def test_an_unreadable_image_is_one_line_beside_the_rest(
     assert errors[1] == "cuda-gate: error: 1 error(s) reading the environment"
     assert "Traceback" not in captured.err
     assert any(line.startswith("hopper ") for line in captured.out.splitlines())
+
+
+def test_an_image_audit_remembers_no_walk_of_its_temporary_folder(
+    image: tuple[Layout, str],
+    unpacked: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The image's files are laid out in a folder made for one audit: a tree document for
+    it would never be read again (an unpacked folder's is)."""
+    cache = tmp_path / "walk-cache"
+    monkeypatch.setenv("CUDA_GATE_CACHE_DIR", str(cache))
+    monkeypatch.setattr(walkcache, "RACY_NS", 0)  # files just written may be remembered
+    layout, _ = image
+    _document(capsys, "--names", f"oci:{layout.root}")
+    assert cache.is_dir()  # the reports were kept
+    assert not (cache / "trees").exists()
+    _document(capsys, "--names", "--by-distribution", str(unpacked))
+    assert len(list((cache / "trees").glob("*.json"))) == 1

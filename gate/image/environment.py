@@ -166,7 +166,7 @@ def audit_image(merged: Merged, how: Reading) -> Located:
     dest.mkdir(parents=True, exist_ok=True)  # an image with no candidate file writes none
     audit = audit_root(
         dest, names=how.names, scan=how.scan, limits=how.limits, cache=how.cache,
-        digests=how.digests,
+        digests=how.digests, temporary=True,
     )  # fmt: skip
     root = f"{shown(dest)}/"
     label = f"{merged.image.source}!/"

@@ -97,6 +97,9 @@ class _Reading:
     limits: Limits
     cache: bool
     digests: bool = True
+    # Whether a folder tree's walk is remembered (with the cache): not for a folder that
+    # exists only for this audit (an image's files laid out in a temporary one).
+    memo: bool = True
 
     def read_each(
         self, found: Sequence[artifacts.Found | artifacts.Unreadable]
@@ -238,9 +241,11 @@ def audit_root(
     limits: Limits | None = None,
     cache: bool = False,
     digests: bool = True,
+    temporary: bool = False,
 ) -> Audit:
-    """One folder tree (a venv, a site-packages folder, an image laid out in a folder)."""
-    how = _Reading(names, scan, limits or Limits.from_env(), cache, digests)
+    """One folder tree (a venv, a site-packages folder, an image laid out in a folder);
+    ``temporary``: a folder made for this audit alone, whose walk is not remembered."""
+    how = _Reading(names, scan, limits or Limits.from_env(), cache, digests, not temporary)
     return _read(_root(root, how), how)
 
 
@@ -277,7 +282,7 @@ def _root(root: Path, how: _Reading) -> list[_Job]:
     wheels: list[Path] = []
     errors: list[str] = []
     readable: list[artifacts.Found | artifacts.Unreadable] = []
-    memo = _memo(root, how) if how.cache else None
+    memo = _memo(root, how) if how.cache and how.memo else None
     for found in artifacts.discover([root], memo):
         if isinstance(found, artifacts.Unreadable):
             errors.append(found.message)
