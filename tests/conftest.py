@@ -79,12 +79,16 @@ def _demangler_loaded() -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh_kernel_names() -> None:
-    """Every test parses the kernel names it uses: the cache of parsed names would hide a
-    parse from the tests after the first (and hide them from ``nox -s mutation``, which
-    runs for each mutant the tests that reached the mutated function)."""
+    """Every test parses the kernel names it uses and routes the targets it reads: the
+    caches of parsed names, routed target sets and parsed targets would hide a call from
+    the tests after the first (and hide them from ``nox -s mutation``, which runs for each
+    mutant the tests that reached the mutated function)."""
+    from gate.reader import cache, listing
     from gate.rules import kernels
 
     kernels.clear_cache()
+    listing.clear_cache()  # routes worked out once per target set
+    cache.clear_parsed()  # targets and ISAs parsed once per text
 
 
 @pytest.fixture(autouse=True)

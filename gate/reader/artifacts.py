@@ -201,18 +201,12 @@ def _probe_entry(
     if real in seen:
         return None
     seen.add(real)
-    st = None
-    if memo is not None:
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            st = None
-        known, digest, report = memo.kind(real, st) if st is not None else (MISS, None, None)
+    st = _stat(entry) if memo is not None else None
+    if memo is not None and st is not None:
+        known, digest, report = memo.kind(real, st)
         if known is not MISS:
-            if not known:
-                return None
-            size = st.st_size if st is not None else 0
-            return Found(Path(entry.path), known, real, digest, size, report)  # type: ignore[arg-type]
+            was = known if isinstance(known, str) else None
+            return Found(Path(entry.path), was, real, digest, st.st_size, report) if was else None
     kind = _kind(entry.path)
     if isinstance(kind, Unreadable):
         return kind
@@ -220,6 +214,13 @@ def _probe_entry(
         memo.remember(real, st, kind)
     # A Path only for what is yielded: most files of an environment are not artifacts.
     return Found(Path(entry.path), kind, real) if kind else None
+
+
+def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    try:
+        return entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
 
 
 def file_kind(mode: int) -> str:

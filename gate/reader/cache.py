@@ -23,7 +23,6 @@ import json
 import mmap
 import os
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from gate.reader import artifacts
 from gate.reader.limits import Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import ArtifactReport, mapped, read_buffer
-from gate.reader.walkcache import RACY_NS
+from gate.reader.walkcache import settled
 from gate.rules.targets import Target, Version
 
 FORMAT = "cuda-gate-inspection-cache"
@@ -150,32 +149,20 @@ def _identity_text(real: str | Path, *fields: int) -> str:
     return "\0".join([os.fspath(real), *map(str, fields)])
 
 
-def settled(st: os.stat_result) -> bool:
-    """Whether a file with this stat last changed long enough ago for its identity to
-    be trusted later (see RACY_NS)."""
-    return max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RACY_NS
-
-
-def settled_identity(path: str | os.PathLike[str]) -> str | None:
-    """:func:`identity`, or None for a file changed just now (see RACY_NS)."""
-    try:
-        resolved = os.path.realpath(path)
-        st = os.stat(resolved)  # noqa: PTH116
-    except (OSError, RuntimeError, ValueError):
-        return None
-    return _identity_of(resolved, st) if settled(st) else None
-
-
-def identity(path: str | os.PathLike[str], real: str | None = None) -> str | None:
+def identity(
+    path: str | os.PathLike[str], real: str | None = None, *, only_settled: bool = False
+) -> str | None:
     """The identity of the file at ``path`` now (see above; ``real``: its real path, when
-    the caller knows it); None when it cannot be taken."""
+    the caller knows it); None when it cannot be taken, or with ``only_settled`` when
+    the file changed just now (gate.reader.walkcache.RACY_NS: not to be kept)."""
     resolved = _real(path, real)
     if resolved is None:
         return None
     try:
-        return _identity_of(resolved, os.stat(resolved))  # noqa: PTH116  (once per file: no Path)
+        st = os.stat(resolved)  # noqa: PTH116  (once per file: no Path)
     except (OSError, ValueError):
         return None
+    return None if only_settled and not settled(st) else _identity_of(resolved, st)
 
 
 def _identity_path(folder: Path, identity: str) -> Path:
@@ -203,16 +190,10 @@ def cached_file(
     if known_as is None:
         return None
     root = folder or cache_dir()
-    try:
-        with open(_identity_file(os.fspath(root), known_as), "rb") as f:  # noqa: PTH123
-            doc = json.loads(f.read())
-        if doc["format"] != FORMAT or doc["identity"] != known_as:
-            return None
-        digest, size = doc["sha256"], doc["size"]
-        if not isinstance(digest, str) or not isinstance(size, int):
-            return None
-    except (OSError, ValueError, KeyError, TypeError):
+    remembered = _remembered(root, known_as)
+    if remembered is None:
         return None
+    digest, size = remembered
     report = _lookup(root, digest, size, names=names, scan=scan, digests=digests)
     if report is None:
         return None
@@ -290,13 +271,21 @@ def kept_report(path: str | os.PathLike[str], doc: dict[str, Any]) -> ArtifactRe
 def digest_of(real: str, fields: list[int], folder: Path) -> str | None:
     """The SHA-256 the cache remembers for the file of this real path and identity
     ``fields`` (as :func:`_identity_text` takes them), or None."""
+    remembered = _remembered(folder, _identity_text(real, *fields))
+    return None if remembered is None else remembered[0]
+
+
+def _remembered(folder: Path, identity: str) -> tuple[str, int] | None:
+    """The SHA-256 and size an identity document keeps, or None (missing, corrupted)."""
     try:
-        with open(_identity_file(os.fspath(folder), _identity_text(real, *fields)), "rb") as f:  # noqa: PTH123
+        with open(_identity_file(os.fspath(folder), identity), "rb") as f:  # noqa: PTH123
             doc = json.loads(f.read())
-        digest = doc["sha256"]
-        return digest if doc["format"] == FORMAT and isinstance(digest, str) else None
+        if doc["format"] != FORMAT or doc["identity"] != identity:
+            return None
+        digest, size = doc["sha256"], doc["size"]
     except (OSError, ValueError, LookupError, TypeError):
         return None
+    return (digest, size) if isinstance(digest, str) and isinstance(size, int) else None
 
 
 def renamed(report: ArtifactReport, display: str) -> ArtifactReport:
@@ -412,13 +401,18 @@ _PARSED_MAX = 4096
 _KINDS = {kind.value: kind for kind in Kind}  # an unknown kind is a KeyError: entry ignored
 
 
+def clear_parsed() -> None:
+    """Forget the target and ISA texts parsed so far (the tests' isolation)."""
+    _TARGETS.clear()
+    _VERSIONS.clear()
+
+
 def report_from_json(doc: dict[str, Any]) -> ArtifactReport:
     """A report kept by :func:`report_json`, its path empty; raises on anything malformed."""
     # Entries repeat a few kinds, targets and ISAs thousands of times (torch's libraries:
     # 40,000 entries): each text is parsed once, and an empty kernel list costs nothing.
     if len(_TARGETS) + len(_VERSIONS) > _PARSED_MAX:  # bounded, whatever the cache holds
-        _TARGETS.clear()
-        _VERSIONS.clear()
+        clear_parsed()
     targets, versions = _TARGETS, _VERSIONS
     table = doc["kernel_names"]
     if not isinstance(table, list) or not all(isinstance(k, str) for k in table):

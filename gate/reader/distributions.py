@@ -47,7 +47,6 @@ _SKIP_TOP = frozenset({"proc", "sys", "dev"})
 _SITE = frozenset({"site-packages", "dist-packages"})
 # A relative path without empty, "." or ".." parts: joined to a folder, already normal.
 _PLAIN = re.compile(r"(?!/)(?!\.\.?(?:/|$))(?:[^/]+/(?!/|\.\.?(?:/|$)))*[^/]+")
-_DOTS = re.compile(r"/\.\.?(/|$)")  # a "." or ".." component, which relpath would resolve
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([^\s;#\\]+)")
 
 
@@ -343,12 +342,11 @@ def _memo(root: Path, how: _Reading) -> Kinds | None:
 def _relative(path: Path, base: Path, report: ArtifactReport) -> str:
     """A report's path inside its group: relative to the site-packages or root folder,
     with an archive member's name kept."""
-    text, under = os.fspath(path), os.fspath(base)
-    # Every path here lies under its base: a prefix cut is relpath's answer, cheaper.
-    if under != "/" and text.startswith(under + "/") and not _DOTS.search(text):
-        rel = shown(text[len(under) + 1 :])
-    else:
-        rel = shown(os.path.relpath(path, base))
+    text, prefix = os.fspath(path), os.fspath(base).rstrip("/") + "/"
+    # Every path here lies under its base: where what follows it is plain, cutting the
+    # base off gives relpath's answer, cheaper.
+    rest = text[len(prefix) :] if text.startswith(prefix) else ""
+    rel = shown(rest if _PLAIN.fullmatch(rest) else os.path.relpath(path, base))
     shown_path = shown(path)
     return rel + report.path[len(shown_path) :] if report.path.startswith(shown_path) else rel
 

@@ -21,6 +21,11 @@ from gate.rules.targets import Capability, Target, Version
 _route = lru_cache(maxsize=1 << 12)(route)
 
 
+def clear_cache() -> None:
+    """Forget the routes worked out so far (the tests' isolation: each test reaches the rule)."""
+    _route.cache_clear()
+
+
 class Kind(enum.Enum):
     """The kind of an embedded device-code entry."""
 

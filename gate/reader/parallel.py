@@ -214,11 +214,9 @@ def _known(
         from gate.reader.wheelcache import cached_wheel  # noqa: PLC0415
 
         return cached_wheel(found.path, names=names, scan=scan, digests=digests, folder=folder)
-    from gate.reader.cache import cached_file, known_report  # noqa: PLC0415
+    from gate.reader.cache import cached_file, kept_report, known_report  # noqa: PLC0415
 
     if isinstance(found.report, dict):
-        from gate.reader.cache import kept_report  # noqa: PLC0415
-
         kept = kept_report(found.path, found.report)
         if kept is not None:
             return (kept,)

@@ -33,6 +33,14 @@ MISS: Final = object()
 # changed may not hold for its content later, so it is not kept, here or in the cache's
 # identities (git's index calls such a file "racily clean"); it is read again next time.
 RACY_NS = 100_000_000
+
+
+def settled(st: os.stat_result, now: int | None = None) -> bool:
+    """Whether a file with this stat last changed long enough before ``now`` (ns; default:
+    the present) for what is learnt of it to be trusted later (RACY_NS)."""
+    return max(st.st_mtime_ns, st.st_ctime_ns) < (time.time_ns() if now is None else now) - RACY_NS
+
+
 # A row: device, inode, size, modification and change times (ns), kind, SHA-256 or None.
 _ROW = 7
 # Kinds whose reports the cache keeps by the file's SHA-256 (a wheel's are kept by the
@@ -106,7 +114,7 @@ class Kinds:
         """The answer the file's first bytes gave, with the identity taken before; not
         kept for a file changed just before this walk began (RACY_NS)."""
         key = self._key(real)
-        if key is not None and max(st.st_mtime_ns, st.st_ctime_ns) < self.began - RACY_NS:
+        if key is not None and settled(st, self.began):
             ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
             self.now[key] = [*ident, kind, None]
 

@@ -35,7 +35,7 @@ def inspect_wheel(
     if known is not None:
         return known
     # Before reading: a wheel changed meanwhile, or just before, is not kept.
-    identity = cache.settled_identity(path)
+    identity = cache.identity(path, only_settled=True)
     reports = read()
     prefix = f"{artifacts.shown(path)}!"
     if identity is None or any(r.error or not r.path.startswith(prefix) for r in reports):
