@@ -320,19 +320,50 @@ def test_containers_in_ldata_are_found_as_in_libcufft() -> None:
     assert read_buffer(elf, 0, len(elf), "x.so", scan=False).listing.entries == ()
 
 
-def test_a_large_zstd_cubin_read_through_a_temporary_file_reads_the_same(
-    monkeypatch: pytest.MonkeyPatch,
+def _lz4_fatbin(source: bytes) -> bytes:
+    """``source``'s first container rebuilt with every payload LZ4-compressed, as nvcc's
+    default (and NCCL's, CuPy's) fatbins hold them."""
+    import lz4.block
+
+    container = next(fatbin.parse_containers(source, 0, len(source), "source"))
+    body = b""
+    for e in container.entries:
+        data, lo, size = fatbin.payload(source, e, "source")
+        block = lz4.block.compress(bytes(data[lo : lo + size]), store_size=False)
+        stored = block + bytes(-len(block) % 8)
+        header = bytearray(source[e.offset : e.offset + e.header_size])
+        flags = (e.flags & ~fatbin.FLAG_ZSTD) | fatbin.FLAG_LZ4
+        struct.pack_into("<Q", header, 8, len(stored))
+        struct.pack_into("<I", header, 16, len(block))
+        struct.pack_into("<Q", header, 40, flags)
+        struct.pack_into("<Q", header, 56, size)
+        body += bytes(header) + stored
+    return struct.pack("<IHHQ", fatbin.CONTAINER_MAGIC, 1, 16, len(body)) + body
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_a_large_entry_read_through_a_temporary_file_reads_the_same(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, compression: str
 ) -> None:
-    # Past read._SPILL_BYTES a zstd cubin is streamed to a temporary file and read mapped
-    # (fatbin.spilled): the same report, digests included, as decompressed in memory.
+    # Past fatbin.SPILL_BYTES (zstd) or LZ4_SPILL_BYTES a compressed entry is decompressed
+    # into a temporary file and read mapped (fatbin.spilled; an LZ4 block by the C library
+    # through ctypes, its pages dropped while it writes): the same report, digests
+    # included, as decompressed in memory, from a buffer and from a mapped file.
     import tempfile
 
-    from gate.reader import read
-
     data = (GOLDEN / "debug.fatbin").read_bytes()
+    if compression == "lz4":
+        data = _lz4_fatbin(data)
+    file = tmp_path / "entries.fatbin"
+    file.write_bytes(data)
     whole = read_buffer(data, 0, len(data), "debug.fatbin")
-    monkeypatch.setattr(read, "_SPILL_BYTES", 0)
+    assert {e.compression for e in whole.listing.entries} == {compression}
+    assert whole.listing.kernels() == KERNELS
+    monkeypatch.setattr(fatbin, "SPILL_BYTES", 0)
+    monkeypatch.setattr(fatbin, "LZ4_SPILL_BYTES", 0)
     assert read_buffer(data, 0, len(data), "debug.fatbin") == whole
+    mapped = read_artifact(file)
+    assert mapped.listing == whole.listing
 
     # No temporary file to be had: decompressed in memory, the same again.
     def refused(*_: object, **__: object) -> None:
@@ -340,3 +371,27 @@ def test_a_large_zstd_cubin_read_through_a_temporary_file_reads_the_same(
 
     monkeypatch.setattr(tempfile, "TemporaryFile", refused)
     assert read_buffer(data, 0, len(data), "debug.fatbin") == whole
+
+
+def test_lz4_without_its_c_function_is_decompressed_in_memory_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = _lz4_fatbin((GOLDEN / "debug.fatbin").read_bytes())
+    whole = read_buffer(data, 0, len(data), "x.fatbin")
+    monkeypatch.setattr(fatbin, "LZ4_SPILL_BYTES", 0)
+    monkeypatch.setattr(fatbin, "_lz4_function", lambda: None)
+    assert read_buffer(data, 0, len(data), "x.fatbin") == whole
+
+
+def test_a_corrupted_lz4_block_decoded_into_a_file_is_bad_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    buf = bytearray(_lz4_fatbin((GOLDEN / "debug.fatbin").read_bytes()))
+    entry = _first_entry(buf)
+    header_size = struct.unpack_from("<I", buf, entry + 4)[0]
+    # The block's first sequence made a match of no literals 65,535 bytes back, before
+    # the start of the output: LZ4_decompress_safe refuses it.
+    buf[entry + header_size : entry + header_size + 3] = b"\x00\xff\xff"
+    monkeypatch.setattr(fatbin, "LZ4_SPILL_BYTES", 0)
+    with pytest.raises(BadInputError, match=r"x\.fatbin: fatbin entry at 0x10: corrupted LZ4"):
+        read_buffer(bytes(buf), 0, len(buf), "x.fatbin")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import ExitCode
+from tests.peak import run_measured
 
 GOLDEN = Path(__file__).parent / "golden"
 MB = 1 << 20
@@ -51,29 +51,12 @@ def padded_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wheel
 
 
-# Runs the command as its child and writes that child's peak RSS (kB) to argv[1]. A
-# process forked from this one would start from pytest's own peak (Linux carries the
-# high-water mark across fork and exec); this small launcher's is far below the gate's.
-_LAUNCH = """
-import os, sys
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    f.write(str(usage.ru_maxrss))
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
 def _inspect(*args: str, cwd: Path, prefix: tuple[str, ...] = ()) -> tuple[int, str, str, int]:
     """`cuda-gate inspect ARGS` as a process: exit code, stdout, stderr, its own peak RSS."""
     env = {**os.environ, "CUDA_GATE_CACHE_DIR": str(cwd / "cache")}
     gate = [sys.executable, "-m", "gate", "inspect", "--no-detect", *args]
-    peak = cwd / "peak"
-    launch = [sys.executable, "-I", "-c", _LAUNCH, str(peak), *prefix, *gate]
-    done = subprocess.run(launch, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    return done.returncode, done.stdout, done.stderr, int(peak.read_text()) * 1024
+    done, peak = run_measured([*prefix, *gate], cwd / "peak", cwd=cwd, env=env)
+    return done.returncode, done.stdout, done.stderr, peak
 
 
 @pytest.mark.parametrize("mode", [(), ("--names", "--no-cache")], ids=["headers", "names"])

@@ -14,17 +14,21 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.errors import BadInputError
-from gate.image.layout import Image, read_image
-from gate.image.merge import Entry, Merged, merge
-from gate.image.platforms import Platform
 from gate.image.source import Source, opened, parse
 from gate.reader.artifacts import shown
 from gate.reader.limits import Limits
 from gate.reader.read import ArtifactReport, Progress, read_paths
 from gate.reader.wording import plural
+
+if TYPE_CHECKING:
+    # An image's layout, layers and platforms: imported where an image is opened, so that
+    # a plain file's inspect never loads them (start-up: hashlib's OpenSSL alone is 4 MB).
+    from gate.image.layout import Image
+    from gate.image.merge import Entry, Merged
+    from gate.image.platforms import Platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +158,9 @@ def read_sources(
 
 def open_image(source: Source, work: Path, *, platform: Platform | None, limits: Limits) -> Merged:
     """The image's merged view, its candidate files written under ``work/root``."""
+    from gate.image.layout import read_image  # noqa: PLC0415  (images only: start-up)
+    from gate.image.merge import merge  # noqa: PLC0415
+
     saved = work / "saved"
     saved.mkdir()
     with opened(source, saved) as (store, runtime_digest):

@@ -34,7 +34,7 @@ class Kind(enum.Enum):
     LTOIR = "LTO IR"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeviceEntry:
     """One embedded device-code entry (a cubin, a PTX text or an LTO IR blob)."""
 

@@ -61,9 +61,10 @@ _MEMMEM = _memmem()
 
 
 @contextmanager
-def finder(buf: Buffer) -> Iterator[Finder]:
-    """A search function over ``buf``, valid inside the ``with`` block (the buffer's
-    address is held there: a mmap cannot be closed until it ends)."""
+def address(buf: Buffer) -> Iterator[int | None]:
+    """The address of ``buf``'s first byte, valid inside the ``with`` block (the buffer is
+    held there: a mmap cannot be closed until it ends); None where ctypes cannot take it
+    (no buffer interface, a closed mmap, no ctypes)."""
     view = _PyBuffer()
     try:
         held = _MEMMEM is not None and not ctypes.pythonapi.PyObject_GetBuffer(
@@ -72,10 +73,23 @@ def finder(buf: Buffer) -> Iterator[Finder]:
     except (TypeError, ValueError, BufferError):  # no buffer, or a closed mmap
         held = False
     if not held:
-        yield buf.find
+        yield None
         return
     try:
-        base, size, memmem = view.buf, view.len, _MEMMEM
+        yield view.buf or 0
+    finally:
+        ctypes.pythonapi.PyBuffer_Release(ctypes.byref(view))
+
+
+@contextmanager
+def finder(buf: Buffer) -> Iterator[Finder]:
+    """A search function over ``buf``, valid inside the ``with`` block (the buffer's
+    address is held there: a mmap cannot be closed until it ends)."""
+    with address(buf) as base:
+        if base is None:
+            yield buf.find
+            return
+        size, memmem = len(buf), _MEMMEM
 
         def find(needle: bytes, lo: int, hi: int) -> int:
             if lo < 0 or hi < 0 or not needle:  # find's own meanings: never asked here
@@ -87,5 +101,3 @@ def finder(buf: Buffer) -> Iterator[Finder]:
             return -1 if at is None else int(at) - base
 
         yield find
-    finally:
-        ctypes.pythonapi.PyBuffer_Release(ctypes.byref(view))

@@ -38,7 +38,6 @@ records its section.
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 import stat
@@ -47,6 +46,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.errors import BadInputError
 from gate.reader import artifacts, fatbin
@@ -55,6 +55,9 @@ from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile, Section
 from gate.reader.limits import Budget, Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.targets import Target, Variant, Version
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 PRIMARY_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 _SHT_PROGBITS = 1
@@ -82,12 +85,10 @@ _BATCH = 16
 _BATCH_BYTES = 4 << 20
 # Distinct payloads of one header signature kept to compare later entries against.
 _DISTINCT_COMPARED = 4
-# A zstd cubin decompressing to this much or more goes through a temporary file
-# (fatbin.spilled): libnccl.so.2 (NCCL 2.32, CUDA 13) holds six of 51-160 MB, and its
-# names run peaked at 283 MB with two threads holding one each; 64-70 MB through the
-# file (105-137 MB with 64 MB here), in about the same time. The corpus of
-# benchmarks/RESULTS.md holds 36 such cubins (2.65 GB) among 66,000 entries.
-_SPILL_BYTES = 32 << 20
+# Bytes of released ranges between two sweeps of a whole map (_releaser), and what a
+# fault may map around a range besides it (Linux: fault_around_bytes, 64 kB by default).
+_SWEEP_BYTES = 4 << 20
+_FAULT_AROUND = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -323,37 +324,31 @@ def read_buffer(
     budget = Budget(limits or Limits.from_env(), display)
     head = bytes(buf[base : base + 8])
     if head.startswith(fatbin.CONTAINER_PREFIX):
-        containers = fatbin.parse_containers(buf, base, base + size, display)
-        found = [("(fatbin)", c) for c in containers]
-        listing = _listing(buf, found, display, names, budget, digests=digests)
-        return ArtifactReport(display, "fatbin", listing=listing, names=names)
+        found = _Found(buf, display, names, budget, digests)
+        found.add("(fatbin)", fatbin.parse_containers(buf, base, base + size, display))
+        return ArtifactReport(display, "fatbin", listing=found.listing(), names=names)
     elf = ElfFile(buf, display, base, size)
     if elf.machine == EM_CUDA:
         return _cubin_report(elf, display, names=names, digests=digests)
-    found = []
+    found = _Found(buf, display, names, budget, digests)
     sections = elf.sections
     primary = next((s for name in PRIMARY_SECTIONS for s in sections if s.name == name), None)
     if primary is not None:
         start, end = elf.span(primary)
-        containers = fatbin.parse_containers(buf, start, end, display, done=_releaser(buf))
-        found += [(primary.name, c) for c in containers]
+        found.add(
+            primary.name, fatbin.parse_containers(buf, start, end, display, done=_releaser(buf))
+        )
     parsed = [elf.span(primary)] if primary is not None else []
     for section in sections if scan else ():
         if not _may_hold_containers(section):
             continue
         start, end = elf.span(section)
         for lo, hi in _outside(start, end, parsed):
-            containers = fatbin.scan_containers(buf, lo, hi, display, done=_releaser(buf))
-            found += [(section.name, c) for c in containers]
+            found.add(
+                section.name, fatbin.scan_containers(buf, lo, hi, display, done=_releaser(buf))
+            )
         parsed.append((start, end))
-    return ArtifactReport(
-        display,
-        "ELF",
-        elf.elf_class,
-        elf.machine_name,
-        _listing(buf, found, display, names, budget, digests=digests),
-        names,
-    )
+    return ArtifactReport(display, "ELF", elf.elf_class, elf.machine_name, found.listing(), names)
 
 
 def _may_hold_containers(section: Section) -> bool:
@@ -411,55 +406,77 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool, digests: bool) -> 
     )
 
 
-def _listing(
-    buf: Buffer,
-    found: list[tuple[str, fatbin.Container]],
-    display: str,
-    names: bool,
-    budget: Budget,
-    *,
-    digests: bool = True,
-) -> Listing:
-    flat = [(section, e) for section, c in found for e in c.entries]
-    decoded: list[_Decoded | None] = [None] * len(flat)
-    if names:
-        headers = [e for _, e in flat]
-        first = _first_copies(buf, headers)
-        todo = [i for i, f in enumerate(first) if f == i]
-        _decode_all(buf, headers, todo, decoded, display=display, budget=budget, digests=digests)
-        for i, f in enumerate(first):
-            if f != i:
-                decoded[i] = decoded[f]
-    # Entries sharing a header signature share kind, target, ISA and compression: work
-    # those out once per signature, not once per entry (libcublasLt: 5,666 entries, ~60
-    # signatures; enum and Target hashing made the per-entry cost add up).
-    memo: dict[tuple[int, int, int, int, int, int], _Shared] = {}
-    entries = []
-    for (section, e), d in zip(flat, decoded, strict=True):
+class _Found:
+    """The entries of one artifact's containers, gathered section by section into its
+    Listing. Headers only: each entry becomes its DeviceEntry as its container is read,
+    and the header is let go (libcufft.so.11 holds 24,453 containers in .ldata: keeping
+    every header until the end doubled what the listing held). With names, the headers
+    are kept until all are decoded (copies are found across the whole artifact)."""
+
+    def __init__(
+        self, buf: Buffer, display: str, names: bool, budget: Budget, digests: bool
+    ) -> None:
+        self.buf, self.display, self.names = buf, display, names
+        self.budget, self.digests = budget, digests
+        self.pending: list[tuple[str, fatbin.Entry]] = []
+        self.entries: list[DeviceEntry] = []
+        # Entries sharing a header signature share kind, target, ISA and compression:
+        # those are worked out once per signature, not once per entry (libcublasLt: 5,666
+        # entries, ~60 signatures; enum and Target hashing made the per-entry cost add up).
+        self.memo: dict[tuple[int, int, int, int, int, int], _Shared] = {}
+
+    def add(self, section: str, containers: Iterable[fatbin.Container]) -> None:
+        if self.names:
+            self.pending += [(section, e) for c in containers for e in c.entries]
+            return
+        make, entries = self._entry, self.entries
+        for c in containers:
+            entries += [make(section, e, None) for e in c.entries]
+
+    def listing(self) -> Listing:
+        pending, self.pending = self.pending, []
+        if pending:
+            headers = [e for _, e in pending]
+            decoded: list[_Decoded | None] = [None] * len(headers)
+            first = _first_copies(self.buf, headers)
+            todo = [i for i, f in enumerate(first) if f == i]
+            _decode_all(
+                self.buf, headers, todo, decoded,
+                display=self.display, budget=self.budget, digests=self.digests,
+            )  # fmt: skip
+            del headers
+            make = self._entry
+            for i, f in enumerate(first):
+                section, e = pending[i]
+                pending[i] = _DONE  # each header let go once its entry is made
+                self.entries.append(make(section, e, decoded[f]))
+        return Listing(tuple(self.entries))
+
+    def _entry(self, section: str, e: fatbin.Entry, d: _Decoded | None) -> DeviceEntry:
         key = (e.kind, e.flags, e.arch, e.major, e.minor, _VARIANT_KEYS[d.variant] if d else -1)
-        shared = memo.get(key)
+        shared = self.memo.get(key)
         if shared is None:
-            shared = memo[key] = _shared(e, d.variant if d else Variant.NONE)
+            shared = self.memo[key] = _shared(e, d.variant if d else Variant.NONE)
         kind, target, isa, compression, raw, debug = shared
-        entries.append(
-            DeviceEntry(
-                kind,
-                target,
-                d.kernels if d else (),
-                isa,
-                section,
-                compression,
-                e.payload_size if raw else e.compressed_size,
-                e.payload_size if raw else e.uncompressed_size,
-                d.producer if d else None,
-                debug,
-                e.ident or None,
-                d.traps if d else (),
-                d.empty if d else (),
-                d.sha256 if d else "",
-            )
+        return DeviceEntry(
+            kind,
+            target,
+            d.kernels if d else (),
+            isa,
+            section,
+            compression,
+            e.payload_size if raw else e.compressed_size,
+            e.payload_size if raw else e.uncompressed_size,
+            d.producer if d else None,
+            debug,
+            e.ident or None,
+            d.traps if d else (),
+            d.empty if d else (),
+            d.sha256 if d else "",
         )
-    return Listing(tuple(entries))
+
+
+_DONE: tuple[str, fatbin.Entry] = ("", fatbin.Entry(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", 0))
 
 
 def _decode_all(
@@ -569,14 +586,26 @@ def _keep(_lo: int, _hi: int) -> None:
 
 
 def _releaser(buf: Buffer) -> Callable[[int, int], None]:
-    """A function dropping ``buf[lo:hi]``'s pages from this process (mmap only)."""
+    """A function dropping the pages ``buf[lo:hi]`` touches from this process (a
+    read-only file map only: every mmap the reader makes)."""
     if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
         return _keep
-    page = mmap.PAGESIZE
+    page, size = mmap.PAGESIZE, len(buf)
+    released = [0]  # bytes since the last sweep; shared by the threads, approximate
 
     def release(lo: int, hi: int) -> None:
-        # Whole pages inside the range only; the pages stay in the page cache.
-        first, last = -(-lo // page) * page, hi // page * page
+        # Every page the range touches, the partial ones at its ends included, and now
+        # and then every page of the map: a fault maps the pages around it as well
+        # (fault-around), pages no range of ours names. The map is read-only and of a
+        # file: a dropped page that a neighbour or another thread still reads comes back
+        # from the page cache, never lost, and a sweep costs microseconds. With whole
+        # pages inside each range only, libcufft.so.11's 24,453 small entries in .ldata
+        # kept 60 MB of the file mapped by the time the copies had been looked for.
+        first, last = lo // page * page, min(-(-hi // page) * page, size)
+        released[0] += last - first + _FAULT_AROUND
+        if released[0] >= _SWEEP_BYTES:
+            released[0] = 0
+            first, last = 0, size
         if last > first:
             buf.madvise(mmap.MADV_DONTNEED, first, last - first)
 
@@ -593,6 +622,8 @@ def _decode(
     where = f"{display}: fatbin entry at {entry.offset:#x}"
     if entry.kind == fatbin.KIND_PTX:
         # Streamed: a PTX text is read once from the front, never held whole.
+        import hashlib  # noqa: PLC0415  (names only: OpenSSL is 4 MB of start-up)
+
         digest = hashlib.sha256()
         pieces = fatbin.payload_chunks(buf, entry, display, budget.limits, budget)
         ptx = scan_ptx(_hashed(pieces, digest) if digests else pieces, where)
@@ -600,7 +631,7 @@ def _decode(
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
         sha256 = digest.hexdigest() if digests else ""
         return _Decoded(ptx.kernels, ptx.producer, variant, sha256=sha256)
-    if entry.compression == "zstd" and entry.uncompressed_size >= _SPILL_BYTES:
+    if fatbin.spills(entry):
         with fatbin.spilled(buf, entry, display, budget.limits, budget) as (data, start, size):
             return _cubin_decoded(data, start, size, where, digests)
     data, start, size = fatbin.payload(buf, entry, display, budget.limits, budget)
@@ -623,11 +654,13 @@ def _cubin_decoded(buf: Buffer, start: int, size: int, where: str, digests: bool
 
 def _sha256(buf: Buffer, start: int, size: int) -> str:
     """The SHA-256 of ``buf[start:start+size]``, without copying it."""
+    import hashlib  # noqa: PLC0415  (names only: OpenSSL is 4 MB of start-up)
+
     with memoryview(buf) as view:
         return hashlib.sha256(view[start : start + size]).hexdigest()
 
 
-def _hashed(pieces: Iterable[bytes], digest: hashlib._Hash) -> Iterator[bytes]:
+def _hashed(pieces: Iterable[bytes], digest: _Hash) -> Iterator[bytes]:
     """``pieces`` as they are, the text up to its first NUL added to ``digest``.
 
     scan_ptx asks for no piece after the one holding the NUL: the digest covers the text

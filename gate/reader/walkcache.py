@@ -15,7 +15,6 @@ differs, atomically; one that is corrupted, foreign or of another version is ign
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -61,6 +60,8 @@ class Kinds:
     """
 
     def __init__(self, root: str, folder: Path, mode: str | None = None) -> None:
+        import hashlib  # noqa: PLC0415  (a walk with the cache only: OpenSSL is 4 MB)
+
         from gate.reader.cache import reader_version  # noqa: PLC0415  (the cache imports this)
 
         self.root = root

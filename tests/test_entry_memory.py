@@ -1,0 +1,70 @@
+"""A large LZ4 entry costs memory independent of its size: a real process, real rusage.
+
+An LZ4 block cannot be streamed, and decompressing one whole in the heap made CuPy's
+thrust module (a 35.6 MB PTX text) and NCCL's CUDA 12 library (cubins of up to 134 MB)
+the corpus's largest peaks. Past fatbin.LZ4_SPILL_BYTES the C library decodes the block
+into a temporary file's map while a thread drops the pages written, and the text is read
+back in pieces, each one's pages dropped in turn.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from pathlib import Path
+
+import lz4.block
+import pytest
+
+from gate.reader import fatbin
+from tests.peak import run_measured
+
+MB = 1 << 20
+# The text: about 124 MB, which LZ4 barely shrinks (hexadecimal noise).
+TEXT_MB = 60
+# Python and the gate's imports take about 20 MB; the text held whole once would be 124.
+PEAK_BOUND = 64 * MB
+
+pytestmark = pytest.mark.integration
+
+
+def _ptx_fatbin(path: Path) -> int:
+    """A fatbin of one LZ4 PTX entry: kernels ``first`` and ``last`` around 124 MB of
+    comment lines. Returns the text's size."""
+    noise = os.urandom(TEXT_MB * MB).hex().encode()
+    lines = b"".join(b"// " + noise[i : i + 120] + b"\n" for i in range(0, len(noise), 120))
+    text = (
+        b".version 8.0\n.target sm_80\n.address_size 64\n\n"
+        b".visible .entry first()\n{\n ret;\n}\n" + lines + b".visible .entry last()\n{\n ret;\n}\n"
+    )
+    block = lz4.block.compress(text, store_size=False)
+    stored = block + bytes(-len(block) % 8)
+    header = struct.pack(
+        "<HHIQIIHHIIIQQQ", fatbin.KIND_PTX, 0x101, 64, len(stored), len(block), 0, 0, 8, 80,
+        0, 0, fatbin.FLAG_64BIT | fatbin.FLAG_LZ4, 0, len(text),
+    )  # fmt: skip
+    body = header + stored
+    path.write_bytes(struct.pack("<IHHQ", fatbin.CONTAINER_MAGIC, 1, 16, len(body)) + body)
+    return len(text)
+
+
+def test_a_large_lz4_ptx_text_is_read_in_a_fraction_of_its_size(tmp_path: Path) -> None:
+    file = tmp_path / "large.fatbin"
+    size = _ptx_fatbin(file)
+    argv = [
+        sys.executable,
+        "-m",
+        "gate",
+        "inspect",
+        "--no-detect",
+        "--names",
+        "--no-cache",
+        str(file),
+    ]
+    env = {**os.environ, "CUDA_GATE_CACHE_DIR": str(tmp_path / "cache")}
+    done, peak = run_measured(argv, tmp_path / "peak", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1 PTX, 0 LTO IR, 2 kernels" in done.stdout
+    print(f"\npeak {peak / MB:.0f} MB for a {size / MB:.0f} MB LZ4 PTX text")
+    assert peak < PEAK_BOUND, f"peak RSS {peak / MB:.0f} MB reading a {size / MB:.0f} MB text"
