@@ -248,6 +248,7 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="print only, keep RESULTS.md")
     args = parser.parse_args()
     tool = cuobjdump.find()
+    bench_inspect.bytecode()
     where = bench_inspect.machine()
     dists = prepare(args.cache, args.work)
     folders, owners = link_all(dists, args.work.resolve() / TOTAL)

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_inspect  # noqa: E402
-from bench_inspect import machine  # noqa: E402
+from bench_inspect import bytecode, machine  # noqa: E402
 
 from gate import cuobjdump  # noqa: E402
 
@@ -190,6 +190,7 @@ def main() -> int:
     parser.add_argument("--memory", action="store_true", help="(how `nox -s bench` picks this)")
     args = parser.parse_args()
     tool = cuobjdump.find()
+    bytecode()
     inputs = args.inputs or fetch(args.cache)
     where = machine()
     rows = []
