@@ -19,6 +19,20 @@ from collections.abc import Iterator, Sequence
 from gate import __version__
 from gate.errors import ExitCode, GateError, Interrupted
 
+# The import name of each distribution cuda-gate depends on ([project] dependencies in
+# pyproject.toml; tests/test_cli_dependencies.py keeps the two equal). A broken install
+# that lacks one is said in one line, not as a traceback from deep in the reader.
+DEPENDENCIES = {
+    "lz4": "lz4",
+    "zstandard": "zstandard",
+    "cryptography": "cryptography",
+    "boto3": "boto3",
+    "botocore": "boto3",
+    "requests": "requests",
+    "jsonschema": "jsonschema",
+    "cxxfilt": "cxxfilt",
+}
+
 COMMANDS = (
     "run",
     "inspect",
@@ -91,6 +105,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         return _stdout_closed()
+    except ModuleNotFoundError as e:
+        distribution = DEPENDENCIES.get((e.name or "").partition(".")[0])
+        if distribution is None:
+            raise
+        print(
+            f"cuda-gate: error: the Python module {e.name} is missing from this installation "
+            f"(cuda-gate depends on {distribution}; reinstall it: pip install --force-reinstall "
+            f"{distribution})",
+            file=sys.stderr,
+        )
+        return int(ExitCode.TOOL)
 
 
 def _stdout_closed() -> int:
