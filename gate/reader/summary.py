@@ -52,6 +52,19 @@ def predict(
     return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, route),), driver)
 
 
+def routes(report: ArtifactReport, cap: Capability) -> tuple[Route, ...]:
+    """The distinct routes of the report's kernels on ``cap`` (with names), or the one
+    route standing for every kernel (without); empty when there is no kernel to route.
+    The routes :func:`predict` gives, each once, in the order it first gives them: what
+    the rules over routes need, without building a prediction per kernel."""
+    listing = report.listing
+    if report.names:
+        return listing.kernel_routes(cap)
+    if not listing.targets(Kind.SASS) and not listing.has_ptx:
+        return ()
+    return (listing.target_route(cap),)
+
+
 def verdict(report: ArtifactReport, prediction: DevicePrediction) -> str:
     """The device's verdict; every count in it true (per target, none is given)."""
     if not prediction.kernels:
@@ -94,12 +107,13 @@ def unmet(
     """
     if report.error is not None:
         return None
-    prediction = predict(report, cap, driver)
-    if not prediction.kernels:
+    found = routes(report, cap)
+    if not found:
         return f"{report.path}: {_no_kernels(report.listing)}: nothing in it runs on {cap}"
     strict = per_kernel and report.names
-    if judge((k.route for k in prediction.kernels), driver, per_kernel=strict):
+    if judge(found, driver, per_kernel=strict):
         return None
+    prediction = predict(report, cap, driver)  # to say why, kernel by kernel
     if not strict:
         return f"{report.path}: nothing in it runs on {cap}: {verdict(report, prediction)}"
     return f"{report.path}: on {cap}: {prediction.verdict()}"

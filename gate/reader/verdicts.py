@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from gate.reader.distributions import Group
 from gate.reader.listing import Kind
 from gate.reader.read import ArtifactReport
-from gate.reader.summary import predict, target_text, unmet
+from gate.reader.summary import routes, target_text, unmet
 from gate.reader.variants import Selector, VariantSet, find_sets
 from gate.rules.routes import Path, Route
 from gate.rules.targets import Capability, Version
@@ -142,11 +142,10 @@ def outcome(
     """One artifact with device code on ``cap``: the worst route its kernels expected
     there take (all only for other devices: that), and the require-device rule's reason."""
     reason = unmet(report, cap, per_kernel=strict, driver=driver)
-    prediction = predict(report, cap, driver)
-    routes = [k.route for k in prediction.kernels]
-    if not routes:
+    found = routes(report, cap)
+    if not found:
         return Outcome(Category.NOTHING, None, reason)
-    expected = [r for r in routes if r.expected()] or routes
+    expected = [r for r in found if r.expected()] or list(found)
     worst = max(expected, key=lambda r: _RANK[_OF_PATH[r.path]])
     return Outcome(_OF_PATH[worst.path], worst, reason)
 
@@ -164,12 +163,18 @@ def judge_group(
     sets = find_sets(group.members)
     in_set = {v.path for s in sets for v in s.variants}
     by_member = dict(zip(group.members, group.reports, strict=True))
+    # What each library carries is the same on every device: worded once (and only when
+    # there is a device to answer for).
+    alone = [
+        (member, report, targets_text(report))
+        for member, report in zip(group.members, group.reports, strict=True)
+        if caps and member not in in_set and has_code(report)
+    ]
     devices = []
     for cap in caps:
         parts = [
-            Part(member, outcome(report, cap, strict=strict, driver=driver), targets_text(report))
-            for member, report in zip(group.members, group.reports, strict=True)
-            if member not in in_set and has_code(report)
+            Part(member, outcome(report, cap, strict=strict, driver=driver), carried)
+            for member, report, carried in alone
         ]
         for s in sets:
             part = _set_part(s, by_member, cap, runtime=runtime, strict=strict, driver=driver)
