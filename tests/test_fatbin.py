@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zipfile
 from pathlib import Path
@@ -199,6 +200,26 @@ def test_scan_finds_containers_outside_nv_fatbin_and_skips_lookalikes() -> None:
     found = list(fatbin.scan_containers(blob, 0, len(blob), "blob", chunk=16))
     assert [c.offset for c in found] == [len(blob) - len(real)]
     assert len(found[0].entries) == 2
+
+
+@pytest.mark.parametrize("gap", [0, 8, 24, 25, 31, 32, 33, 39, 40, 41, 64, 4096])
+@pytest.mark.parametrize("filler", [b"\0", b"\x50", b"\xed"])
+def test_scan_finds_every_container_whatever_lies_between(gap: int, filler: bytes) -> None:
+    # Containers a few bytes apart are looked for near the last one before a full search
+    # (cuFFT's 24,454): each must still be found, and only they, whatever the gap holds,
+    # including a partial magic that runs up to the next container or across the window.
+    real = (GOLDEN / "debug.fatbin").read_bytes()
+    between = (filler * gap)[:gap]
+    if gap >= 4:
+        between = between[:-4] + fatbin.CONTAINER_PREFIX[:4]  # a lookalike's first bytes
+    blob = real + between + real + between + real + between
+    with mmap.mmap(-1, len(blob)) as mapped:
+        mapped.write(blob)
+        for buf in (blob, mapped):
+            found = list(fatbin.scan_containers(buf, 0, len(blob), "blob"))
+            step = len(real) + len(between)
+            assert [c.offset for c in found] == [0, step, 2 * step]
+            assert all(len(c.entries) == 2 for c in found)
 
 
 def test_impossible_lz4_ratio_is_refused_before_allocating() -> None:
