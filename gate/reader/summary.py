@@ -53,10 +53,11 @@ def predict(
 
 
 def routes(report: ArtifactReport, cap: Capability) -> tuple[Route, ...]:
-    """The distinct routes of the report's kernels on ``cap`` (with names), or the one
+    """The routes of the report's kernels on ``cap``, one per group of kernels found in
+    the same places (with names; equal routes of two groups both appear), or the one
     route standing for every kernel (without); empty when there is no kernel to route.
-    The routes :func:`predict` gives, each once, in the order it first gives them: what
-    the rules over routes need, without building a prediction per kernel."""
+    Every route :func:`predict` gives, in the order it first gives them: what the rules
+    over routes need, without building a prediction per kernel."""
     listing = report.listing
     if report.names:
         return listing.kernel_routes(cap)
