@@ -19,6 +19,7 @@ import pytest
 from gate.cli import main
 from gate.errors import ExitCode
 from gate.reader.distributions import Owner, audit_root, is_environment, pinned
+from gate.reader.summary import unmet
 from gate.reader.variants import Selector, find_sets
 from gate.reader.verdicts import judge_all
 from gate.rules.targets import Capability, Version
@@ -247,6 +248,33 @@ def test_json_keeps_the_grouping_and_validates(
     (s,) = by["quant"]["variant_sets"]
     assert [b["label"] for b in s["builds"]] == ["cuda118", "cuda128", "cpu"]
     assert doc["summary"]["12.1"]["compatible SASS"] == 2
+
+
+def test_json_says_why_each_failing_file_fails_in_the_rule_s_words(
+    venv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The reasons are worded only when shown (a text report prints none of them): the
+    # document still carries each one, as the require-device rule words it for that file.
+    assert main(["inspect", "--no-detect", "--json", "--device", "12.1", "--device", "9.0",
+                 str(venv)]) == 0  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    parts = {
+        (d["name"], dev["capability"], p["name"]): p
+        for d in doc["distributions"]
+        for dev in d["devices"]
+        for p in dev["parts"]
+    }
+    libh = next(r for r in audit_root(venv).groups if r.distribution.name == "hopper")
+    report = dict(zip(libh.members, libh.reports, strict=True))["hopper/libh.so"]
+    failing = parts["hopper", "12.1", "hopper/libh.so"]
+    assert failing["passes"] is False
+    assert failing["reason"] == unmet(report, Capability(12, 1))
+    assert failing["reason"].endswith(
+        "hopper/libh.so: nothing in it runs on 12.1: nothing built for this device "
+        "(only a/f builds for other devices)"
+    )
+    assert parts["hopper", "9.0", "hopper/libh.so"]["reason"] is None
+    assert parts["hopper", "9.0", "hopper/libh.so"]["passes"] is True
 
 
 def test_a_folder_of_wheels_and_a_lock_are_read_by_distribution(

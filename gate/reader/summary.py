@@ -106,18 +106,37 @@ def unmet(
     project's own code; needs names) every kernel built for ``cap`` needs code there. A
     file with nothing to judge (no device code, LTO IR only, no kernels) fails too.
     """
+    why = failure(report, cap, per_kernel=per_kernel, driver=driver)
+    return None if why is None else why()
+
+
+def failure(
+    report: ArtifactReport,
+    cap: Capability,
+    *,
+    per_kernel: bool = False,
+    driver: Version | None = None,
+) -> Callable[[], str] | None:
+    """:func:`unmet`'s rule, its words put off: None when ``report`` passes, else what
+    says why when called. An environment audit judges every file on every device and
+    prints few of the reasons (flashinfer-cubin: 15,970 cubins that run on neither 12.1
+    nor 9.0, each reason a prediction per kernel)."""
     if report.error is not None:
         return None
     found = routes(report, cap)
     if not found:
-        return f"{report.path}: {_no_kernels(report.listing)}: nothing in it runs on {cap}"
+        return lambda: f"{report.path}: {_no_kernels(report.listing)}: nothing in it runs on {cap}"
     strict = per_kernel and report.names
     if judge(found, driver, per_kernel=strict):
         return None
-    prediction = predict(report, cap, driver)  # to say why, kernel by kernel
-    if not strict:
-        return f"{report.path}: nothing in it runs on {cap}: {verdict(report, prediction)}"
-    return f"{report.path}: on {cap}: {prediction.verdict()}"
+
+    def words() -> str:
+        prediction = predict(report, cap, driver)  # to say why, kernel by kernel
+        if not strict:
+            return f"{report.path}: nothing in it runs on {cap}: {verdict(report, prediction)}"
+        return f"{report.path}: on {cap}: {prediction.verdict()}"
+
+    return words
 
 
 def _route_json(r: Route) -> dict[str, Any]:

@@ -15,13 +15,14 @@ device and passes (it is said, not failed: ``no device code``).
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from gate.reader.distributions import Group
 from gate.reader.listing import Kind
 from gate.reader.read import ArtifactReport
-from gate.reader.summary import routes, target_text, unmet
+from gate.reader.summary import failure, routes, target_text
 from gate.reader.variants import Selector, VariantSet, find_sets
 from gate.rules.routes import Path, Route
 from gate.rules.targets import Capability, Version
@@ -52,17 +53,33 @@ _OF_PATH = {
 _RANK = {c: i for i, c in enumerate(Category)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Outcome:
     """One artifact on one device: its category, the route behind it, pass or why not."""
 
     category: Category
     route: Route | None  # None when there is no kernel to route (LTO IR only)
-    reason: str | None  # why it fails a required device; None when it passes
+    # Why it fails a required device, or what says it when called (worded only when
+    # shown: see gate.reader.summary.failure); None when it passes.
+    why: str | Callable[[], str] | None
 
     @property
     def passes(self) -> bool:
-        return self.reason is None
+        return self.why is None
+
+    @cached_property
+    def reason(self) -> str | None:
+        """Why it fails a required device; None when it passes."""
+        return self.why() if callable(self.why) else self.why
+
+    def _key(self) -> tuple[Category, Route | None, str | None]:
+        return (self.category, self.route, self.reason)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Outcome) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def detail(self) -> str:
         """``exact SASS (sm_121)``, ``PTX JIT (compute_90, ISA 9.0, driver >= 13.0)``."""
@@ -141,7 +158,7 @@ def outcome(
 ) -> Outcome:
     """One artifact with device code on ``cap``: the worst route its kernels expected
     there take (all only for other devices: that), and the require-device rule's reason."""
-    reason = unmet(report, cap, per_kernel=strict, driver=driver)
+    reason = failure(report, cap, per_kernel=strict, driver=driver)
     found = routes(report, cap)
     if not found:
         return Outcome(Category.NOTHING, None, reason)
