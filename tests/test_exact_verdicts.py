@@ -317,3 +317,24 @@ def test_a_library_judged_as_a_whole_by_default_and_per_kernel_with_strict(
         f"{lib}: on 12.1: no code for 1 of 2 kernels (ampere); 1 kernel only for other devices"
         in strict.stderr
     )
+    # The same library as a distribution's, in an environment: the audit judges it by the
+    # same rule, as a whole by default and per kernel with --strict.
+    site = tmp_path / "env" / "lib" / "python3.12" / "site-packages"
+    (site / "vlib").mkdir(parents=True)
+    shutil.copyfile(lib, site / "vlib" / "libv.so")
+    info = site / "vlib-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vlib\nVersion: 1.0\n")
+    (info / "RECORD").write_text("vlib/libv.so,,\nvlib-1.0.dist-info/METADATA,,\n")
+    env = str(tmp_path / "env")
+    audit = gate(*base, env, cwd=tmp_path)
+    assert audit.returncode == 0, audit.stderr
+    audit_strict = gate(*base, "--strict", "--json", env, cwd=tmp_path)
+    assert audit_strict.returncode == 1
+    assert "vlib 1.0: does not run on 12.1: nothing runs there in vlib/libv.so" in (
+        audit_strict.stderr
+    )
+    (part,) = json.loads(audit_strict.stdout)["distributions"][0]["devices"][0]["parts"]
+    assert part["reason"].endswith(
+        "libv.so: on 12.1: no code for 1 of 2 kernels (ampere); 1 kernel only for other devices"
+    )
