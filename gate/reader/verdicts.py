@@ -4,9 +4,10 @@ Each library of a distribution that carries device code is one *part*; a set of
 runtime-selected builds (:mod:`gate.reader.variants`) is one part too, answered by the
 builds that may be loaded (all of them, or the one a given CUDA runtime loads), best
 first: old builds are alternatives, never missing code. A part's route on a device is
-the worst route among its kernels (per target without ``--names``), from the decision
-core (:mod:`gate.rules.routes`); whether it passes is the rule ``inspect
---require-device`` judges every artifact by (:func:`gate.reader.summary.unmet`).
+the best route among its kernels (its best target's without ``--names``; with
+``--strict`` the worst among the kernels built for the device), from the decision core
+(:mod:`gate.rules.routes`); whether it passes is the rule ``inspect --require-device``
+judges every artifact by (:func:`gate.reader.summary.unmet`).
 
 A distribution passes a device when every part does; one with no device code needs no
 device and passes (it is said, not failed: ``no device code``).
@@ -24,7 +25,7 @@ from gate.reader.listing import Kind
 from gate.reader.read import ArtifactReport
 from gate.reader.summary import failure, routes, target_text
 from gate.reader.variants import Selector, VariantSet, find_sets
-from gate.rules.routes import Path, Route
+from gate.rules.routes import Path, Route, route
 from gate.rules.targets import Capability, Version
 
 
@@ -156,15 +157,39 @@ def has_code(report: ArtifactReport) -> bool:
 def outcome(
     report: ArtifactReport, cap: Capability, *, strict: bool = False, driver: Version | None = None
 ) -> Outcome:
-    """One artifact with device code on ``cap``: the worst route its kernels expected
-    there take (all only for other devices: that), and the require-device rule's reason."""
+    """One artifact with device code on ``cap``: its route there, and the require-device
+    rule's reason.
+
+    Where some kernel has usable code there (SASS, or PTX its driver can JIT), the route
+    is the best of those, as the decision core ranks their targets: the rule judges the
+    artifact as a whole, and a library that picks its kernels per device (cuBLAS carries
+    kernels built only for sm_75 beside its sm_90 and sm_121 ones) runs that way; without
+    kernel names it is the route of its best target. Otherwise, and with ``strict``
+    (every kernel built for the device needs code there), it is the worst route its
+    kernels expected there take (all only for other devices: that).
+    """
     reason = failure(report, cap, per_kernel=strict, driver=driver)
     found = routes(report, cap)
     if not found:
         return Outcome(Category.NOTHING, None, reason)
-    expected = [r for r in found if r.expected()] or list(found)
-    worst = max(expected, key=lambda r: _RANK[_OF_PATH[r.path]])
-    return Outcome(_OF_PATH[worst.path], worst, reason)
+    usable = [r for r in found if r.usable(driver)]
+    if usable and not strict:
+        chosen = _best(usable, cap)
+    else:
+        expected = [r for r in found if r.expected()] or list(found)
+        chosen = max(expected, key=lambda r: _RANK[_OF_PATH[r.path]])
+    return Outcome(_OF_PATH[chosen.path], chosen, reason)
+
+
+def _best(usable: Sequence[Route], cap: Capability) -> Route:
+    """The best of routes that run on ``cap``, by the decision core's own rule applied to
+    their targets (the SASS it prefers, else the PTX it JITs): what a headers-only read
+    answers when the best target holds a kernel."""
+    sass = tuple(r.target for r in usable if r.path.is_native and r.target is not None)
+    ptx = tuple(
+        (r.target, r.ptx_isa) for r in usable if r.path is Path.PTX_JIT and r.target is not None
+    )
+    return route(sass, ptx, cap)
 
 
 def judge_group(

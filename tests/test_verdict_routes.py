@@ -1,0 +1,150 @@
+"""How one library is answered on one device in an environment audit (gate.reader.verdicts).
+
+Without --strict the audit judges a library as a whole, as the run judges vendor
+libraries: it passes when something in it runs, and its route is the best route any of
+its kernels takes. cuBLAS carries kernels built only for sm_75 beside its sm_90 and
+sm_121 ones; it runs natively on 12.1 and 9.0, and reading its kernel names must not turn
+that answer into "nothing for this device". With --strict every kernel built for the
+device needs code there, and the worst route stands.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gate.reader.listing import DeviceEntry, Kind, Listing, clear_cache
+from gate.reader.read import ArtifactReport
+from gate.reader.verdicts import Category, outcome
+from gate.rules.targets import Capability, Target, Version
+
+pytestmark = pytest.mark.unit
+
+
+def _sass(target: str, *kernels: str) -> DeviceEntry:
+    return DeviceEntry(Kind.SASS, Target.parse(target), kernels)
+
+
+def _ptx(target: str, isa: Version, *kernels: str) -> DeviceEntry:
+    return DeviceEntry(Kind.PTX, Target.parse(target), kernels, isa)
+
+
+def _report(*entries: DeviceEntry, names: bool = True) -> ArtifactReport:
+    if not names:
+        entries = tuple(
+            DeviceEntry(e.kind, e.target, (), e.ptx_isa) for e in entries
+        )  # a headers-only read: targets, no kernels
+    return ArtifactReport("lib.so", "ELF", 64, "x86-64", Listing(tuple(entries)), names)
+
+
+CUBLAS_LIKE = (
+    _sass("sm_75", "turing_only", "gemm"),
+    _sass("sm_90", "gemm"),
+    _sass("sm_121", "gemm"),
+)
+
+
+@pytest.mark.parametrize(
+    ("entries", "cap", "driver", "plain", "strict"),
+    [
+        # Kernels only for sm_75 do not make cuBLAS "nothing" on 12.1 or 9.0; with
+        # --strict they do (each is built for every device, and has no code there).
+        (CUBLAS_LIKE, "12.1", None, ("exact SASS (sm_121)", True), ("nothing", False)),
+        (CUBLAS_LIKE, "9.0", None, ("exact SASS (sm_90)", True), ("nothing", False)),
+        # Exact SASS for one SM number: the plain build before the 'a' one, as the rule.
+        (
+            (_sass("sm_90a", "wgmma"), _sass("sm_90", "plain")),
+            "9.0",
+            None,
+            ("exact SASS (sm_90)", True),
+            ("exact SASS (sm_90)", True),
+        ),
+        # Between compatible builds the rule takes the newest minor, a family build too
+        # (sm_101f, a target of CUDA 12.8, over plain sm_100 on 10.3): so does the audit,
+        # not "compatible before family"; the worst of the two is the compatible one.
+        (
+            (_sass("sm_100", "a"), _sass("sm_101f", "b")),
+            "10.3",
+            None,
+            ("family SASS (sm_101f)", True),
+            ("compatible SASS (sm_100)", True),
+        ),
+        # Nothing runs: kernels built for this device with nothing here are the answer,
+        # not the ones built only for other devices.
+        (
+            (_sass("sm_75", "old"), _sass("sm_120a", "blackwell")),
+            "12.1",
+            None,
+            ("nothing", False),
+            ("nothing", False),
+        ),
+        (
+            (_sass("sm_120a", "blackwell"),),
+            "12.1",
+            None,
+            ("only for other devices", False),
+            ("only for other devices", False),
+        ),
+        # PTX a 13.0 driver cannot JIT (ISA 9.2) is passed over for PTX it can.
+        (
+            (_ptx("compute_90", Version(9, 2), "new"), _ptx("compute_80", Version(9, 0), "old")),
+            "12.1",
+            Version(13, 0),
+            ("PTX JIT (compute_80, ISA 9.0, driver >= 13.0)", True),
+            ("PTX JIT (compute_90, ISA 9.2, driver >= 13.2)", False),
+        ),
+    ],
+)
+def test_a_library_is_answered_by_its_best_route_and_with_strict_by_its_worst(
+    entries: tuple[DeviceEntry, ...],
+    cap: str,
+    driver: Version | None,
+    plain: tuple[str, bool],
+    strict: tuple[str, bool],
+) -> None:
+    clear_cache()
+    report = _report(*entries)
+    device = Capability.parse(cap)
+    got = outcome(report, device, driver=driver)
+    assert (got.detail(), got.passes) == plain
+    got_strict = outcome(report, device, strict=True, driver=driver)
+    assert (got_strict.detail(), got_strict.passes) == strict
+    if not got.passes:
+        assert got.category in (Category.NOTHING, Category.OTHER_DEVICES)
+
+
+TARGETS = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_90a", "sm_100f", "sm_103f", "sm_120"]
+TARGETS += ["sm_121", "sm_121a", "sm_100"]
+PTX = ["compute_75", "compute_90", "compute_100a", "compute_120"]
+CAPS = ["12.1", "9.0", "10.3", "8.6", "10.0"]
+
+
+@st.composite
+def kernel_entries(draw: st.DrawFn) -> list[DeviceEntry]:
+    entries = []
+    for _ in range(draw(st.integers(1, 6))):
+        kernels = tuple(
+            draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=3))
+        )
+        if draw(st.booleans()):
+            entries.append(_sass(draw(st.sampled_from(TARGETS)), *kernels))
+        else:
+            isa = draw(st.sampled_from([Version(8, 0), Version(9, 0)]))
+            entries.append(_ptx(draw(st.sampled_from(PTX)), isa, *kernels))
+    return entries
+
+
+@settings(max_examples=300, deadline=None)
+@given(kernel_entries(), st.sampled_from(CAPS))
+def test_reading_kernel_names_does_not_change_a_library_s_answer(
+    entries: list[DeviceEntry], cap: str
+) -> None:
+    # Where every entry holds a kernel, the best target holds one: the answer with names
+    # is the answer from the targets alone.
+    clear_cache()
+    device = Capability.parse(cap)
+    with_names = outcome(_report(*entries), device)
+    headers = outcome(_report(*entries, names=False), device)
+    assert (with_names.category, with_names.route) == (headers.category, headers.route)
+    assert with_names.passes == headers.passes
