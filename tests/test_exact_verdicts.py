@@ -338,3 +338,37 @@ def test_a_library_judged_as_a_whole_by_default_and_per_kernel_with_strict(
     assert part["reason"].endswith(
         "libv.so: on 12.1: no code for 1 of 2 kernels (ampere); 1 kernel only for other devices"
     )
+
+
+def test_a_host_only_library_built_by_nvcc_needs_no_device_once_its_cubins_are_read(
+    tmp_path: Path,
+) -> None:
+    # nvcc gives host-only code a kernel-less cubin per target (libcufftw.so: sm_52): by
+    # its target alone the distribution cannot run on 12.1; with kernel names read it
+    # needs no device, and the library beside it decides.
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k(int *p) { *p = 1; }\n')
+    (tmp_path / "w.cu").write_text("int wrap(int x) { return x + 1; }\n")
+    site = tmp_path / "env" / "lib" / "python3.12" / "site-packages"
+    (site / "fft").mkdir(parents=True)
+    for src, lib, arch in (("k.cu", "libk.so", "sm_120"), ("w.cu", "libw.so", "sm_80")):
+        subprocess.run(
+            [nvcc(), "-shared", "-Xcompiler", "-fPIC", "-o", str(site / "fft" / lib), src,
+             "-gencode", f"arch=compute_{arch[3:]},code={arch}"],
+            cwd=tmp_path, check=True, capture_output=True,
+        )  # fmt: skip
+    info = site / "fft-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fft\nVersion: 1.0\n")
+    (info / "RECORD").write_text("fft/libk.so,,\nfft/libw.so,,\nfft-1.0.dist-info/METADATA,,\n")
+    env = str(tmp_path / "env")
+    base = ("inspect", "--no-detect", "--no-cache", "--require-device", "12.1")
+    headers = gate(*base, env, cwd=tmp_path)
+    assert headers.returncode == 1
+    assert (
+        "fft 1.0: does not run on 12.1: nothing runs there in fft/libw.so "
+        "(judged by targets: --names tells cubins without kernels apart)"
+    ) in headers.stderr
+    names = gate(*base, "--names", env, cwd=tmp_path)
+    assert names.returncode == 0, names.stderr
+    row = next(line for line in names.stdout.splitlines() if line.startswith("fft "))
+    assert row.endswith("12.1    compatible SASS (sm_120)")

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gate.reader.distributions import Distribution, Group, Owner
 from gate.reader.listing import DeviceEntry, Kind, Listing, clear_cache
 from gate.reader.read import ArtifactReport
-from gate.reader.verdicts import Category, outcome
+from gate.reader.verdicts import Category, judge_group, outcome
 from gate.rules.targets import Capability, Target, Version
 
 pytestmark = pytest.mark.unit
@@ -148,3 +149,32 @@ def test_reading_kernel_names_does_not_change_a_library_s_answer(
     headers = outcome(_report(*entries, names=False), device)
     assert (with_names.category, with_names.route) == (headers.category, headers.route)
     assert with_names.passes == headers.passes
+
+
+def _group(*members: tuple[str, ArtifactReport]) -> Group:
+    dist = Distribution("cufft-like", "1.0", Owner.DIST_INFO, "cufft_like-1.0.dist-info")
+    return Group(dist, tuple(r for _, r in members), tuple(m for m, _ in members))
+
+
+def test_a_library_whose_cubins_hold_no_kernel_needs_no_device() -> None:
+    # libcufftw.so carries one kernel-less sm_52 cubin (nvcc builds one per target for
+    # host code): read with names, it is no part of the answer, and cuFFT runs on 12.1.
+    clear_cache()
+    lib = _report(_sass("sm_120", "fft"), _sass("sm_90", "fft"))
+    stub = _report(_sass("sm_52"))
+    (verdict,) = judge_group(
+        _group(("lib/libcufft.so", lib), ("lib/libcufftw.so", stub)), [Capability(12, 1)]
+    ).devices
+    assert verdict.passes
+    assert [p.name for p in verdict.parts] == ["lib/libcufft.so"]
+    assert verdict.category is Category.COMPATIBLE
+    # Alone, it needs no device either; without names its sm_52 target is judged.
+    (alone,) = judge_group(_group(("lib/libcufftw.so", stub)), [Capability(12, 1)]).devices
+    assert (alone.passes, alone.category) == (True, Category.NO_DEVICE_CODE)
+    headers = _report(_sass("sm_52"), names=False)
+    (judged,) = judge_group(_group(("lib/libcufftw.so", headers)), [Capability(12, 1)]).devices
+    assert (judged.passes, judged.category) == (False, Category.NOTHING)
+    # LTO IR with no kernel names is still judged (it runs nowhere until device-linked).
+    lto = _report(DeviceEntry(Kind.LTOIR, Target.parse("sm_90")))
+    (linked,) = judge_group(_group(("lib/libx.a", lto)), [Capability(12, 1)]).devices
+    assert not linked.passes

@@ -112,9 +112,14 @@ def _unmet(v: DistributionVerdict, required: list[Capability]) -> list[str]:
         shown = ", ".join(p.name for p in failing[:3]) + (
             f", +{len(failing) - 3} more" if len(failing) > 3 else ""
         )
+        # Without names a cubin's kernels are unknown: one with none (nvcc builds one per
+        # target for host code) fails by its target alone; --names tells it apart.
+        by_member = dict(zip(v.group.members, v.group.reports, strict=True))
+        guessed = any(p.name in by_member and not by_member[p.name].names for p in failing)
+        hint = " (judged by targets: --names tells cubins without kernels apart)" if guessed else ""
         lines.append(
             f"{dist.name} {dist.version}: does not run on {dev.capability}: "
-            f"nothing runs there in {shown}"
+            f"nothing runs there in {shown}{hint}"
         )
     return lines
 

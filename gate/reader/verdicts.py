@@ -10,7 +10,9 @@ the best route among its kernels (its best target's without ``--names``; with
 judges every artifact by (:func:`gate.reader.summary.unmet`).
 
 A distribution passes a device when every part does; one with no device code needs no
-device and passes (it is said, not failed: ``no device code``).
+device and passes (it is said, not failed: ``no device code``). A library whose cubins
+hold no kernel (read with names: nvcc's per-target cubins of a host-only library) is no
+part either (:func:`needs_device`).
 """
 
 from __future__ import annotations
@@ -154,6 +156,19 @@ def has_code(report: ArtifactReport) -> bool:
     return report.error is None and bool(report.listing.entries)
 
 
+def needs_device(report: ArtifactReport) -> bool:
+    """Whether an artifact has code a device must run: any device-code entry, but where
+    kernel names were read, only when some SASS or PTX entry holds a kernel, or there is
+    LTO IR. A library nvcc built from host code alone carries one kernel-less cubin per
+    target (libcufftw.so: one for sm_52): nothing in it is ever launched, and like a
+    library with no device code at all it needs no device. Without names a cubin's
+    kernels are unknown, and its targets are judged."""
+    if not has_code(report):
+        return False
+    listing = report.listing
+    return not report.names or bool(listing.kernels() or listing.targets(Kind.LTOIR))
+
+
 def outcome(
     report: ArtifactReport, cap: Capability, *, strict: bool = False, driver: Version | None = None
 ) -> Outcome:
@@ -210,7 +225,7 @@ def judge_group(
     alone = [
         (member, report, targets_text(report))
         for member, report in zip(group.members, group.reports, strict=True)
-        if caps and member not in in_set and has_code(report)
+        if caps and member not in in_set and needs_device(report)
     ]
     devices = []
     for cap in caps:
@@ -246,7 +261,7 @@ def _set_part(
     builds: list[tuple[str, Outcome | None]] = []
     for v in s.variants:
         report = by_member[v.path]
-        found = outcome(report, cap, strict=strict, driver=driver) if has_code(report) else None
+        found = outcome(report, cap, strict=strict, driver=driver) if needs_device(report) else None
         builds.append((v.label, found))
     if all(o is None for _, o in builds):
         return None
