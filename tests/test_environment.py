@@ -230,6 +230,24 @@ def test_require_device_fails_exactly_the_distributions_that_cannot_run(
     assert any(r.startswith("      12.1 (CUDA runtime 11.8 loads cuda118): ") for r in rows)
 
 
+def test_a_failure_judged_by_targets_alone_says_so(
+    venv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # hopper/libh.so (sm_90a only) fails 12.1 either way; read without kernel names its
+    # failure line says it was judged by targets, with names it does not.
+    hint = "(judged by targets: --names tells cubins without kernels apart)"
+    assert main(["inspect", "--no-detect", "--require-device", "12.1", str(venv)]) == 1
+    headers = [line for line in capsys.readouterr().err.splitlines() if "hopper 3.0" in line]
+    expected = "cuda-gate: error: hopper 3.0: does not run on 12.1: nothing runs there in"
+    assert headers == [f"{expected} hopper/libh.so {hint}"]
+    assert main(["inspect", "--no-detect", "--no-cache", "--names", "--require-device", "12.1",
+                 str(venv)]) == 1  # fmt: skip
+    named = [line for line in capsys.readouterr().err.splitlines() if "hopper 3.0" in line]
+    assert named == [
+        "cuda-gate: error: hopper 3.0: does not run on 12.1: nothing runs there in hopper/libh.so"
+    ]
+
+
 def test_json_keeps_the_grouping_and_validates(
     venv: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

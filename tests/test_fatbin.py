@@ -416,3 +416,46 @@ def test_a_corrupted_lz4_block_decoded_into_a_file_is_bad_input(
     monkeypatch.setattr(fatbin, "LZ4_SPILL_BYTES", 0)
     with pytest.raises(BadInputError, match=r"x\.fatbin: fatbin entry at 0x10: corrupted LZ4"):
         read_buffer(bytes(buf), 0, len(buf), "x.fatbin")
+
+
+def _container_of(buf: bytes, entries: list[fatbin.Entry]) -> bytes:
+    """A fatbin container holding ``entries`` (copied from ``buf``), in order."""
+    body = b"".join(buf[e.offset : e.offset + e.header_size + e.payload_size] for e in entries)
+    return fatbin.CONTAINER_PREFIX + struct.pack("<Q", len(body)) + body
+
+
+def _golden_entries() -> tuple[bytes, list[fatbin.Entry]]:
+    buf = (GOLDEN / "libkernels.so").read_bytes()
+    at = buf.find(fatbin.CONTAINER_PREFIX)
+    first = fatbin.parse_container(buf, at, len(buf), "libkernels.so")
+    second = fatbin.parse_container(buf, at + first.size, len(buf), "libkernels.so")
+    return buf, [*first.entries, *second.entries]
+
+
+def test_headers_only_reads_small_uncompressed_cubins_whole_to_tell_kernel_less_ones() -> None:
+    # libkernels.so's first container holds nvcc's two kernel-less cubins (sm_80, sm_120),
+    # as a library built from host code alone (libcufftw.so) holds nothing else. Headers
+    # alone cannot tell them from code: a host ELF with only such cubins is read whole.
+    buf, entries = _golden_entries()
+    stubs, kernels = entries[:2], entries[2]
+    assert [e.kind for e in (*stubs, kernels)] == [fatbin.KIND_ELF] * 3
+    elf = _elf_with_section(b".nv_fatbin", 0x2, _container_of(buf, stubs))
+    report = read_buffer(elf, 0, len(elf), "libw.so", names=False)
+    assert report.names
+    assert [(str(e.target), e.kernels) for e in report.listing.entries] == [
+        ("sm_80", ()), ("sm_120", ()),
+    ]  # fmt: skip
+    # A small cubin with kernels beside them: the headers-only report stands.
+    mixed = _elf_with_section(b".nv_fatbin", 0x2, _container_of(buf, [*stubs, kernels]))
+    report = read_buffer(mixed, 0, len(mixed), "libk.so", names=False)
+    assert not report.names
+    assert all(e.kernels == () for e in report.listing.entries)
+    # One that cannot be read whole leaves the headers-only report as it was, no error.
+    broken = bytearray(elf)
+    payload = elf.find(b"\x7fELF", 64)
+    broken[payload : payload + 4] = b"\0\0\0\0"
+    with pytest.raises(BadInputError):
+        read_buffer(bytes(broken), 0, len(broken), "libw.so", names=True)
+    report = read_buffer(bytes(broken), 0, len(broken), "libw.so", names=False)
+    assert not report.names
+    assert len(report.listing.entries) == 2

@@ -20,13 +20,17 @@ The library API (the pipeline calls these; `cuda-gate inspect` too):
 
 ``names=False`` reads headers only and never decompresses: kinds, targets (``a``/``f``
 from the fatbin header flags), PTX ISA versions, compression and sizes; ``kernels``
-stay empty and ``producer`` None. ``names=True`` also decompresses every entry for
-the kernel names (cubin STO_CUDA_ENTRY symbols, PTX ``.entry``) and producers, and
-each entry's SHA-256 (of the code as the driver is handed it: the decompressed cubin,
-the PTX text up to its NUL), by which a module the driver loaded is told to be an
-inspected file's. ``digests=False`` leaves that SHA-256 out (``""``): hashing every
-decoded byte is about as much work as decompressing it, and only the run's launch
-accounting needs it, not a listing.
+stay empty and ``producer`` None. One exception: a host ELF whose device code is only a
+few small uncompressed cubins is read whole, and when none holds a kernel its report is
+that read's (``names`` True): nvcc gives host-only code one kernel-less cubin per target
+(libcufftw.so: sm_52), which headers alone cannot tell from code.
+
+``names=True`` also decompresses every entry for the kernel names (cubin STO_CUDA_ENTRY
+symbols, PTX ``.entry``) and producers, and each entry's SHA-256 (of the code as the
+driver is handed it: the decompressed cubin, the PTX text up to its NUL), by which a
+module the driver loaded is told to be an inspected file's. ``digests=False`` leaves
+that SHA-256 out (``""``): hashing every decoded byte is about as much work as
+decompressing it, and only the run's launch accounting needs it, not a listing.
 
 Which sections: ``.nv_fatbin`` if present, else ``__nv_relfatbin`` (as cuobjdump does:
 ``__nv_relfatbin`` in an executable is input for a later device link, not loaded at run
@@ -74,6 +78,11 @@ _STRUCTURED = frozenset(
 _KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVVM: Kind.LTOIR}
 # Fewer entries than this to decompress are not worth a thread pool.
 _PARALLEL_MIN = 16
+# A headers-only read of a host ELF whose device code is at most this many uncompressed
+# cubins of at most this size each reads them whole (_maybe_kernel_less): nvcc's cubins
+# for host-only code are about 1 kB each, one per target.
+_STUB_ENTRIES = 32
+_STUB_BYTES = 8 << 10
 # Threads decoding names. Past 8 the per-entry Python work (which holds the GIL) bounds
 # the speed, while memory grows with each thread (a payload held, and what the allocator
 # keeps of those it freed). On the H200's 16 cores, 8 threads: libtorch_cuda.so 0.97 s /
@@ -348,7 +357,26 @@ def read_buffer(
                 section.name, fatbin.scan_containers(buf, lo, hi, display, done=_releaser(buf))
             )
         parsed.append((start, end))
-    return ArtifactReport(display, "ELF", elf.elf_class, elf.machine_name, found.listing(), names)
+    listing = found.listing()
+    if not names and _maybe_kernel_less(listing):
+        # Headers alone cannot tell nvcc's kernel-less cubins (one per target for host
+        # code: libcufftw.so's sm_52) from code; a few small raw cubins are read whole.
+        try:
+            full = read_buffer(buf, base, size, display, scan=scan, limits=limits, digests=digests)
+        except BadInputError:
+            full = None  # what headers alone read stands; a names read says what is wrong
+        if full is not None and not full.listing.kernels():
+            return full
+    return ArtifactReport(display, "ELF", elf.elf_class, elf.machine_name, listing, names)
+
+
+def _maybe_kernel_less(listing: Listing) -> bool:
+    """Whether a headers-only listing is nothing but small uncompressed cubins, which a
+    library built by nvcc from host code alone carries (about 1 kB per target)."""
+    entries = listing.entries
+    return 0 < len(entries) <= _STUB_ENTRIES and all(
+        e.kind is Kind.SASS and e.compression == "none" and e.size <= _STUB_BYTES for e in entries
+    )
 
 
 def _may_hold_containers(section: Section) -> bool:
