@@ -56,8 +56,6 @@ def listings(draw: st.DrawFn) -> list[DeviceEntry]:
             entry = DeviceEntry(
                 kind, draw(st.sampled_from(PTX)), kernels, draw(st.sampled_from(ISAS))
             )
-        elif kind is Kind.LTOIR:
-            entry = DeviceEntry(kind, draw(st.sampled_from(TARGETS)), kernels)
         else:
             entry = DeviceEntry(kind, draw(st.sampled_from(TARGETS)), kernels)
         entries.append(entry)

@@ -104,6 +104,7 @@ def _runtime(text: str | None) -> Version | None:
 def _unmet(v: DistributionVerdict, required: list[Capability]) -> list[str]:
     """One line per required device the distribution cannot run on."""
     dist = v.group.distribution
+    by_member = dict(zip(v.group.members, v.group.reports, strict=True))
     lines = []
     for dev in v.devices:
         if dev.capability not in required or dev.passes:
@@ -114,7 +115,6 @@ def _unmet(v: DistributionVerdict, required: list[Capability]) -> list[str]:
         )
         # Without names a cubin's kernels are unknown: one with none (nvcc builds one per
         # target for host code) fails by its target alone; --names tells it apart.
-        by_member = dict(zip(v.group.members, v.group.reports, strict=True))
         guessed = any(p.name in by_member and not by_member[p.name].names for p in failing)
         hint = " (judged by targets: --names tells cubins without kernels apart)" if guessed else ""
         lines.append(

@@ -308,14 +308,23 @@ class Listing:
     def _group_routes(self) -> dict[Capability, list[tuple[Route, list[str]]]]:
         return {}
 
+    @cached_property
+    def _kernel_routes(self) -> dict[Capability, tuple[Route, ...]]:
+        return {}
+
     def kernel_routes(self, cap: Capability) -> tuple[Route, ...]:
         """The routes the kernels take on ``cap``, one per group of kernels found in the
         same places, in the order of each group's first kernel by name (so the first of
         equals is the one the sorted per-kernel prediction meets first); empty without
         kernel names. What a rule over routes needs, without a prediction per kernel
-        (flashinfer-cubin's 15,970 cubins: 526,000 kernel routes on two devices)."""
-        groups = self._mask_routes(cap)
-        return tuple(r for r, names in sorted(groups, key=lambda g: min(g[1])))
+        (flashinfer-cubin's 15,970 cubins: 526,000 kernel routes on two devices); worked
+        out once per device (a verdict and its rule both ask)."""
+        known = self._kernel_routes.get(cap)
+        if known is None:
+            groups = self._mask_routes(cap)
+            ordered = sorted(groups, key=lambda g: min(g[1]))
+            known = self._kernel_routes[cap] = tuple(r for r, _ in ordered)
+        return known
 
     def _mask_routes(self, cap: Capability) -> list[tuple[Route, list[str]]]:
         """One route per group of kernels found in the same places, computed once per group
