@@ -11,7 +11,7 @@ from gate import proc
 from gate.container.info import ContainerInfo, inside
 from gate.container.place import InImage
 from gate.container.reference import parse, same_repository
-from gate.container.runtime import ImageFacts, Runtime, gpu_options
+from gate.container.runtime import ImageFacts, Runtime, gpu_options, runtime_environ
 from gate.errors import BadInputError, ConfigError
 from gate.stages.inimage import glob_regex
 
@@ -175,3 +175,14 @@ def test_a_path_of_the_image_is_followed_through_its_links() -> None:
     assert files.real_file("/usr/lib") is None  # a folder, not a file
     assert files.real_file("/loop/x") is None
     assert files.real_file("/lib/nothing.so") is None
+
+
+def test_the_runtime_gets_the_system_sbin_folders_on_its_path_and_nothing_else_changes() -> None:
+    # Rootful podman's netavark runs iptables from /usr/sbin, found on podman's PATH: under
+    # env -i or cron that PATH has no sbin folder, and every `run` failed.
+    env = runtime_environ({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/h"})
+    assert env == {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+                   "HOME": "/h"}  # fmt: skip
+    full = {"PATH": "/sbin:/usr/bin:/usr/sbin:/usr/local/sbin", "X": "1"}
+    assert runtime_environ(full) == full
+    assert runtime_environ({})["PATH"] == "/usr/local/sbin:/usr/sbin:/sbin"

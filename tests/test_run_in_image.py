@@ -17,6 +17,7 @@ runc, mmdebstrap and busybox-static; under ``CI=true`` their absence fails, neve
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tarfile
@@ -31,6 +32,7 @@ import pytest
 from gate import proc
 from gate.config import EntryPoint
 from gate.container.place import InImage, resolve
+from gate.container.runtime import SYSTEM_SBIN
 from gate.errors import ExitCode
 from gate.fsutil import sha256_file
 from gate.rules.causes import ExecPath
@@ -111,9 +113,10 @@ def _app(podman: PodmanStore, work: Path) -> None:
     podman("build", "-q", "--isolation", "chroot", "-t", APP, str(context))
 
 
-def gate(podman: PodmanStore, *args: str, cwd: Path) -> proc.Result:
-    """The CLI as a real process, with podman's store of the test."""
-    return proc.run([sys.executable, "-m", "gate", *args], env_set=podman.env, cwd=cwd, timeout=900)
+def gate(podman: PodmanStore, *args: str, cwd: Path, path: str | None = None) -> proc.Result:
+    """The CLI as a real process, with podman's store of the test (and ``path`` as PATH)."""
+    env = podman.env if path is None else {**podman.env, "PATH": path}
+    return proc.run([sys.executable, "-m", "gate", *args], env_set=env, cwd=cwd, timeout=900)
 
 
 def project(tmp_path: Path, config: str = CONFIG) -> Path:
@@ -139,9 +142,16 @@ def test_run_in_the_image_records_its_digest_reads_its_artifact_and_probes_insid
     evidence = tmp_path / "ev"
     key = tmp_path / "gate"
     assert gate(podman, "keygen", "--out", str(key), cwd=folder).ok
+    # A PATH without the system's sbin folders (env -i, cron): rootful podman's network
+    # helper still finds iptables, since the gate gives the runtime those folders.
+    without_sbin = os.pathsep.join(
+        folder for folder in os.environ.get("PATH", "").split(os.pathsep)
+        if folder and folder not in SYSTEM_SBIN
+    )  # fmt: skip
     ran = gate(
         podman, "run", "--image", APP, "--target", "sm_80", "--no-store",
         "--evidence", str(evidence), "--signing-key", f"{key}.key", cwd=folder,
+        path=without_sbin,
     )  # fmt: skip
     # No GPU here: the probe fails inside the image; nothing else does (README, exit 4).
     assert ran.returncode == ExitCode.NO_DEVICE, ran.output()

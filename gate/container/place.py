@@ -28,7 +28,7 @@ from typing import Protocol
 
 from gate import proc
 from gate.container.reference import parse
-from gate.container.runtime import ImageFacts, Runtime, find, gpu_options, inspect
+from gate.container.runtime import ImageFacts, Runtime, find, gpu_options, inspect, runtime_environ
 from gate.redact import GATE_SECRETS
 
 _REMOVE_TIMEOUT = 60.0
@@ -153,7 +153,8 @@ class InImage:
         name = f"cuda-gate-{secrets.token_hex(6)}"
         line = self.argv(argv, env_set=env_set, env_unset=env_unset, cwd=cwd, name=name)
         # The container's variables are on its command line; the runtime itself gets this
-        # machine's environment without the gate's secrets (gate.proc), as every child.
+        # machine's environment without the gate's secrets (gate.proc), as every child,
+        # with the system's sbin folders on its PATH (runtime_environ).
         remove = [self.runtime.program, "rm", "--force"]
         if self.runtime.name == "podman":
             remove.append("--time=0")  # docker's --force kills at once; podman's waits
@@ -161,10 +162,11 @@ class InImage:
         def removed() -> proc.Result:
             # Through the runtime, while its monitor still tends the container: killing the
             # client first would leave a container podman can no longer stop.
-            return proc.run([*remove, name], timeout=_REMOVE_TIMEOUT)
+            return proc.run([*remove, name], base_env=runtime_environ(), timeout=_REMOVE_TIMEOUT)
 
         result = proc.run(
             line,
+            base_env=runtime_environ(),
             timeout=timeout,
             sink=sink,
             settle=_SETTLE,

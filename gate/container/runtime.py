@@ -37,8 +37,25 @@ CDI_DEVICE = "nvidia.com/gpu=all"
 CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 # What docker's --gpus needs: the NVIDIA container toolkit's hook or CLI.
 _DOCKER_GPU_TOOLS = ("nvidia-container-cli", "nvidia-container-runtime-hook")
+# A rootful runtime's network helper (podman's netavark) runs iptables or nft, found on
+# the PATH the runtime was given: without the system's sbin folders on it (env -i, cron,
+# a service unit) every `run` fails with "netavark: No such file or directory".
+SYSTEM_SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 _VERSION = re.compile(r"(?i)\b(podman|docker)\b\s+version\s+v?([0-9][\w.+-]*)")
 _CDI_KIND = re.compile(r"""(?m)^\s*["']?kind["']?\s*[:=]\s*["']?nvidia\.com/gpu["']?""")
+
+
+def runtime_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment the runtime's own process starts from (gate.proc scrubs the gate's
+    secrets from it, as from every child's): this machine's, its ``PATH`` with the
+    system's sbin folders after it where they are missing. Not the container's: that is
+    on the runtime's command line."""
+    env = dict(os.environ if environ is None else environ)
+    have = env["PATH"].split(os.pathsep) if env.get("PATH") else []
+    missing = [folder for folder in SYSTEM_SBIN if folder not in have]
+    if missing:
+        env["PATH"] = os.pathsep.join([*have, *missing])
+    return env
 
 
 @dataclass(frozen=True, slots=True)
