@@ -282,8 +282,14 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     monkeypatch.setattr(read, "_PARALLEL_MIN", 1)
     one = (GOLDEN / "debug.fatbin").read_bytes()
+    # Entries this small (a few kB) are decoded by this thread: threads contending for
+    # the GIL over small entries are slower than one (libcufft.so.11: 1.03 s against 0.83).
     report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
     assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
+    assert pools == []
+    monkeypatch.setattr(read, "_PARALLEL_MEAN_BYTES", 1)
+    threaded = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
+    assert threaded.listing == report.listing
     # More threads only add memory: the per-entry work that holds the GIL bounds the speed.
     assert pools == [8]
 
@@ -430,6 +436,37 @@ def _golden_entries() -> tuple[bytes, list[fatbin.Entry]]:
     first = fatbin.parse_container(buf, at, len(buf), "libkernels.so")
     second = fatbin.parse_container(buf, at + first.size, len(buf), "libkernels.so")
     return buf, [*first.entries, *second.entries]
+
+
+def test_a_repeated_entry_is_decoded_once_and_a_same_sized_other_one_on_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Libraries repeat entries (libcublasLt: 4,479 of 5,666): a payload is decoded once
+    # for all its copies. An entry of the same header and size whose bytes differ (a
+    # kernel renamed in place) is decoded on its own and keeps its own kernels.
+    from gate.reader import read
+
+    buf, entries = _golden_entries()
+    cubin = entries[2]
+    lo, hi = cubin.payload_offset, cubin.payload_offset + cubin.payload_size
+    other = buf[:lo] + buf[lo:hi].replace(b"_Z5twicePi", b"_Z5thricPi") + buf[hi:]
+    assert len(other) == len(buf)
+    assert other != buf
+    blob = _container_of(buf, [cubin, cubin]) + _container_of(other, [cubin])
+    decoded: list[int] = []
+    original = read._decode
+
+    def counted(b: Any, e: fatbin.Entry, *args: Any) -> Any:
+        decoded.append(e.offset)
+        return original(b, e, *args)
+
+    monkeypatch.setattr(read, "_decode", counted)
+    report = read_buffer(blob, 0, len(blob), "copies.fatbin")
+    assert [sorted(e.kernels) for e in report.listing.entries] == [
+        sorted(KERNELS), sorted(KERNELS),
+        ["_Z11write_valuePi", "_Z5thricPi", "_Z7add_onePi"],
+    ]  # fmt: skip
+    assert len(decoded) == 2
 
 
 def test_headers_only_reads_small_uncompressed_cubins_whole_to_tell_kernel_less_ones() -> None:

@@ -76,8 +76,14 @@ _STRUCTURED = frozenset(
     )
 )  # fmt: skip
 _KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVVM: Kind.LTOIR}
-# Fewer entries than this to decompress are not worth a thread pool.
+# Fewer entries than this to decompress are not worth a thread pool, nor entries smaller
+# than this on average: the Python work of each (which holds the GIL) then outweighs the
+# decompression a thread runs without it, and threads contending for the GIL are slower
+# than one. libcufft.so.11's 24,454 entries average 28 kB: 0.83 s in one thread, 1.03-1.14 s
+# in two (2-core VM); libcublasLt.so.13's 1,486 distinct entries average 1.5 MB and
+# libnccl.so.2's 466 1.4 MB: two threads 1.7x and 1.5x faster than one.
 _PARALLEL_MIN = 16
+_PARALLEL_MEAN_BYTES = 128 << 10
 # A headers-only read of a host ELF whose device code is at most this many uncompressed
 # cubins of at most this size each reads them whole (_maybe_kernel_less): nvcc's cubins
 # for host-only code are about 1 kB each, one per target.
@@ -92,6 +98,9 @@ _WORKERS = 8
 # Entries decoded by one task, and between two releases of the pages they were read from.
 _BATCH = 16
 _BATCH_BYTES = 4 << 20
+# Decoding in this thread, the pages of a run of nearby entries are dropped once the run
+# spans this many bytes.
+_RELEASE_BYTES = 1 << 20
 # Distinct payloads of one header signature kept to compare later entries against.
 _DISTINCT_COMPARED = 4
 # Bytes of released ranges between two sweeps of a whole map (_releaser), and what a
@@ -446,7 +455,10 @@ class _Found:
     ) -> None:
         self.buf, self.display, self.names = buf, display, names
         self.budget, self.digests = budget, digests
-        self.pending: list[tuple[str, fatbin.Entry]] = []
+        # With names: the headers waiting to be decoded, and their sections as runs of
+        # (section, count) (a pair per header was 1.5 MB of cuFFT's 24,454).
+        self.pending: list[fatbin.Entry] = []
+        self.sections: list[tuple[str, int]] = []
         self.entries: list[DeviceEntry] = []
         # Entries sharing a header signature share kind, target, ISA and compression:
         # those are worked out once per signature, not once per entry (libcublasLt: 5,666
@@ -455,16 +467,18 @@ class _Found:
 
     def add(self, section: str, containers: Iterable[fatbin.Container]) -> None:
         if self.names:
-            self.pending += [(section, e) for c in containers for e in c.entries]
+            before = len(self.pending)
+            self.pending += [e for c in containers for e in c.entries]
+            if len(self.pending) > before:
+                self.sections.append((section, len(self.pending) - before))
             return
         make, entries = self._entry, self.entries
         for c in containers:
             entries += [make(section, e, None) for e in c.entries]
 
     def listing(self) -> Listing:
-        pending, self.pending = self.pending, []
-        if pending:
-            headers = [e for _, e in pending]
+        headers, self.pending = self.pending, []
+        if headers:
             decoded: list[_Decoded | None] = [None] * len(headers)
             first = _first_copies(self.buf, headers)
             todo = [i for i, f in enumerate(first) if f == i]
@@ -472,12 +486,13 @@ class _Found:
                 self.buf, headers, todo, decoded,
                 display=self.display, budget=self.budget, digests=self.digests,
             )  # fmt: skip
-            del headers
-            make = self._entry
-            for i, f in enumerate(first):
-                section, e = pending[i]
-                pending[i] = _DONE  # each header let go once its entry is made
-                self.entries.append(make(section, e, decoded[f]))
+            del todo
+            make, entries, start = self._entry, self.entries, 0
+            for section, count in self.sections:
+                for i in range(start, start + count):
+                    e, headers[i] = headers[i], _DONE  # each header let go once used
+                    entries.append(make(section, e, decoded[first[i]]))
+                start += count
         return Listing(tuple(self.entries))
 
     def _entry(self, section: str, e: fatbin.Entry, d: _Decoded | None) -> DeviceEntry:
@@ -504,7 +519,7 @@ class _Found:
         )
 
 
-_DONE: tuple[str, fatbin.Entry] = ("", fatbin.Entry(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", 0))
+_DONE = fatbin.Entry(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", 0)
 
 
 def _decode_all(
@@ -520,11 +535,23 @@ def _decode_all(
     """Decode ``headers[i]`` for each ``i`` in ``todo`` into ``decoded[i]``."""
     release = _releaser(buf)
     workers = min(os.cpu_count() or 1, _WORKERS)
-    if len(todo) < _PARALLEL_MIN or workers == 1:
+    if workers == 1 or not _worth_threads([headers[i] for i in todo]):
+        # Pages are dropped a run of nearby entries at a time, not entry by entry (a
+        # system call each; cuFFT's entries are a container header apart).
+        lo = hi = 0  # the run of pages read and not yet dropped: [lo, hi)
         for i in todo:
             e = headers[i]
             decoded[i] = _decode(buf, e, display, budget, digests)
-            release(e.offset, e.payload_offset + e.payload_size)
+            if hi == lo or not hi <= e.offset <= hi + _FAULT_AROUND:
+                if hi > lo:
+                    release(lo, hi)
+                lo = e.offset
+            hi = e.payload_offset + e.payload_size
+            if hi - lo >= _RELEASE_BYTES:
+                release(lo, hi)
+                lo = hi
+        if hi > lo:
+            release(lo, hi)
         return
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
 
@@ -555,6 +582,15 @@ def _decode_all(
             raise
 
 
+def _worth_threads(entries: list[fatbin.Entry]) -> bool:
+    """Whether decoding ``entries`` is worth a pool of threads (_PARALLEL_MEAN_BYTES)."""
+    work = [e for e in entries if e.kind != fatbin.KIND_NVVM]  # LTO IR: never decoded
+    if len(work) < _PARALLEL_MIN:
+        return False
+    decoded = sum(max(e.payload_size, e.uncompressed_size) for e in work)
+    return decoded >= _PARALLEL_MEAN_BYTES * len(work)
+
+
 def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
     """For each entry, the index of the first entry with the same header and payload bytes.
 
@@ -564,37 +600,54 @@ def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
     at most a few distinct payloads (so a crafted file cannot make this quadratic); a
     CRC-32 of each payload (read in place, its pages dropped after) is compared first,
     so no payload is held: sgl-kernel's flash_ops holds 546 raw cubins of up to 6 MB.
+    LTO IR is never decoded, so never compared. Entries are grouped by their fields'
+    hash, and a group of one is its index alone: a tuple and a list per entry were 6 MB
+    of cuFFT's 24,454 headers.
     """
     release = _releaser(buf)
     first = list(range(len(headers)))
-    groups: dict[tuple[int, ...], list[int]] = {}
+    groups: dict[int, int | list[int]] = {}
     for i, e in enumerate(headers):
-        key = (e.kind, e.flags, e.arch, e.major, e.minor, e.payload_size, e.compressed_size,
-               e.uncompressed_size)  # fmt: skip
-        groups.setdefault(key, []).append(i)
+        if e.kind == fatbin.KIND_NVVM:
+            continue
+        key = hash(_fields(e))
+        seen = groups.get(key)
+        if seen is None:
+            groups[key] = i
+        elif isinstance(seen, int):
+            groups[key] = [seen, i]
+        else:
+            seen.append(i)
     with memoryview(buf) as view:
 
         def payload(e: fatbin.Entry) -> memoryview:
             return view[e.payload_offset : e.payload_offset + e.payload_size]
 
         for members in groups.values():
-            if len(members) < 2:
+            if isinstance(members, int):
                 continue
-            distinct: list[tuple[int, int]] = []  # (entry, its payload's CRC-32)
+            distinct: list[tuple[int, int, tuple[int, ...]]] = []  # entry, CRC-32, fields
             for i in members:
                 e = headers[i]
-                crc = zlib.crc32(payload(e))
+                crc, fields = zlib.crc32(payload(e)), _fields(e)
                 release(e.payload_offset, e.payload_offset + e.payload_size)
                 same = next(
-                    (j for j, seen in distinct
-                     if seen == crc and payload(headers[j]) == payload(e)),
+                    (j for j, seen_crc, seen_fields in distinct
+                     if seen_crc == crc and seen_fields == fields
+                     and payload(headers[j]) == payload(e)),
                     None,
                 )  # fmt: skip
                 if same is not None:
                     first[i] = same
                 elif len(distinct) < _DISTINCT_COMPARED:
-                    distinct.append((i, crc))
+                    distinct.append((i, crc, fields))
     return first
+
+
+def _fields(e: fatbin.Entry) -> tuple[int, ...]:
+    """The header fields two copies of an entry share."""
+    return (e.kind, e.flags, e.arch, e.major, e.minor, e.payload_size, e.compressed_size,
+            e.uncompressed_size)  # fmt: skip
 
 
 def _batches(entries: list[fatbin.Entry]) -> Iterator[tuple[int, int]]:
