@@ -469,6 +469,33 @@ def test_a_repeated_entry_is_decoded_once_and_a_same_sized_other_one_on_its_own(
     assert len(decoded) == 2
 
 
+def test_copies_are_found_when_other_fields_hash_alike() -> None:
+    # Copies are grouped by their header fields' hash. Python hashes integers modulo
+    # 2**61 - 1, so 64-bit flags 0x2001 and 0x2000 | 1 << 61 (both LZ4) hash alike: four
+    # distinct payloads of the one must not use up the comparisons the other's copies
+    # get, or each copy is decompressed again, charged again, and a read within the
+    # artifact's bound fails.
+    buf, entries = _golden_entries()
+    lz4 = entries[3]
+    assert lz4.compression == "lz4"
+    raw = buf[lz4.offset : lz4.offset + lz4.header_size + lz4.payload_size]
+    flags_at = 40  # the header's 64-bit flags (as _lz4_fatbin writes them)
+
+    def flagged(flags: int, flip: int = 0) -> bytes:
+        entry = bytearray(raw)
+        struct.pack_into("<Q", entry, flags_at, flags)
+        entry[lz4.header_size + lz4.compressed_size - 1] ^= flip  # a literal: still LZ4
+        return bytes(entry)
+
+    assert hash(0x2001) == hash(0x2000 | 1 << 61)
+    body = b"".join([*(flagged(0x2001, k) for k in range(1, 5)), *[flagged(0x2000 | 1 << 61)] * 2])
+    blob = fatbin.CONTAINER_PREFIX + struct.pack("<Q", len(body)) + body
+    limits = Limits(artifact=lz4.uncompressed_size * 5)
+    report = read_buffer(blob, 0, len(blob), "x.fatbin", limits=limits)
+    assert len(report.listing.entries) == 6
+    assert report.listing.entries[4].kernels == report.listing.entries[5].kernels != ()
+
+
 def test_headers_only_reads_small_uncompressed_cubins_whole_to_tell_kernel_less_ones() -> None:
     # libkernels.so's first container holds nvcc's two kernel-less cubins (sm_80, sm_120),
     # as a library built from host code alone (libcufftw.so) holds nothing else. Headers

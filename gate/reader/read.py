@@ -626,21 +626,23 @@ def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
         for members in groups.values():
             if isinstance(members, int):
                 continue
-            distinct: list[tuple[int, int, tuple[int, ...]]] = []  # entry, CRC-32, fields
+            # Fields that differ but hash alike (a crafted file can make them: flags and
+            # sizes are 64-bit) are kept apart, each with its own few payloads compared.
+            by_fields: dict[tuple[int, ...], list[tuple[int, int]]] = {}  # entry, CRC-32
             for i in members:
                 e = headers[i]
-                crc, fields = zlib.crc32(payload(e)), _fields(e)
+                crc = zlib.crc32(payload(e))
                 release(e.payload_offset, e.payload_offset + e.payload_size)
+                distinct = by_fields.setdefault(_fields(e), [])
                 same = next(
-                    (j for j, seen_crc, seen_fields in distinct
-                     if seen_crc == crc and seen_fields == fields
-                     and payload(headers[j]) == payload(e)),
+                    (j for j, seen in distinct
+                     if seen == crc and payload(headers[j]) == payload(e)),
                     None,
                 )  # fmt: skip
                 if same is not None:
                     first[i] = same
                 elif len(distinct) < _DISTINCT_COMPARED:
-                    distinct.append((i, crc, fields))
+                    distinct.append((i, crc))
     return first
 
 
