@@ -155,6 +155,7 @@ class InImage:
         # The container's variables are on its command line; the runtime itself gets this
         # machine's environment without the gate's secrets (gate.proc), as every child,
         # with the system's sbin folders on its PATH (runtime_environ).
+        env = runtime_environ()
         remove = [self.runtime.program, "rm", "--force"]
         if self.runtime.name == "podman":
             remove.append("--time=0")  # docker's --force kills at once; podman's waits
@@ -162,11 +163,11 @@ class InImage:
         def removed() -> proc.Result:
             # Through the runtime, while its monitor still tends the container: killing the
             # client first would leave a container podman can no longer stop.
-            return proc.run([*remove, name], base_env=runtime_environ(), timeout=_REMOVE_TIMEOUT)
+            return proc.run([*remove, name], base_env=env, timeout=_REMOVE_TIMEOUT)
 
         result = proc.run(
             line,
-            base_env=runtime_environ(),
+            base_env=env,
             timeout=timeout,
             sink=sink,
             settle=_SETTLE,

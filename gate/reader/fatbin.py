@@ -523,14 +523,14 @@ def payload_chunks(
         for lo in range(start, start + entry.payload_size, chunk):
             yield bytes(buf[lo : min(lo + chunk, start + entry.payload_size)])
         return
-    if entry.compression == "lz4" and not spills(entry):
-        # Decompressed whole in memory (bytes): its pieces are slices, the block itself
-        # when it fits one piece (cuFFT's 8,183 texts average 50 kB).
-        block, lo, size = payload(buf, entry, name, limits, budget)
-        for at in range(lo, lo + size, chunk):
-            yield bytes(block[at : min(at + chunk, lo + size)])
-        return
     if entry.compression == "lz4":
+        if not spills(entry):
+            # Decompressed whole in memory (bytes): its pieces are slices, the block
+            # itself when it fits one piece (cuFFT's 8,183 texts average 50 kB).
+            block, lo, size = payload(buf, entry, name, limits, budget)
+            for at in range(lo, lo + size, chunk):
+                yield bytes(block[at : min(at + chunk, lo + size)])
+            return
         # A large block through a temporary file (CuPy's thrust holds a 35.6 MB PTX text):
         # its pieces are read from the map, each one's pages dropped once copied.
         with (
