@@ -38,7 +38,7 @@ def test_containers_outside_the_primary_section_are_ours_alone() -> None:
     ("theirs", "expected"),
     [
         (
-            Listing(THEIRS.entries[:1] + THEIRS.entries[2:]),
+            Listing((*THEIRS.entries[:1], *THEIRS.entries[2:])),
             "SASS: cuda-gate lists 2 entries, cuobjdump 1",
         ),
         (

@@ -7,9 +7,11 @@ so the checks, the reports and the manifest never depend on which one ran.
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from array import array
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import overload
 
 from gate.reader.wording import kernels_by, no_code_for, plural
 from gate.rules.routes import Path, Route, general, judge, ptx_route, route
@@ -61,6 +63,227 @@ class DeviceEntry:
     def is_stub(self) -> bool:
         """A kernel-less cubin, such as the device-link stub nvcc 13 adds per arch."""
         return self.kind is Kind.SASS and not self.kernels
+
+
+# What entries share, kept once per distinct value in PackedEntries: the header's part
+# (kind, target, PTX ISA, section, compression, debug) and the decoded part (kernels,
+# producer, traps, empty, SHA-256).
+_Shape = tuple[Kind, Target, Version | None, str, str, bool]
+_Code = tuple[tuple[str, ...], str | None, tuple[str, ...], tuple[str, ...], str]
+_NO_CODE: _Code = ((), None, (), (), "")
+
+
+class PackedEntries(Sequence[DeviceEntry]):
+    """A listing's entries kept as columns, each made a DeviceEntry when it is asked for.
+
+    Entries repeat their kind, target, section and compression, and copies share their
+    decoded names: each distinct value is kept once, and per entry two indices and two
+    sizes (and, rarely, an ident). libcufft.so.11's 24,454 entries as objects held 4.7 MB
+    of its names read. Built by :class:`EntryPacker`; equal to a tuple of the same
+    entries.
+    """
+
+    __slots__ = ("_code", "_codes", "_names", "_shape", "_shapes", "_size", "_stored")
+
+    def __init__(  # noqa: PLR0917  (EntryPacker's columns, handed over whole)
+        self,
+        shapes: list[_Shape],
+        codes: list[_Code],
+        shape: array[int],
+        code: array[int],
+        stored: array[int],
+        size: array[int],
+        names: dict[int, str],
+    ) -> None:
+        self._shapes, self._codes, self._names = shapes, codes, names
+        self._shape, self._code, self._stored, self._size = shape, code, stored, size
+
+    def __len__(self) -> int:
+        return len(self._shape)
+
+    @overload
+    def __getitem__(self, i: int) -> DeviceEntry: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[DeviceEntry, ...]: ...
+    def __getitem__(self, i: int | slice) -> DeviceEntry | tuple[DeviceEntry, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("entry index out of range")
+        return self._entry(i, self._shape[i], self._code[i], self._stored[i], self._size[i])
+
+    def __iter__(self) -> Iterator[DeviceEntry]:
+        make = self._entry
+        columns = zip(self._shape, self._code, self._stored, self._size, strict=True)
+        for i, (shape, code, stored, size) in enumerate(columns):
+            yield make(i, shape, code, stored, size)
+
+    def _entry(self, i: int, shape: int, code: int, stored: int, size: int) -> DeviceEntry:
+        kind, target, isa, section, compression, debug = self._shapes[shape]
+        kernels, producer, traps, empty, sha256 = self._codes[code]
+        name = self._names.get(i)
+        return DeviceEntry(kind, target, kernels, isa, section, compression, stored, size,
+                           producer, debug, name, traps, empty, sha256)  # fmt: skip
+
+    def kinds(self) -> Iterator[Kind]:
+        """Each entry's kind, in order, with no entry made."""
+        shapes = self._shapes
+        return (shapes[shape][0] for shape in self._shape)
+
+    def totals(self) -> list[Totals]:
+        """The entries summed per distinct header part, from the columns (:func:`totals`
+        merges equal ones)."""
+        codes = self._codes
+        out: dict[int, Totals] = {}
+        for shape, code, stored, size in zip(
+            self._shape, self._code, self._stored, self._size, strict=True
+        ):
+            found = out.get(shape)
+            if found is None:
+                kind, target, isa, section, compression, _ = self._shapes[shape]
+                found = out[shape] = Totals(kind, target, isa, section, compression, 0, 0, 0,
+                                            set())  # fmt: skip
+            found.entries += 1
+            found.stored_size += stored
+            found.size += size
+            found.kernels.update(codes[code][0])
+        return list(out.values())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"PackedEntries({tuple(self)!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (PackedEntries, (self._shapes, self._codes, self._shape, self._code,
+                                self._stored, self._size, self._names))  # fmt: skip
+
+
+@dataclass
+class Totals:
+    """Entries that agree on kind, target, PTX ISA, section and compression, summed."""
+
+    kind: Kind
+    target: Target
+    ptx_isa: Version | None
+    section: str
+    compression: str
+    entries: int
+    stored_size: int
+    size: int
+    kernels: set[str]
+
+
+def totals(entries: Sequence[DeviceEntry]) -> list[Totals]:
+    """The entries summed per kind, target, PTX ISA, section and compression, in the
+    order each first appears: counts, sizes and the union of their kernels. A packed
+    listing sums its columns, without making an entry."""
+    if isinstance(entries, PackedEntries):
+        parts = entries.totals()
+    else:
+        # By the identity of each entry's objects first (the reader and the cache share
+        # one Target per signature: an int lookup), then merged by equality.
+        by_id: dict[tuple[int, int, int, str, str], Totals] = {}
+        for e in entries:
+            key = (id(e.kind), id(e.target), id(e.ptx_isa), e.section, e.compression)
+            found = by_id.get(key)
+            if found is None:
+                found = by_id[key] = Totals(e.kind, e.target, e.ptx_isa, e.section,
+                                            e.compression, 0, 0, 0, set())  # fmt: skip
+            found.entries += 1
+            found.stored_size += e.stored_size
+            found.size += e.size
+            found.kernels.update(e.kernels)
+        parts = list(by_id.values())
+    merged: dict[tuple[Kind, Target, Version | None, str, str], Totals] = {}
+    for t in parts:
+        same = (t.kind, t.target, t.ptx_isa, t.section, t.compression)
+        found = merged.get(same)
+        if found is None:
+            merged[same] = t
+            continue
+        found.entries += t.entries
+        found.stored_size += t.stored_size
+        found.size += t.size
+        found.kernels |= t.kernels
+    return list(merged.values())
+
+
+class EntryPacker:
+    """Gathers entries, one :meth:`add` each, into :class:`PackedEntries`.
+
+    What an entry's decoding found is added once (:meth:`code`) and named by its index
+    by every entry that shares it (copies). The header's part is told apart by the
+    identity of its objects (the reader shares one Target per signature), so adding an
+    entry hashes no Target; each object a kept key names is kept too, so no identity is
+    reused while the packer builds. A key per entry for the decoded part was 3.5 MB of
+    libcufft.so.11's read, and is why the caller names it.
+    """
+
+    NO_CODE = 0  # no kernels, producer, traps, empty kernels or SHA-256
+
+    def __init__(self) -> None:
+        self._shapes: list[_Shape] = []
+        self._codes: list[_Code] = [_NO_CODE]
+        self._shape_of: dict[tuple[int, int, int, str, str, bool], int] = {}
+        self._shape, self._code = array("I"), array("I")
+        self._stored, self._size = array("Q"), array("Q")
+        self._names: dict[int, str] = {}
+
+    def code(
+        self,
+        kernels: tuple[str, ...],
+        producer: str | None,
+        traps: tuple[str, ...],
+        empty: tuple[str, ...],
+        sha256: str,
+    ) -> int:
+        """Keep what one decoding found; the index entries name it by in :meth:`add`."""
+        self._codes.append((kernels, producer, traps, empty, sha256))
+        return len(self._codes) - 1
+
+    def add(  # noqa: PLR0917  (DeviceEntry's header fields, in its order)
+        self,
+        kind: Kind,
+        target: Target,
+        ptx_isa: Version | None,
+        section: str,
+        compression: str,
+        stored_size: int,
+        size: int,
+        debug: bool,
+        name: str | None,
+        code: int = NO_CODE,
+    ) -> None:
+        """One entry: its header's fields and the index of what decoding it found."""
+        if not 0 <= code < len(self._codes):
+            raise ValueError(f"no such code: {code}")
+        key = (id(kind), id(target), id(ptx_isa), section, compression, debug)
+        shape = self._shape_of.get(key)
+        if shape is None:
+            shape = self._shape_of[key] = len(self._shapes)
+            self._shapes.append((kind, target, ptx_isa, section, compression, debug))
+        if name is not None:
+            self._names[len(self._shape)] = name
+        self._shape.append(shape)
+        self._code.append(code)
+        self._stored.append(stored_size)
+        self._size.append(size)
+
+    def entries(self) -> Sequence[DeviceEntry]:
+        """What was added, in order (``()`` when nothing was)."""
+        if not self._shape:
+            return ()
+        return PackedEntries(self._shapes, self._codes, self._shape, self._code,
+                             self._stored, self._size, self._names)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -147,7 +370,9 @@ def missing_by_target(
     targets; sorting each list separately was half of the time spent here).
     """
     plain = {
-        key: frozenset(names)
+        # Sets are looked into as they are (libcufft.so.11: copying its 22 sets of up to
+        # 9,155 names was 1 MB).
+        key: names if isinstance(names, set | frozenset) else frozenset(names)
         for key, names in groups.items()
         if key[0] is not Kind.LTOIR and general(key[1])
     }
@@ -212,7 +437,6 @@ _Key = tuple[Kind, Target]
 class _Index:
     """Everything prediction needs from a listing, built in one pass over its entries."""
 
-    by_kind: dict[Kind, tuple[DeviceEntry, ...]]
     # One group per (kind, target), first-seen order, with the union of its kernels.
     groups: dict[_Key, frozenset[str]]
     # Distinct (target, ISA) of the PTX entries, first-seen order.
@@ -223,13 +447,14 @@ class _Index:
     kernels: tuple[str, ...]  # sorted
 
 
-def _index(entries: tuple[DeviceEntry, ...]) -> _Index:
-    by_kind: dict[Kind, list[DeviceEntry]] = {kind: [] for kind in Kind}
+def _index(entries: Sequence[DeviceEntry]) -> _Index:
     members: dict[_Key, list[tuple[str, ...]]] = {}
     place_bits: dict[tuple[Kind, Target, Version | None], int] = {}
     masks: dict[str, int] = {}
+    ptx: dict[tuple[Target, Version | None], None] = {}
     for e in entries:
-        by_kind[e.kind].append(e)
+        if e.kind is Kind.PTX:
+            ptx[e.target, e.ptx_isa] = None
         members.setdefault((e.kind, e.target), []).append(e.kernels)
         if e.kind is Kind.LTOIR or not e.kernels:
             continue
@@ -244,11 +469,9 @@ def _index(entries: tuple[DeviceEntry, ...]) -> _Index:
     for k, mask in masks.items():
         by_mask.setdefault(mask, []).append(k)
     groups = {key: frozenset().union(*lists) for key, lists in members.items()}
-    ptx = tuple(dict.fromkeys((e.target, e.ptx_isa) for e in by_kind[Kind.PTX]))
     return _Index(
-        {kind: tuple(found) for kind, found in by_kind.items()},
         groups,
-        ptx,
+        tuple(ptx),
         by_mask,
         tuple(place_bits),
         tuple(sorted(masks)),
@@ -264,15 +487,33 @@ class Listing:
     of thousands of kernels; a per-kernel scan of the entries was quadratic).
     """
 
-    entries: tuple[DeviceEntry, ...] = field(default_factory=tuple)
+    # A tuple, or PackedEntries from the reader (equal to the tuple of its entries).
+    entries: Sequence[DeviceEntry] = ()
 
     @cached_property
     def _index(self) -> _Index:
         return _index(self.entries)
 
+    @cached_property
+    def _by_kind(self) -> dict[Kind, array[int]]:
+        """Where each kind's entries are, in order: indices, not entries (a packed
+        listing's entries are made when asked for, not held), apart from the index
+        (which a listing asked for its stubs alone need not build)."""
+        entries = self.entries
+        kinds = entries.kinds() if isinstance(entries, PackedEntries) else (e.kind for e in entries)
+        by_kind = {kind: array("I") for kind in Kind}
+        for i, kind in enumerate(kinds):
+            by_kind[kind].append(i)
+        return by_kind
+
     def of_kind(self, kind: Kind) -> tuple[DeviceEntry, ...]:
         """Entries of one kind, in order."""
-        return self._index.by_kind[kind]
+        return tuple(self.each(kind))
+
+    def each(self, kind: Kind) -> Iterator[DeviceEntry]:
+        """Entries of one kind, in order, one at a time (none held)."""
+        entries = self.entries
+        return (entries[i] for i in self._by_kind[kind])
 
     def targets(self, kind: Kind) -> tuple[Target, ...]:
         """Distinct targets of one kind, in first-seen order."""

@@ -42,10 +42,14 @@ records its section.
 
 from __future__ import annotations
 
+import itertools
 import mmap
+import operator
 import os
 import stat
+import struct
 import zlib
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -57,7 +61,7 @@ from gate.reader import artifacts, fatbin
 from gate.reader.artifacts import shown
 from gate.reader.elffile import EM_CUDA, SHF_EXECINSTR, Buffer, ElfFile, Section
 from gate.reader.limits import Budget, Limits
-from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.reader.listing import DeviceEntry, EntryPacker, Kind, Listing
 from gate.rules.targets import Target, Variant, Version
 
 if TYPE_CHECKING:
@@ -126,14 +130,18 @@ class ArtifactReport:
 Progress = Callable[[int, int, str], None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Decoded:
+    """What decoding one entry found. ``code``: its index in the listing's EntryPacker,
+    set when the first entry holding it is added (its copies then name the same)."""
+
     kernels: tuple[str, ...]
     producer: str | None
     variant: Variant
     traps: tuple[str, ...] = ()
     empty: tuple[str, ...] = ()
     sha256: str = ""
+    code: int | None = None
 
 
 def read_paths(
@@ -443,12 +451,66 @@ def _cubin_report(elf: ElfFile, display: str, *, names: bool, digests: bool) -> 
     )
 
 
+class _Headers:
+    """Entry headers kept packed until they are decoded: their integers in one array,
+    the few non-empty idents aside. As tuples (with their integers) libcufft.so.11's
+    24,454 headers held 6 MB of its names read; packed, 2.2 MB in one block, which the
+    allocator gives back whole."""
+
+    def __init__(self) -> None:
+        self._ints = array("Q")
+        self._idents: dict[int, str] = {}
+        self._count = 0
+
+    def extend(self, entries: Iterable[fatbin.Entry]) -> None:
+        ints, idents = self._ints, self._idents
+        for e in entries:
+            if e.ident:
+                idents[self._count] = e.ident
+            ints.extend(e[:_IDENT])
+            ints.extend(e[_IDENT + 1 :])
+            self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i: int) -> fatbin.Entry:
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        v = _PACKED.unpack_from(self._ints, i * _PACKED.size)
+        return fatbin.Entry._make((*v[:_IDENT], self._idents.get(i, ""), *v[_IDENT:]))
+
+    def __iter__(self) -> Iterator[fatbin.Entry]:
+        get = self._idents.get
+        for i, v in enumerate(_PACKED.iter_unpack(self._ints)):
+            yield fatbin.Entry._make((*v[:_IDENT], get(i, ""), *v[_IDENT:]))
+
+    def packed(self) -> Iterator[tuple[int, ...]]:
+        """Each header's integers (Entry's fields but its ident), with no Entry built."""
+        return _PACKED.iter_unpack(self._ints)
+
+
+# A packed header: Entry's fields but its ident, in order (every one read unsigned).
+_IDENT = fatbin.Entry._fields.index("ident")
+_PACKED_FIELDS = [name for name in fatbin.Entry._fields if name != "ident"]
+_PACKED = struct.Struct(f"={len(_PACKED_FIELDS)}Q")
+_SIGNATURE = ("kind", "flags", "arch", "major", "minor", "payload_size", "compressed_size",
+              "uncompressed_size")  # fmt: skip
+# The header fields two copies of an entry share, from an Entry or from its packed form.
+_fields = operator.itemgetter(*(fatbin.Entry._fields.index(name) for name in _SIGNATURE))
+_packed_fields = operator.itemgetter(*(_PACKED_FIELDS.index(name) for name in _SIGNATURE))
+_PACKED_KIND = _PACKED_FIELDS.index("kind")
+_PACKED_SIZES = operator.itemgetter(
+    _PACKED_FIELDS.index("payload_size"), _PACKED_FIELDS.index("uncompressed_size")
+)
+
+
 class _Found:
     """The entries of one artifact's containers, gathered section by section into its
-    Listing. Headers only: each entry becomes its DeviceEntry as its container is read,
-    and the header is let go (libcufft.so.11 holds 24,453 containers in .ldata: keeping
-    every header until the end doubled what the listing held). With names, the headers
-    are kept until all are decoded (copies are found across the whole artifact)."""
+    Listing (kept as columns: :class:`~gate.reader.listing.EntryPacker`). Headers only:
+    each entry is added as its container is read, and the header is let go
+    (libcufft.so.11 holds 24,453 containers in .ldata). With names, the headers are kept,
+    packed, until all are decoded (copies are found across the whole artifact)."""
 
     def __init__(
         self, buf: Buffer, display: str, names: bool, budget: Budget, digests: bool
@@ -457,9 +519,9 @@ class _Found:
         self.budget, self.digests = budget, digests
         # With names: the headers waiting to be decoded, and their sections as runs of
         # (section, count) (a pair per header was 1.5 MB of cuFFT's 24,454).
-        self.pending: list[fatbin.Entry] = []
+        self.pending = _Headers()
         self.sections: list[tuple[str, int]] = []
-        self.entries: list[DeviceEntry] = []
+        self.entries = EntryPacker()
         # Entries sharing a header signature share kind, target, ISA and compression:
         # those are worked out once per signature, not once per entry (libcublasLt: 5,666
         # entries, ~60 signatures; enum and Target hashing made the per-entry cost add up).
@@ -468,80 +530,83 @@ class _Found:
     def add(self, section: str, containers: Iterable[fatbin.Container]) -> None:
         if self.names:
             before = len(self.pending)
-            self.pending += [e for c in containers for e in c.entries]
+            for c in containers:
+                self.pending.extend(c.entries)
             if len(self.pending) > before:
                 self.sections.append((section, len(self.pending) - before))
             return
-        make, entries = self._entry, self.entries
+        add = self._add
         for c in containers:
-            entries += [make(section, e, None) for e in c.entries]
+            for e in c.entries:
+                add(section, e, None)
 
     def listing(self) -> Listing:
-        headers, self.pending = self.pending, []
+        headers, self.pending = self.pending, _Headers()
         if headers:
-            decoded: list[_Decoded | None] = [None] * len(headers)
             first = _first_copies(self.buf, headers)
-            todo = [i for i, f in enumerate(first) if f == i]
-            _decode_all(
-                self.buf, headers, todo, decoded,
+            each = _decode_all(
+                self.buf, headers, first,
                 display=self.display, budget=self.budget, digests=self.digests,
             )  # fmt: skip
-            del todo
-            make, entries, start = self._entry, self.entries, 0
+            add = self._add
             for section, count in self.sections:
-                for i in range(start, start + count):
-                    e, headers[i] = headers[i], _DONE  # each header let go once used
-                    entries.append(make(section, e, decoded[first[i]]))
-                start += count
-        return Listing(tuple(self.entries))
+                for e, d in itertools.islice(each, count):
+                    add(section, e, d)
+        return Listing(self.entries.entries())
 
-    def _entry(self, section: str, e: fatbin.Entry, d: _Decoded | None) -> DeviceEntry:
+    def _add(self, section: str, e: fatbin.Entry, d: _Decoded | None) -> None:
         key = (e.kind, e.flags, e.arch, e.major, e.minor, _VARIANT_KEYS[d.variant] if d else -1)
         shared = self.memo.get(key)
         if shared is None:
             shared = self.memo[key] = _shared(e, d.variant if d else Variant.NONE)
         kind, target, isa, compression, raw, debug = shared
-        return DeviceEntry(
+        code = EntryPacker.NO_CODE
+        if d is not None:
+            if d.code is None:  # decoded once, whoever copies it: kept once
+                d.code = self.entries.code(d.kernels, d.producer, d.traps, d.empty, d.sha256)
+            code = d.code
+        self.entries.add(
             kind,
             target,
-            d.kernels if d else (),
             isa,
             section,
             compression,
             e.payload_size if raw else e.compressed_size,
             e.payload_size if raw else e.uncompressed_size,
-            d.producer if d else None,
             debug,
             e.ident or None,
-            d.traps if d else (),
-            d.empty if d else (),
-            d.sha256 if d else "",
+            code,
         )
-
-
-_DONE = fatbin.Entry(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", 0)
 
 
 def _decode_all(
     buf: Buffer,
-    headers: list[fatbin.Entry],
-    todo: list[int],
-    decoded: list[_Decoded | None],
+    headers: _Headers,
+    first: array[int],
     *,
     display: str,
     budget: Budget,
     digests: bool = True,
-) -> None:
-    """Decode ``headers[i]`` for each ``i`` in ``todo`` into ``decoded[i]``."""
+) -> Iterator[tuple[fatbin.Entry, _Decoded | None]]:
+    """Every entry of ``headers`` in order, with what it decodes to: an entry that is the
+    first of its copies (``first[i] == i``, :func:`_first_copies`) is decoded, once; a
+    copy is given its first's result. Only results a later copy needs are kept."""
+    # first[i] <= i: a copy's first is decoded (and kept) before the copy is reached.
+    kept: dict[int, _Decoded | None] = {f: None for i, f in enumerate(first) if f != i}
     release = _releaser(buf)
     workers = min(os.cpu_count() or 1, _WORKERS)
-    if workers == 1 or not _worth_threads([headers[i] for i in todo]):
+    if workers == 1 or not _worth_threads(headers, first):
         # Pages are dropped a run of nearby entries at a time, not entry by entry (a
         # system call each; cuFFT's entries are a container header apart).
         lo = hi = 0  # the run of pages read and not yet dropped: [lo, hi)
-        for i in todo:
-            e = headers[i]
-            decoded[i] = _decode(buf, e, display, budget, digests)
+        for i, e in enumerate(headers):
+            f = first[i]
+            if f != i:
+                yield e, kept[f]
+                continue
+            d = _decode(buf, e, display, budget, digests)
+            if i in kept:
+                kept[i] = d
             if hi == lo or not hi <= e.offset <= hi + _FAULT_AROUND:
                 if hi > lo:
                     release(lo, hi)
@@ -550,6 +615,7 @@ def _decode_all(
             if hi - lo >= _RELEASE_BYTES:
                 release(lo, hi)
                 lo = hi
+            yield e, d
         if hi > lo:
             release(lo, hi)
         return
@@ -559,7 +625,7 @@ def _decode_all(
     # of a few entries (each task costs GIL time), handed out with no barrier between
     # them: a worker never waits for another's large entry. Results come back in order;
     # each chunk's pages are dropped once decoded.
-    work = [headers[i] for i in todo]
+    work = [e for i, e in enumerate(headers) if first[i] == i]
     chunks = list(_batches(work))
 
     def chunk(span: tuple[int, int]) -> list[_Decoded | None]:
@@ -574,24 +640,33 @@ def _decode_all(
     with ThreadPoolExecutor(workers) as pool:
         done = pool.map(chunk, chunks)
         try:
-            for (lo, hi), found in zip(chunks, done, strict=True):
-                for i, d in zip(todo[lo:hi], found, strict=True):
-                    decoded[i] = d
+            results = itertools.chain.from_iterable(done)
+            for i, e in enumerate(headers):
+                f = first[i]
+                if f != i:
+                    yield e, kept[f]
+                    continue
+                d = next(results)
+                if i in kept:
+                    kept[i] = d
+                yield e, d
         except BaseException:
             pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
             raise
 
 
-def _worth_threads(entries: list[fatbin.Entry]) -> bool:
-    """Whether decoding ``entries`` is worth a pool of threads (_PARALLEL_MEAN_BYTES)."""
-    work = [e for e in entries if e.kind != fatbin.KIND_NVVM]  # LTO IR: never decoded
-    if len(work) < _PARALLEL_MIN:
-        return False
-    decoded = sum(max(e.payload_size, e.uncompressed_size) for e in work)
-    return decoded >= _PARALLEL_MEAN_BYTES * len(work)
+def _worth_threads(headers: _Headers, first: array[int]) -> bool:
+    """Whether decoding the entries of ``headers`` that are no copies (``first``) is worth
+    a pool of threads (_PARALLEL_MEAN_BYTES)."""
+    count = decoded = 0
+    for i, v in enumerate(headers.packed()):
+        if first[i] == i and v[_PACKED_KIND] != fatbin.KIND_NVVM:  # LTO IR: never decoded
+            count += 1
+            decoded += max(_PACKED_SIZES(v))
+    return count >= _PARALLEL_MIN and decoded >= _PARALLEL_MEAN_BYTES * count
 
 
-def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
+def _first_copies(buf: Buffer, headers: _Headers) -> array[int]:
     """For each entry, the index of the first entry with the same header and payload bytes.
 
     Libraries repeat entries (libcublasLt: 4,479 of its 5,666 are copies, mostly small
@@ -605,12 +680,12 @@ def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
     of cuFFT's 24,454 headers.
     """
     release = _releaser(buf)
-    first = list(range(len(headers)))
+    first = array("q", range(len(headers)))
     groups: dict[int, int | list[int]] = {}
-    for i, e in enumerate(headers):
-        if e.kind == fatbin.KIND_NVVM:
+    for i, v in enumerate(headers.packed()):
+        if v[_PACKED_KIND] == fatbin.KIND_NVVM:
             continue
-        key = hash(_fields(e))
+        key = hash(_packed_fields(v))
         seen = groups.get(key)
         if seen is None:
             groups[key] = i
@@ -644,12 +719,6 @@ def _first_copies(buf: Buffer, headers: list[fatbin.Entry]) -> list[int]:
                 elif len(distinct) < _DISTINCT_COMPARED:
                     distinct.append((i, crc))
     return first
-
-
-def _fields(e: fatbin.Entry) -> tuple[int, ...]:
-    """The header fields two copies of an entry share."""
-    return (e.kind, e.flags, e.arch, e.major, e.minor, e.payload_size, e.compressed_size,
-            e.uncompressed_size)  # fmt: skip
 
 
 def _batches(entries: list[fatbin.Entry]) -> Iterator[tuple[int, int]]:
@@ -705,14 +774,20 @@ def _decode(
     where = f"{display}: fatbin entry at {entry.offset:#x}"
     if entry.kind == fatbin.KIND_PTX:
         # Streamed: a PTX text is read once from the front, never held whole.
-        import hashlib  # noqa: PLC0415  (names only: OpenSSL is 4 MB of start-up)
-
-        digest = hashlib.sha256()
         pieces = fatbin.payload_chunks(buf, entry, display, budget.limits, budget)
-        ptx = scan_ptx(_hashed(pieces, digest) if digests else pieces, where)
+        sha256 = ""
+        if digests:
+            # Imported only here: OpenSSL is 4 MB of start-up and 1.8 MB of pages that
+            # an inspection (no digests) never needs.
+            import hashlib  # noqa: PLC0415
+
+            digest = hashlib.sha256()
+            ptx = scan_ptx(_hashed(pieces, digest), where)
+            sha256 = digest.hexdigest()
+        else:
+            ptx = scan_ptx(pieces, where)
         target = ptx.target or ""
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
-        sha256 = digest.hexdigest() if digests else ""
         return _Decoded(ptx.kernels, ptx.producer, variant, sha256=sha256)
     if fatbin.spills(entry):
         with fatbin.spilled(buf, entry, display, budget.limits, budget) as (data, start, size):

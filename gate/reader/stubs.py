@@ -52,7 +52,7 @@ def stubs_of(listing: Listing, devices: Sequence[Capability]) -> tuple[Stub, ...
     traps: dict[str, list[Target]] = {}
     empty: dict[str, list[Target]] = {}
     coded: set[str] = set()
-    for e in listing.of_kind(Kind.SASS):
+    for e in listing.each(Kind.SASS):
         for kernel in e.traps:
             traps.setdefault(kernel, []).append(e.target)
         for kernel in e.empty:
@@ -78,5 +78,5 @@ def stubs_of(listing: Listing, devices: Sequence[Capability]) -> tuple[Stub, ...
 
 def unread_targets(listing: Listing) -> tuple[str, ...]:
     """SASS targets with kernels whose bodies are not read (before sm_70)."""
-    return tuple(sorted({str(e.target) for e in listing.of_kind(Kind.SASS)
+    return tuple(sorted({str(e.target) for e in listing.each(Kind.SASS)
                          if e.kernels and not readable(e.target.number)}))  # fmt: skip

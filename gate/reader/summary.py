@@ -15,12 +15,12 @@ from typing import Any
 
 from gate import __version__
 from gate.reader.listing import (
-    DeviceEntry,
     DevicePrediction,
     KernelPrediction,
     Kind,
     Listing,
     missing_by_target,
+    totals,
 )
 from gate.reader.read import ArtifactReport
 from gate.reader.stubs import stubs_of, unread_targets
@@ -149,46 +149,54 @@ def _route_json(r: Route) -> dict[str, Any]:
     }
 
 
-def _groups(listing: Listing) -> dict[tuple[Kind, Target], list[DeviceEntry]]:
-    """Entries per (kind, target), in first-seen order, in one pass.
+class _Group:
+    """What one (kind, target) of an artifact holds, summed over its entries."""
 
-    Entries are first grouped by the identity of their kind and target (the reader
-    shares one Target object per signature, so this is a cheap int lookup) and only
-    then merged by equality, hashing each distinct Target once rather than per entry.
-    """
-    by_id: dict[tuple[int, int], tuple[Kind, Target, list[DeviceEntry]]] = {}
-    for e in listing.entries:
-        group = by_id.get((id(e.kind), id(e.target)))
+    __slots__ = ("compression", "entries", "isas", "kernels", "sections", "size", "stored")
+
+    def __init__(self) -> None:
+        self.entries = self.stored = self.size = 0
+        self.kernels: set[str] = set()
+        self.isas: set[Version] = set()
+        self.compression: set[str] = set()
+        self.sections: set[str] = set()
+
+
+def _groups(listing: Listing) -> dict[tuple[Kind, Target], _Group]:
+    """Entries summed per (kind, target), in first-seen order (:func:`totals`: no entry of a
+    packed listing is made)."""
+    groups: dict[tuple[Kind, Target], _Group] = {}
+    for t in totals(listing.entries):
+        group = groups.get((t.kind, t.target))
         if group is None:
-            group = by_id[id(e.kind), id(e.target)] = (e.kind, e.target, [])
-        group[2].append(e)
-    groups: dict[tuple[Kind, Target], list[DeviceEntry]] = {}
-    for kind, target, entries in by_id.values():
-        groups.setdefault((kind, target), []).extend(entries)
+            group = groups[t.kind, t.target] = _Group()
+        group.entries += t.entries
+        group.kernels |= t.kernels
+        if t.ptx_isa:
+            group.isas.add(t.ptx_isa)
+        group.compression.add(t.compression)
+        group.stored += t.stored_size
+        group.size += t.size
+        group.sections.add(t.section)
     return groups
 
 
-def _rows(
-    groups: dict[tuple[Kind, Target], list[DeviceEntry]], names: bool
-) -> list[dict[str, Any]]:
+def _rows(groups: dict[tuple[Kind, Target], _Group], names: bool) -> list[dict[str, Any]]:
     """One row per (kind, target): entry count, kernels, compression, sizes, sections."""
-    rows = []
-    for (kind, target), entries in groups.items():
-        kernels = {k for e in entries for k in e.kernels} if names else ()
-        rows.append(
-            {
-                "kind": kind.value,
-                "target": target_text(kind, target),
-                "entries": len(entries),
-                "kernels": len(kernels) if names and kind is not Kind.LTOIR else None,
-                "ptx_isa": sorted({str(v) for v in {e.ptx_isa for e in entries} if v}),
-                "compression": sorted({e.compression for e in entries}),
-                "stored_size": sum(e.stored_size for e in entries),
-                "size": sum(e.size for e in entries),
-                "sections": sorted({e.section for e in entries}),
-            }
-        )
-    return rows
+    return [
+        {
+            "kind": kind.value,
+            "target": target_text(kind, target),
+            "entries": group.entries,
+            "kernels": len(group.kernels) if names and kind is not Kind.LTOIR else None,
+            "ptx_isa": sorted({str(v) for v in group.isas}),
+            "compression": sorted(group.compression),
+            "stored_size": group.stored,
+            "size": group.size,
+            "sections": sorted(group.sections),
+        }
+        for (kind, target), group in groups.items()
+    ]
 
 
 def artifact_json(
@@ -202,7 +210,7 @@ def artifact_json(
     targets: dict[Kind, list[Target]] = {kind: [] for kind in Kind}
     for kind, target in groups:
         targets[kind].append(target)
-    everything = {k for e in listing.entries for k in e.kernels} if names else set()
+    everything = set().union(*(g.kernels for g in groups.values())) if names else set()
     devices = []
     for cap in caps if report.error is None else ():
         prediction = predict(report, cap)
@@ -258,9 +266,7 @@ def artifact_json(
         },
         "by_target": _rows(groups, names),
         "kernels": len(everything) if names else None,
-        "missing_kernels": missing_by_target(
-            {key: {k for e in entries for k in e.kernels} for key, entries in groups.items()}
-        )
+        "missing_kernels": missing_by_target({key: g.kernels for key, g in groups.items()})
         if names
         else None,
         "stubs": _stubs_json(listing, caps) if names and report.error is None else None,
