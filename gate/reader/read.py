@@ -467,8 +467,7 @@ class _Headers:
         for e in entries:
             if e.ident:
                 idents[self._count] = e.ident
-            ints.extend(e[:_IDENT])
-            ints.extend(e[_IDENT + 1 :])
+            ints.extend(_integers(e))
             self._count += 1
 
     def __len__(self) -> int:
@@ -494,6 +493,9 @@ class _Headers:
 _IDENT = fatbin.Entry._fields.index("ident")
 _PACKED_FIELDS = [name for name in fatbin.Entry._fields if name != "ident"]
 _PACKED = struct.Struct(f"={len(_PACKED_FIELDS)}Q")
+_integers = operator.itemgetter(
+    *(i for i, name in enumerate(fatbin.Entry._fields) if name != "ident")
+)
 _SIGNATURE = ("kind", "flags", "arch", "major", "minor", "payload_size", "compressed_size",
               "uncompressed_size")  # fmt: skip
 # The header fields two copies of an entry share, from an Entry or from its packed form.
