@@ -4,13 +4,15 @@ An LZ4 block cannot be streamed, and decompressing one whole in the heap made Cu
 thrust module (a 35.6 MB PTX text) and NCCL's CUDA 12 library (cubins of up to 134 MB)
 the corpus's largest peaks. Past fatbin.LZ4_SPILL_BYTES the C library decodes the block
 into a temporary file's map while a thread drops the pages written, and the text is read
-back in pieces, each one's pages dropped in turn.
+back in pieces, each one's pages dropped in turn. The threads that decode entries share
+the main malloc arena (glibc), so what one frees another reuses.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +29,7 @@ TEXT_MB = 60
 PEAK_BOUND = 64 * MB
 
 pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _ptx_fatbin(path: Path) -> int:
@@ -68,3 +71,40 @@ def test_a_large_lz4_ptx_text_is_read_in_a_fraction_of_its_size(tmp_path: Path) 
     assert "1 PTX, 0 LTO IR, 2 kernels" in done.stdout
     print(f"\npeak {peak / MB:.0f} MB for a {size / MB:.0f} MB LZ4 PTX text")
     assert peak < PEAK_BOUND, f"peak RSS {peak / MB:.0f} MB reading a {size / MB:.0f} MB text"
+
+
+ARENAS = """
+import ctypes, os, sys, tempfile, threading
+from gate.reader.read import one_malloc_arena
+if sys.argv[1] == "shared":
+    assert one_malloc_arena()
+held, ready = [], threading.Barrier(4)
+def work():
+    held.extend(bytearray(100_000) for _ in range(4))  # under the mmap threshold: an arena's
+    ready.wait()  # all four alive at once: none takes over another's arena
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
+libc.malloc_info.argtypes = (ctypes.c_int, ctypes.c_void_p)
+libc.fclose.argtypes = (ctypes.c_void_p,)
+with tempfile.TemporaryDirectory() as folder:
+    path = os.path.join(folder, "info.xml")
+    handle = libc.fopen(path.encode(), b"w")
+    libc.malloc_info(0, handle)
+    libc.fclose(handle)
+    print(open(path).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.parametrize(("mode", "heaps"), [("own", 5), ("shared", 1)])
+def test_decoding_threads_share_the_main_malloc_arena(mode: str, heaps: int) -> None:
+    """What the decoding threads free stays where the next thread can use it (glibc)."""
+    found = subprocess.run(
+        [sys.executable, "-c", ARENAS, mode],
+        capture_output=True, text=True, check=True, timeout=60,
+        cwd=ROOT,
+    )  # fmt: skip
+    assert int(found.stdout) == heaps, found.stderr

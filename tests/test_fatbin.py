@@ -272,6 +272,7 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
     from gate.reader import read
 
     pools: list[int | None] = []
+    arenas: list[int] = []  # how many pools had been made when threads were given one arena
 
     class Recorded(concurrent.futures.ThreadPoolExecutor):
         def __init__(self, max_workers: int | None = None) -> None:
@@ -279,6 +280,12 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
             super().__init__(max_workers)
 
     monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", Recorded)
+
+    def one_arena() -> bool:
+        arenas.append(len(pools))
+        return True
+
+    monkeypatch.setattr(read, "one_malloc_arena", one_arena)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     monkeypatch.setattr(read, "_PARALLEL_MIN", 1)
     one = (GOLDEN / "debug.fatbin").read_bytes()
@@ -292,6 +299,7 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
     assert threaded.listing == report.listing
     # More threads only add memory: the per-entry work that holds the GIL bounds the speed.
     assert pools == [8]
+    assert arenas == [0]  # before the threads exist: they allocate from the main arena
 
 
 def test_scan_skips_what_cannot_hold_a_loadable_container(tmp_path: Path) -> None:
