@@ -85,7 +85,8 @@ def packed(draw: st.DrawFn) -> Case:
             code = packer.code(*part)
             codes.append((code, part))
         kernels, producer, traps, empty, sha256 = part
-        packer.add(kind, target, isa, section, compression, stored, size, debug, name, code)
+        shape = packer.shape(kind, target, isa, section, compression, debug)
+        packer.add(shape, stored, size, name, code)
         entries.append(DeviceEntry(kind, target, kernels, isa, section, compression, stored,
                                    size, producer, debug, name, traps, empty, sha256))  # fmt: skip
     result = packer.entries()
@@ -164,8 +165,8 @@ def test_totals_sum_entries_that_agree_on_their_header_in_first_seen_order() -> 
     packer = EntryPacker()
     for e in entries:
         code = packer.code(e.kernels, e.producer, e.traps, e.empty, e.sha256)
-        packer.add(e.kind, e.target, e.ptx_isa, e.section, e.compression, e.stored_size, e.size,
-                   e.debug, e.name, code)  # fmt: skip
+        shape = packer.shape(e.kind, e.target, e.ptx_isa, e.section, e.compression, e.debug)
+        packer.add(shape, e.stored_size, e.size, e.name, code)
     expected = [
         (Kind.SASS, sm90, None, ".nv_fatbin", "lz4", 2, 15, 26, frozenset({"a", "c"})),
         (Kind.SASS, sm80, None, ".nv_fatbin", "lz4", 1, 1, 2, frozenset({"b"})),
@@ -175,11 +176,23 @@ def test_totals_sum_entries_that_agree_on_their_header_in_first_seen_order() -> 
     assert _totals(totals(packer.entries())) == expected
 
 
-def test_an_empty_packer_gives_the_empty_tuple_and_a_code_must_exist() -> None:
+def test_an_empty_packer_gives_the_empty_tuple_and_a_shape_and_code_must_exist() -> None:
     packer = EntryPacker()
     assert packer.entries() == ()
-    with pytest.raises(ValueError, match="no such code"):
-        packer.add(Kind.SASS, TARGETS[0], None, ".nv_fatbin", "none", 1, 1, False, None, 1)
+    with pytest.raises(ValueError, match="no such shape or code"):
+        packer.add(0, 1, 1, None)  # no shape yet
+    shape = packer.shape(Kind.SASS, TARGETS[0], None, ".nv_fatbin", "none", False)
+    assert (
+        packer.shape(Kind.SASS, Target.parse("sm_80"), None, ".nv_fatbin", "none", False) == shape
+    )
+    with pytest.raises(ValueError, match="no such shape or code"):
+        packer.add(shape, 1, 1, None, 1)  # no code 1 yet
+    with pytest.raises(ValueError, match="no such shape or code"):
+        packer.add(shape + 1, 1, 1, None)
+    packer.add(shape, 1, 2, None)
+    assert packer.entries() == (
+        DeviceEntry(Kind.SASS, TARGETS[0], (), None, ".nv_fatbin", "none", 1, 2),
+    )
 
 
 def test_headers_are_kept_packed_and_given_back_whole() -> None:

@@ -220,12 +220,11 @@ def totals(entries: Sequence[DeviceEntry]) -> list[Totals]:
 class EntryPacker:
     """Gathers entries, one :meth:`add` each, into :class:`PackedEntries`.
 
-    What an entry's decoding found is added once (:meth:`code`) and named by its index
-    by every entry that shares it (copies). The header's part is told apart by the
-    identity of its objects (the reader shares one Target per signature), so adding an
-    entry hashes no Target; each object a kept key names is kept too, so no identity is
-    reused while the packer builds. A key per entry for the decoded part was 3.5 MB of
-    libcufft.so.11's read, and is why the caller names it.
+    What entries share is added once and named by its index: a header's part
+    (:meth:`shape`: the reader asks once per header signature and section) and what
+    decoding found (:meth:`code`: once per decoded payload, named by each copy). Adding
+    an entry then builds no key and hashes nothing (libcufft.so.11: 24,454 entries; a
+    key per entry for the decoded part alone was 3.5 MB of its read).
     """
 
     NO_CODE = 0  # no kernels, producer, traps, empty kernels or SHA-256
@@ -233,10 +232,27 @@ class EntryPacker:
     def __init__(self) -> None:
         self._shapes: list[_Shape] = []
         self._codes: list[_Code] = [_NO_CODE]
-        self._shape_of: dict[tuple[int, int, int, str, str, bool], int] = {}
+        self._shape_of: dict[_Shape, int] = {}
         self._shape, self._code = array("I"), array("I")
         self._stored, self._size = array("Q"), array("Q")
         self._names: dict[int, str] = {}
+
+    def shape(  # noqa: PLR0917  (DeviceEntry's header fields, in its order)
+        self,
+        kind: Kind,
+        target: Target,
+        ptx_isa: Version | None,
+        section: str,
+        compression: str,
+        debug: bool,
+    ) -> int:
+        """The index :meth:`add` names a header's part by (equal parts share one)."""
+        part = (kind, target, ptx_isa, section, compression, debug)
+        found = self._shape_of.get(part)
+        if found is None:
+            found = self._shape_of[part] = len(self._shapes)
+            self._shapes.append(part)
+        return found
 
     def code(
         self,
@@ -250,27 +266,13 @@ class EntryPacker:
         self._codes.append((kernels, producer, traps, empty, sha256))
         return len(self._codes) - 1
 
-    def add(  # noqa: PLR0917  (DeviceEntry's header fields, in its order)
-        self,
-        kind: Kind,
-        target: Target,
-        ptx_isa: Version | None,
-        section: str,
-        compression: str,
-        stored_size: int,
-        size: int,
-        debug: bool,
-        name: str | None,
-        code: int = NO_CODE,
+    def add(
+        self, shape: int, stored_size: int, size: int, name: str | None, code: int = NO_CODE
     ) -> None:
-        """One entry: its header's fields and the index of what decoding it found."""
-        if not 0 <= code < len(self._codes):
-            raise ValueError(f"no such code: {code}")
-        key = (id(kind), id(target), id(ptx_isa), section, compression, debug)
-        shape = self._shape_of.get(key)
-        if shape is None:
-            shape = self._shape_of[key] = len(self._shapes)
-            self._shapes.append((kind, target, ptx_isa, section, compression, debug))
+        """One entry: its header part's index (:meth:`shape`), sizes, ident, and the index
+        of what decoding it found (:meth:`code`)."""
+        if not (0 <= shape < len(self._shapes) and 0 <= code < len(self._codes)):
+            raise ValueError(f"no such shape or code: {shape}, {code}")
         if name is not None:
             self._names[len(self._shape)] = name
         self._shape.append(shape)

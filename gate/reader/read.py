@@ -525,9 +525,10 @@ class _Found:
         self.sections: list[tuple[str, int]] = []
         self.entries = EntryPacker()
         # Entries sharing a header signature share kind, target, ISA and compression:
-        # those are worked out once per signature, not once per entry (libcublasLt: 5,666
-        # entries, ~60 signatures; enum and Target hashing made the per-entry cost add up).
-        self.memo: dict[tuple[int, int, int, int, int, int], _Shared] = {}
+        # those are worked out, and given their packer index, once per signature and
+        # section, not once per entry (libcublasLt: 5,666 entries, ~60 signatures; enum
+        # and Target hashing made the per-entry cost add up). Value: (index, stored raw).
+        self.memo: dict[tuple[str, int, int, int, int, int, int], tuple[int, bool]] = {}
 
     def add(self, section: str, containers: Iterable[fatbin.Container]) -> None:
         if self.names:
@@ -557,28 +558,25 @@ class _Found:
         return Listing(self.entries.entries())
 
     def _add(self, section: str, e: fatbin.Entry, d: _Decoded | None) -> None:
-        key = (e.kind, e.flags, e.arch, e.major, e.minor, _VARIANT_KEYS[d.variant] if d else -1)
-        shared = self.memo.get(key)
-        if shared is None:
-            shared = self.memo[key] = _shared(e, d.variant if d else Variant.NONE)
-        kind, target, isa, compression, raw, debug = shared
+        variant = _VARIANT_KEYS[d.variant] if d else -1
+        key = (section, e.kind, e.flags, e.arch, e.major, e.minor, variant)
+        known = self.memo.get(key)
+        if known is None:
+            kind, target, isa, compression, raw, debug = _shared(
+                e, d.variant if d else Variant.NONE
+            )
+            shape = self.entries.shape(kind, target, isa, section, compression, debug)
+            known = self.memo[key] = (shape, raw)
+        shape, raw = known
         code = EntryPacker.NO_CODE
         if d is not None:
             if d.code is None:  # decoded once, whoever copies it: kept once
                 d.code = self.entries.code(d.kernels, d.producer, d.traps, d.empty, d.sha256)
             code = d.code
-        self.entries.add(
-            kind,
-            target,
-            isa,
-            section,
-            compression,
-            e.payload_size if raw else e.compressed_size,
-            e.payload_size if raw else e.uncompressed_size,
-            debug,
-            e.ident or None,
-            code,
-        )
+        if raw:
+            self.entries.add(shape, e.payload_size, e.payload_size, e.ident or None, code)
+        else:
+            self.entries.add(shape, e.compressed_size, e.uncompressed_size, e.ident or None, code)
 
 
 def _decode_all(
