@@ -25,6 +25,10 @@ Both tools read the same files:
   audit of everything, beside what a process of its own costs (start-up included).
 - the warm re-audit: ``inspect --names ENV`` of the whole corpus with the inspection
   cache filled by a run before (a private cache folder).
+- the gate's start-up floor: both modes over an environment of one distribution holding
+  one Python file (an empty one is an error), in every round; each
+  distribution is also compared with that floor taken off its own process's time (the
+  interpreter and the gate's imports: a few distributions take cuobjdump less).
 
 Medians of ``--runs`` rounds, each round running every command once, interleaved, so
 machine noise hits both tools alike; a distribution's files (and before the whole-corpus
@@ -92,6 +96,7 @@ BEGIN = "<!-- bench_corpus.py writes from here: do not edit by hand -->"
 END = "<!-- bench_corpus.py writes up to here -->"
 LISTING, NAMES, LIST_ELF, SYMBOLS, WARM = "listing", "names", "--list-elf", "-symbols", "warm"
 TOTAL = "all"
+FLOOR = "(start-up)"  # the gate's audit of one distribution of one Python file
 # A loop over the files named in $LIST, one a line (flashinfer-cubin's 15,970 cubins are
 # too many for one command line): cuobjdump exits non-zero on a file it cannot read; the
 # loop goes on.
@@ -264,9 +269,16 @@ def main() -> int:
             NAMES: ([*ours, "--names", "--no-cache", *envs], cold_env),
             WARM: ([*ours, "--names", *envs], warm_env),
         }
+        empty = _floor(args.work / "floor")
+        floor = {
+            LISTING: ([*ours, str(empty)], cold_env),
+            NAMES: ([*ours, "--names", "--no-cache", str(empty)], cold_env),
+        }
         # Fills the warm re-audit's cache.
         bench_inspect.measure(whole[WARM][0], warm_env)
         for _ in range(args.runs):
+            for label, (argv, env) in floor.items():
+                _record(times, peaks, (FLOOR, label), argv, env)
             for d in dists:
                 warm([d.root])
                 for label, (argv, extra) in commands(d, tool).items():
@@ -287,6 +299,19 @@ def main() -> int:
     if not args.no_write:
         bench_inspect.write_results(args.output, text, BEGIN, END)
     return 0
+
+
+def _floor(root: Path) -> Path:
+    """An environment of one distribution holding one Python file: the least an audit reads."""
+    site = root / SITE
+    info = site / "floor-1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (site / "floor.py").write_text("")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: floor\nVersion: 1\n")
+    (info / "RECORD").write_text(
+        "floor.py,,\nfloor-1.dist-info/METADATA,,\nfloor-1.dist-info/RECORD,,\n"
+    )
+    return root
 
 
 def attribute(argv: list[str], owners: dict[str, str], env: dict[str, str]) -> dict[str, float]:
@@ -377,6 +402,13 @@ def render(  # noqa: PLR0917  (one call, in main)
         for mode, theirs in pairs
         if d.device and med[d.name, mode] > med[d.name, theirs]
     ]
+    start = {mode: med[FLOOR, mode] for mode in (LISTING, NAMES)}
+    slower_past_start = [
+        f"{d.name} ({mode})"
+        for d in dists
+        for mode, theirs in pairs
+        if d.device and med[d.name, mode] - start[mode] > med[d.name, theirs]
+    ]
     slower_inside = [
         f"{d.name} ({mode})"
         for d in dists
@@ -398,6 +430,12 @@ def render(  # noqa: PLR0917  (one call, in main)
         "- no distribution (with device code) slower than cuobjdump in either mode, each "
         "audited by a process of its own: "
         + (met(True) if not slower else f"{met(False)} ({', '.join(slower)})"),
+        "- the same, each in a process of its own less the gate's start-up "
+        f"({start[LISTING]:.3f} s listing, {start[NAMES]:.3f} s names: the audit of one "
+        "distribution of one Python file): "
+        + (
+            met(True) if not slower_past_start else f"{met(False)} ({', '.join(slower_past_start)})"
+        ),
         "- the same, each distribution's part of the whole-corpus audit: "
         + (met(True) if not slower_inside else f"{met(False)} ({', '.join(slower_inside)})"),
         (
