@@ -176,23 +176,57 @@ def test_totals_sum_entries_that_agree_on_their_header_in_first_seen_order() -> 
     assert _totals(totals(packer.entries())) == expected
 
 
-def test_an_empty_packer_gives_the_empty_tuple_and_a_shape_and_code_must_exist() -> None:
+def test_an_empty_packer_gives_the_empty_tuple() -> None:
+    assert EntryPacker().entries() == ()
+
+
+def test_a_packer_names_only_what_it_holds_and_packs_one_listing() -> None:
     packer = EntryPacker()
-    assert packer.entries() == ()
     with pytest.raises(ValueError, match="no such shape or code"):
         packer.add(0, 1, 1, None)  # no shape yet
     shape = packer.shape(Kind.SASS, TARGETS[0], None, ".nv_fatbin", "none", False)
-    assert (
-        packer.shape(Kind.SASS, Target.parse("sm_80"), None, ".nv_fatbin", "none", False) == shape
-    )
+    same = packer.shape(Kind.SASS, Target.parse("sm_80"), None, ".nv_fatbin", "none", False)
+    assert same == shape  # equal parts share one index
     with pytest.raises(ValueError, match="no such shape or code"):
         packer.add(shape, 1, 1, None, 1)  # no code 1 yet
     with pytest.raises(ValueError, match="no such shape or code"):
         packer.add(shape + 1, 1, 1, None)
     packer.add(shape, 1, 2, None)
-    assert packer.entries() == (
-        DeviceEntry(Kind.SASS, TARGETS[0], (), None, ".nv_fatbin", "none", 1, 2),
-    )
+    handed = packer.entries()
+    assert handed == (DeviceEntry(Kind.SASS, TARGETS[0], (), None, ".nv_fatbin", "none", 1, 2),)
+    # What was handed over is never changed by the packer again.
+    for more in (
+        lambda: packer.add(shape, 3, 4, None),
+        lambda: packer.shape(Kind.PTX, PTX[0], None, ".nv_fatbin", "none", False),
+        lambda: packer.code((), None, (), (), ""),
+    ):
+        with pytest.raises(ValueError, match="already handed over"):
+            more()
+    assert len(handed) == 1
+    as_list: object = list(handed)
+    assert handed != as_list  # a tuple's equality: a list of the same is not equal
+
+
+def test_a_names_read_drops_the_pages_of_every_payload_it_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last run of decoded pages is dropped too (a small file's read decodes one run):
+    the decoding generator is run to its end, not left suspended after its last entry."""
+    import mmap
+
+    from gate.reader import read
+
+    released: list[tuple[int, int]] = []
+    monkeypatch.setattr(read, "_releaser", lambda _buf: lambda lo, hi: released.append((lo, hi)))
+    path = GOLDEN / "debug.fatbin"  # two entries, no copies: only decoding drops pages
+    one = path.read_bytes()
+    headers = [e for c in fatbin.parse_containers(one, 0, len(one), "x") for e in c.entries]
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        report = read_buffer(buf, 0, len(buf), "debug.fatbin")
+    assert len(report.listing.entries) == len(headers) == 2
+    for e in headers:
+        lo, hi = e.payload_offset, e.payload_offset + e.payload_size
+        assert any(a <= lo and hi <= b for a, b in released), (e, released)
 
 
 def test_headers_are_kept_packed_and_given_back_whole() -> None:

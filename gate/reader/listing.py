@@ -152,7 +152,7 @@ class PackedEntries(Sequence[DeviceEntry]):
         return list(out.values())
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+        if not isinstance(other, tuple | PackedEntries):  # a tuple's equals, as a tuple's
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
@@ -236,6 +236,7 @@ class EntryPacker:
         self._shape, self._code = array("I"), array("I")
         self._stored, self._size = array("Q"), array("Q")
         self._names: dict[int, str] = {}
+        self._handed = False  # entries() gave the columns away: nothing more is added
 
     def shape(  # noqa: PLR0917  (DeviceEntry's header fields, in its order)
         self,
@@ -247,6 +248,7 @@ class EntryPacker:
         debug: bool,
     ) -> int:
         """The index :meth:`add` names a header's part by (equal parts share one)."""
+        self._still_open()
         part = (kind, target, ptx_isa, section, compression, debug)
         found = self._shape_of.get(part)
         if found is None:
@@ -263,6 +265,7 @@ class EntryPacker:
         sha256: str,
     ) -> int:
         """Keep what one decoding found; the index entries name it by in :meth:`add`."""
+        self._still_open()
         self._codes.append((kernels, producer, traps, empty, sha256))
         return len(self._codes) - 1
 
@@ -271,6 +274,7 @@ class EntryPacker:
     ) -> None:
         """One entry: its header part's index (:meth:`shape`), sizes, ident, and the index
         of what decoding it found (:meth:`code`)."""
+        self._still_open()
         if not (0 <= shape < len(self._shapes) and 0 <= code < len(self._codes)):
             raise ValueError(f"no such shape or code: {shape}, {code}")
         if name is not None:
@@ -280,8 +284,13 @@ class EntryPacker:
         self._stored.append(stored_size)
         self._size.append(size)
 
+    def _still_open(self) -> None:
+        if self._handed:
+            raise ValueError("entries were already handed over: a packer packs one listing")
+
     def entries(self) -> Sequence[DeviceEntry]:
-        """What was added, in order (``()`` when nothing was)."""
+        """What was added, in order (``()`` when nothing was); the packer's last word."""
+        self._handed = True
         if not self._shape:
             return ()
         return PackedEntries(self._shapes, self._codes, self._shape, self._code,

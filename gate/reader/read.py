@@ -555,6 +555,10 @@ class _Found:
             for section, count in self.sections:
                 for e, d in itertools.islice(each, count):
                     add(section, e, d)
+            # One step past the last entry: the generator drops its last run of pages and
+            # its pool ends (left suspended, neither would happen).
+            if next(each, None) is not None:
+                raise RuntimeError(f"{self.display}: more entries decoded than were read")
         return Listing(self.entries.entries())
 
     def _add(self, section: str, e: fatbin.Entry, d: _Decoded | None) -> None:
