@@ -476,13 +476,12 @@ class _Headers:
     def __getitem__(self, i: int) -> fatbin.Entry:
         if not 0 <= i < self._count:
             raise IndexError(i)
-        v = _PACKED.unpack_from(self._ints, i * _PACKED.size)
-        return fatbin.Entry._make((*v[:_IDENT], self._idents.get(i, ""), *v[_IDENT:]))
+        return _unpacked(_PACKED.unpack_from(self._ints, i * _PACKED.size), self._idents.get(i, ""))
 
     def __iter__(self) -> Iterator[fatbin.Entry]:
         get = self._idents.get
         for i, v in enumerate(_PACKED.iter_unpack(self._ints)):
-            yield fatbin.Entry._make((*v[:_IDENT], get(i, ""), *v[_IDENT:]))
+            yield _unpacked(v, get(i, ""))
 
     def packed(self) -> Iterator[tuple[int, ...]]:
         """Each header's integers (Entry's fields but its ident), with no Entry built."""
@@ -496,6 +495,13 @@ _PACKED = struct.Struct(f"={len(_PACKED_FIELDS)}Q")
 _integers = operator.itemgetter(
     *(i for i, name in enumerate(fatbin.Entry._fields) if name != "ident")
 )
+
+
+def _unpacked(integers: tuple[int, ...], ident: str) -> fatbin.Entry:
+    """The header whose integers (as :data:`_PACKED` holds them) and ident these are."""
+    return fatbin.Entry._make((*integers[:_IDENT], ident, *integers[_IDENT:]))
+
+
 _SIGNATURE = ("kind", "flags", "arch", "major", "minor", "payload_size", "compressed_size",
               "uncompressed_size")  # fmt: skip
 # The header fields two copies of an entry share, from an Entry or from its packed form.
@@ -594,23 +600,17 @@ def _decode_all(
 ) -> Iterator[tuple[fatbin.Entry, _Decoded | None]]:
     """Every entry of ``headers`` in order, with what it decodes to: an entry that is the
     first of its copies (``first[i] == i``, :func:`_first_copies`) is decoded, once; a
-    copy is given its first's result. Only results a later copy needs are kept."""
-    # first[i] <= i: a copy's first is decoded (and kept) before the copy is reached.
-    kept: dict[int, _Decoded | None] = {f: None for i, f in enumerate(first) if f != i}
+    copy is given its first's result (:func:`_with_copies`)."""
     release = _releaser(buf)
     workers = min(os.cpu_count() or 1, _WORKERS)
     if workers == 1 or not _worth_threads(headers, first):
         # Pages are dropped a run of nearby entries at a time, not entry by entry (a
         # system call each; cuFFT's entries are a container header apart).
         lo = hi = 0  # the run of pages read and not yet dropped: [lo, hi)
-        for i, e in enumerate(headers):
-            f = first[i]
-            if f != i:
-                yield e, kept[f]
-                continue
-            d = _decode(buf, e, display, budget, digests)
-            if i in kept:
-                kept[i] = d
+
+        def decoded(e: fatbin.Entry) -> _Decoded | None:
+            nonlocal lo, hi
+            found = _decode(buf, e, display, budget, digests)
             if hi == lo or not hi <= e.offset <= hi + _FAULT_AROUND:
                 if hi > lo:
                     release(lo, hi)
@@ -619,7 +619,9 @@ def _decode_all(
             if hi - lo >= _RELEASE_BYTES:
                 release(lo, hi)
                 lo = hi
-            yield e, d
+            return found
+
+        yield from _with_copies(headers, first, decoded)
         if hi > lo:
             release(lo, hi)
         return
@@ -643,21 +645,30 @@ def _decode_all(
 
     one_malloc_arena()
     with ThreadPoolExecutor(workers) as pool:
-        done = pool.map(chunk, chunks)
+        results = itertools.chain.from_iterable(pool.map(chunk, chunks))
         try:
-            results = itertools.chain.from_iterable(done)
-            for i, e in enumerate(headers):
-                f = first[i]
-                if f != i:
-                    yield e, kept[f]
-                    continue
-                d = next(results)
-                if i in kept:
-                    kept[i] = d
-                yield e, d
+            yield from _with_copies(headers, first, lambda _e: next(results))
         except BaseException:
             pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
             raise
+
+
+def _with_copies(
+    headers: _Headers, first: array[int], decoded: Callable[[fatbin.Entry], _Decoded | None]
+) -> Iterator[tuple[fatbin.Entry, _Decoded | None]]:
+    """Each entry with ``decoded(entry)`` for the first of its copies (asked in order), and
+    that same result for each later copy; only results a later copy needs are kept."""
+    # first[i] <= i: a copy's first is decoded (and kept) before the copy is reached.
+    kept: dict[int, _Decoded | None] = {f: None for i, f in enumerate(first) if f != i}
+    for i, e in enumerate(headers):
+        f = first[i]
+        if f != i:
+            yield e, kept[f]
+            continue
+        d = decoded(e)
+        if i in kept:
+            kept[i] = d
+        yield e, d
 
 
 # glibc's mallopt parameter for the most malloc arenas (malloc.h).
