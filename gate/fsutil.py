@@ -9,16 +9,19 @@ file never outlives a failure.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
+import io
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from gate.errors import EvidenceError
+from gate.errors import BadInputError, EvidenceError
 
 _BLOCK = 1 << 20
 # How much of a lock holder's command line an error shows.
@@ -172,3 +175,24 @@ def lock_holder(inode: int, locks: Path = Path("/proc/locks")) -> str:
                 command = command[: _COMMAND_SHOWN - 3] + "..."
             return f"pid {pid}: {command}" if command else f"pid {pid}"
     return "holder unknown"
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """Open a regular file for reading, never through a symbolic link, never blocking on a FIFO.
+
+    BadInputError naming the file for a link or anything but a regular file: evidence
+    is plain files, and a link swapped in after a folder was checked is refused here.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise BadInputError(
+                f"{path}: a symbolic link (evidence is plain files; links are never followed)"
+            ) from e
+        raise
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise BadInputError(f"{path}: not a regular file (evidence is plain files)")
+    return handle

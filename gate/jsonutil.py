@@ -10,8 +10,10 @@ deeper is refused before it is used.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gate.errors import BadInputError
 
@@ -22,15 +24,33 @@ MIB = 1024 * 1024
 def read_bounded(path: Path, limit: int) -> bytes:
     """The bytes of ``path``; BadInputError naming it and ``limit`` when it holds more.
 
-    Reads at most ``limit + 1`` bytes, so an oversized (or endless) file costs no more
-    memory than the limit. OSError as ``open`` and ``read`` raise it.
+    As :func:`read_stream`, on ``path`` opened as it is (a link followed, a pipe read).
+    OSError as ``open`` and ``read`` raise it.
     """
     with path.open("rb") as stream:
-        data = stream.read(limit + 1)
+        return read_stream(stream, limit, path)
+
+
+def read_stream(stream: BinaryIO, limit: int, path: Path) -> bytes:
+    """The rest of ``stream`` (``path`` open); BadInputError naming ``path`` and ``limit``
+    when it holds more.
+
+    A regular file whose size is already past the limit is refused before any byte is
+    read; otherwise at most ``limit + 1`` bytes are read, so an oversized (growing, or
+    endless) file costs no more memory than the limit. OSError as ``read`` raises it.
+    """
+    info = os.fstat(stream.fileno())
+    if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+        raise _too_large(path, limit)
+    data = stream.read(limit + 1)
     if len(data) > limit:
-        shown = f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
-        raise BadInputError(f"{path}: larger than {shown}, the most cuda-gate reads of it")
+        raise _too_large(path, limit)
     return data
+
+
+def _too_large(path: Path, limit: int) -> BadInputError:
+    shown = f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
+    return BadInputError(f"{path}: larger than {shown}, the most cuda-gate reads of it")
 
 
 def depth(value: object) -> int:

@@ -46,6 +46,7 @@ from gate import jsonutil
 from gate.comparison import Baseline
 from gate.container.info import ContainerInfo
 from gate.errors import BadInputError, ConfigError
+from gate.fsutil import open_regular
 from gate.git import SourceInfo
 from gate.launchsummary import Launches
 from gate.machine import DriverInfo, ToolkitInfo
@@ -63,6 +64,12 @@ LOADED_LIST = "loaded-libraries.txt"  # every library the runs loaded, how each 
 RESULT_VERSION = 6
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
+# The most of result.json any command reads back (diff, run --baseline, sign, upload):
+# it is read whole, then parsed. Runs write far less (the torch example's, 40,000 loaded
+# library entries, is 3.8 MB), but an artifact's listing names each kernel per target,
+# and libtorch_cuda.so's kernel names alone are about 74 MB (benchmarks/RESULTS.md);
+# 256 MiB leaves room for a run gating that, while a broken or hostile file costs no more.
+MAX_RESULT_BYTES = 256 * jsonutil.MIB
 
 
 @dataclass(frozen=True)
@@ -351,19 +358,38 @@ class RunRecord:
 
 
 def load(evidence_dir: Path) -> RunRecord:
-    """The run record of an evidence folder; BadInputError when absent or malformed."""
+    """The run record of an evidence folder; BadInputError when absent, malformed, or not
+    a plain file within :data:`MAX_RESULT_BYTES` (:func:`read_result`)."""
+    return parse(read_result(evidence_dir), str(evidence_dir / RESULT_FILE))
+
+
+def read_result(evidence_dir: Path) -> bytes:
+    """The bytes of an evidence folder's result.json, read as evidence is read.
+
+    Never through a symbolic link (one to another run's record, or out of the folder),
+    never blocking (a FIFO is refused, not waited on), never past
+    :data:`MAX_RESULT_BYTES` (refused by its size before it is read): each a
+    BadInputError naming the file, as is a file that cannot be read.
+    """
     path = evidence_dir / RESULT_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        with open_regular(path) as stream:
+            return jsonutil.read_stream(stream, MAX_RESULT_BYTES, path)
     except FileNotFoundError as e:
         raise BadInputError(f"{path}: no run record (did the gate run?)") from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInputError(f"{path}: cannot read the run record: {e}") from e
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read the run record: {e.strerror or e}") from e
+
+
+def parse(data: bytes, where: str) -> RunRecord:
+    """The run record ``data`` (result.json's bytes) holds; BadInputError naming ``where``."""
     try:
-        data = json.loads(text)
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise BadInputError(f"{where}: cannot read the run record: {e}") from e
     except (ValueError, RecursionError) as e:
-        raise BadInputError(f"{path}: not valid JSON: {e}") from e
-    return RunRecord.from_json(data, str(path))
+        raise BadInputError(f"{where}: not valid JSON: {e}") from e
+    return RunRecord.from_json(doc, where)
 
 
 def listing_json(listing: Listing, inspector: str) -> dict[str, Any]:

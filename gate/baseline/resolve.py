@@ -19,7 +19,7 @@ from gate import git
 from gate.comparison import Baseline, facts
 from gate.config import Config
 from gate.errors import BadInputError, ConfigError, EvidenceChangedError
-from gate.record import RESULT_FILE, RunRecord, load
+from gate.record import RESULT_FILE, RunRecord, parse, read_result
 from gate.rules.baseline import Policy, compare
 from gate.rules.targets import Capability
 from gate.store import fetch_run, find_repository, list_runs, load_settings, open_store
@@ -27,6 +27,7 @@ from gate.store.readback import list_repository_runs
 from gate.store.records import RunState, RunSummary, check_segment
 
 LATEST_ACCEPTED = "latest-accepted"
+_LINK_HINT = "evidence is plain files; links are never followed"
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,21 @@ def looks_like_folder(reference: str) -> bool:
 
 
 def from_folder(folder: Path, reference: str) -> Found:
-    """The run of an evidence folder; BadInputError when it is not gate evidence."""
-    if not folder.is_dir():
+    """The run of an evidence folder; BadInputError when it is not gate evidence.
+
+    result.json is read once, as evidence is (:func:`gate.record.read_result`: a plain
+    file, bounded), and its record and digest come from the same bytes. A link in place
+    of the folder is refused like a link in place of the file.
+    """
+    if folder.is_symlink():
+        raise BadInputError(f"{folder}: the evidence folder is a symbolic link ({_LINK_HINT})")
+    if not folder.exists():
         raise BadInputError(f"{folder}: no such evidence folder")
-    record = load(folder)
-    digest = hashlib.sha256((folder / RESULT_FILE).read_bytes()).hexdigest()
-    return Found(record, reference, str(folder), digest)
+    if not folder.is_dir():
+        raise BadInputError(f"{folder}: not an evidence folder (not a folder)")
+    data = read_result(folder)
+    record = parse(data, str(folder / RESULT_FILE))
+    return Found(record, reference, str(folder), hashlib.sha256(data).hexdigest())
 
 
 def from_store(

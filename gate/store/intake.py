@@ -44,8 +44,9 @@ from gate.evidence import (
     is_marked,
     walk,
 )
+from gate.fsutil import open_regular
 from gate.record import RunRecord, load
-from gate.store.records import INDEX_NAME, FileEntry, check_file_name, open_regular
+from gate.store.records import INDEX_NAME, FileEntry, check_file_name
 
 _LINK_HINT = "evidence is plain files; links are never followed"
 _FRESH = "run the gate again to write fresh evidence"

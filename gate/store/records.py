@@ -8,13 +8,10 @@ last, so a run is complete exactly when its index exists.
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import io
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +19,7 @@ from typing import Any
 
 from gate import jsonutil
 from gate.errors import BadInputError, ConfigError
+from gate.fsutil import open_regular
 from gate.git import check_revision
 
 INDEX_NAME = "index.json"
@@ -211,27 +209,6 @@ def _check_version(doc: object, where: str) -> None:
     if not isinstance(doc, dict) or doc.get("version") != INDEX_VERSION:
         found = doc.get("version") if isinstance(doc, dict) else None
         raise BadInputError(f"{where}: unsupported evidence index version {found!r}")
-
-
-def open_regular(path: Path) -> io.BufferedReader:
-    """Open a regular file for reading, never through a symbolic link, never blocking on a FIFO.
-
-    BadInputError naming the file for a link or anything but a regular file: evidence
-    is plain files, and a link swapped in after a folder was checked is refused here.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise BadInputError(
-                f"{path}: a symbolic link (evidence is plain files; links are never followed)"
-            ) from e
-        raise
-    handle = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        handle.close()
-        raise BadInputError(f"{path}: not a regular file (evidence is plain files)")
-    return handle
 
 
 def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
