@@ -23,13 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate import jsonutil
 from gate.attest.predicate import PREDICATE_TYPE, PREDICATE_VERSION
-from gate.attest.predicate import read as read_predicate
 from gate.attest.predicate import validate as validate_predicate
-from gate.attest.signing import Signer, load_signer_from_env_or_file, sign_envelope
+from gate.attest.signing import Envelope, Signer, load_signer_from_env_or_file, sign_envelope
 from gate.attest.testresult import build_test_result
-from gate.errors import ArtifactChangedError, BadInputError, EvidenceChangedError, EvidenceError
+from gate.errors import ArtifactChangedError, BadInputError, EvidenceError
 from gate.evidence import (
     ENVELOPE_FILE,
     MANIFEST_FILE,
@@ -54,9 +52,9 @@ __all__ = [
     "build_statement",
     "evidence_digests",
     "load_signer_from_env_or_file",
-    "sign_existing",
     "validate_predicate",
     "write_manifest",
+    "write_statement",
 ]
 
 
@@ -284,9 +282,9 @@ def write_manifest(
             len(digests),
             test_result_path=test_result_path,
         )
-    write_atomic(envelope_path, sign_envelope(payload, signer).dumps().encode("utf-8"))
+    write_statement(envelope_path, sign_envelope(payload, signer))
     if test_payload is not None:
-        write_atomic(test_envelope, sign_envelope(test_payload, signer).dumps().encode("utf-8"))
+        write_statement(test_envelope, sign_envelope(test_payload, signer))
     return ManifestResult(
         statement_path,
         envelope_path,
@@ -296,6 +294,11 @@ def write_manifest(
         test_result_path=test_result_path,
         test_result_envelope=test_envelope if test_payload is not None else None,
     )
+
+
+def write_statement(path: Path, envelope: Envelope) -> Path:
+    """Write a signed envelope as the run and ``cuda-gate sign`` both do (atomically)."""
+    return write_atomic(path, envelope.dumps().encode("utf-8"))
 
 
 def _dumps(statement: dict[str, Any]) -> bytes:
@@ -342,105 +345,3 @@ def _pick(data: dict[str, Any], *keys: str) -> dict[str, Any]:
 def _secret_label(name: str) -> str:
     """``$NAME`` for an environment variable, the name itself for other secrets."""
     return f"${name}" if name.replace("_", "").isalnum() and name.isupper() else name
-
-
-def sign_existing(
-    evidence_dir: Path, signer: Signer, *, redactor: Redactor | None = None
-) -> ManifestResult:
-    """Sign the statements a run wrote unsigned, apart from the run (``cuda-gate sign``).
-
-    Signs ``manifest.json`` and ``test-result.json`` exactly as they are, and only after
-    checking that they describe the folder: every evidence file the manifest records is
-    there with its recorded digest and size, no file was added, the test-result
-    Statement names ``manifest.json`` and ``result.json`` with their present digests, and
-    no file holds a secret this process knows. EvidenceChangedError (13) naming the first
-    file that differs; BadInputError (6) for a folder without a manifest.
-    """
-    manifest_path = evidence_dir / MANIFEST_FILE
-    try:
-        payload = manifest_path.read_bytes()
-    except OSError as e:
-        raise BadInputError(
-            f"{manifest_path}: cannot read the manifest: {e.strerror or e}",
-            hint="sign the folder `cuda-gate run` wrote",
-        ) from e
-    statement = jsonutil.loads(payload, str(manifest_path))
-    predicate = statement.get("predicate") if isinstance(statement, dict) else None
-    recorded = {
-        f.name: (f.sha256, f.size)
-        for f in read_predicate(predicate, f"{manifest_path}: not a cuda-gate manifest").evidence
-    }
-    present = {d.name: (d.sha256, d.size) for d in evidence_digests(evidence_dir)}
-    changed = [
-        f"{evidence_dir / name}: {_difference(name, recorded, present)}"
-        for name in sorted(set(recorded) | set(present))
-        if recorded.get(name) != present.get(name)
-    ]
-    if changed:
-        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
-        raise EvidenceChangedError(
-            f"{changed[0]}{more}; refusing to sign",
-            hint="run the gate again to write fresh evidence",
-        )
-    redactor = redactor or Redactor.from_environment(extra=signer.secrets())
-    for name in (*present, MANIFEST_FILE, TEST_RESULT_FILE):
-        path = evidence_dir / name
-        leaked = redactor.leaked_names(path.read_bytes()) if path.is_file() else ()
-        if leaked:
-            raise EvidenceError(
-                f"{path}: holds the value of {_secret_label(leaked[0])}; refusing to sign"
-            )
-    test_path = evidence_dir / TEST_RESULT_FILE
-    test_payload = test_path.read_bytes() if test_path.is_file() else None
-    if test_payload is not None:
-        _check_test_result(test_path, test_payload, evidence_dir)
-    envelope_path = write_atomic(
-        evidence_dir / ENVELOPE_FILE, sign_envelope(payload, signer).dumps().encode("utf-8")
-    )
-    test_envelope = None
-    if test_payload is not None:
-        test_envelope = write_atomic(
-            evidence_dir / TEST_RESULT_ENVELOPE,
-            sign_envelope(test_payload, signer).dumps().encode("utf-8"),
-        )
-    return ManifestResult(
-        manifest_path,
-        envelope_path,
-        signer.keyid,
-        _subject_names(statement),
-        len(present),
-        test_result_path=test_path if test_payload is not None else None,
-        test_result_envelope=test_envelope,
-    )
-
-
-def _difference(
-    name: str, recorded: Mapping[str, tuple[str, int]], present: Mapping[str, tuple[str, int]]
-) -> str:
-    if name not in present:
-        return f"recorded in {MANIFEST_FILE} but missing"
-    if name not in recorded:
-        return f"not recorded in {MANIFEST_FILE} (written after it)"
-    return f"changed since {MANIFEST_FILE} was written"
-
-
-def _check_test_result(path: Path, payload: bytes, evidence_dir: Path) -> None:
-    """The test-result Statement must name this folder's manifest and run record as they are."""
-    statement = jsonutil.loads(payload, str(path))
-    predicate = statement.get("predicate") if isinstance(statement, dict) else None
-    configuration = predicate.get("configuration") if isinstance(predicate, dict) else None
-    if not isinstance(configuration, list):
-        raise BadInputError(f"{path}: not an in-toto test-result Statement (no configuration)")
-    named = {
-        item.get("name"): item.get("digest", {}).get("sha256")
-        for item in configuration
-        if isinstance(item, dict) and isinstance(item.get("digest"), dict)
-    }
-    for name in (MANIFEST_FILE, RESULT_FILE):
-        actual = sha256_file(evidence_dir / name)
-        if named.get(name) != actual:
-            raise EvidenceChangedError(
-                f"{path}: names {name} with sha256 {str(named.get(name))[:16]}..., the folder "
-                f"holds {actual[:16]}...; refusing to sign",
-                hint="run the gate again to write fresh evidence",
-            )

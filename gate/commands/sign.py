@@ -20,11 +20,13 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     parser = subparsers.add_parser(
         "sign",
         help="sign an evidence folder's manifest and test result (apart from the run)",
-        description="Check that the evidence folder is the gate's and unchanged (every file "
-        "with the digest manifest.json records, test-result.json naming this manifest and "
-        "run record), then write manifest.dsse.json and test-result.dsse.json with the "
-        "signing key; with --upload, store the folder too. Exit 13: the evidence changed "
-        "since the run (nothing is signed); 5: another run holds the folder; 7: no key.",
+        description="Check that the evidence folder is exactly what the run left (no file "
+        "added, removed or linked; every file with the digest manifest.json records; "
+        "manifest.json and test-result.json equal to what result.json gives), then write "
+        "manifest.dsse.json and test-result.dsse.json with the signing key; with --upload, "
+        "store the folder too. Exit 13: the evidence changed since the run (nothing is "
+        "signed); 11: an artifact changed since it was inspected; 5: another run holds the "
+        "folder; 6: no evidence folder; 7: no key.",
     )
     parser.add_argument(
         "evidence_dir",
@@ -55,13 +57,12 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 def handle(args: argparse.Namespace) -> int:
     """Sign the folder's statements, then store it when asked."""
-    from gate.attest.manifest import sign_existing
     from gate.attest.signing import load_signer_from_env_or_file
+    from gate.attest.unchanged import check_folder_is_gate, sign_unchanged
     from gate.errors import ConfigError
     from gate.evidence import MARKER
     from gate.fsutil import Lock
     from gate.store import load_settings, publish, run_meta_from_evidence
-    from gate.store.intake import open_evidence
 
     signer = load_signer_from_env_or_file(args.signing_key)
     if signer is None:
@@ -71,10 +72,11 @@ def handle(args: argparse.Namespace) -> int:
         )
     settings = load_settings(url=args.store) if args.upload else None
     folder: Path = args.evidence_dir
-    open_evidence(folder)  # the gate's marker, plain files, a record, the manifest's names
+    check_folder_is_gate(folder)
+    # The lock first: a folder a run still holds is in use (5), not yet evidence to judge.
     lock = Lock.acquire(folder / MARKER, f"{folder} (evidence folder)", create=False)
     try:
-        written = sign_existing(folder, signer)
+        written = sign_unchanged(folder, signer)
         print(f"signed with key {written.keyid}: {written.envelope_path}", flush=True)
         if written.test_result_envelope is not None:
             print(f"signed with key {written.keyid}: {written.test_result_envelope}", flush=True)
