@@ -9,12 +9,9 @@ lost. The verdict is accepted only with execution evidence.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 import shlex
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -23,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from gate import __version__, ci, git, machine, proc
+from gate import __version__, ci, git, machine, proc, selfcheck
 from gate.attest.signing import Signer
 from gate.checksums import Checksums
 from gate.config import Config, EntryPoint, ResolvedArtifact
@@ -241,7 +238,18 @@ def run(options: RunOptions, say: Progress, live: LiveLine | None = None) -> Out
     run refuses, or waits with ``options.wait``): nothing another run writes can
     mix with this one's files, and what the manifest digests is what is stored.
     """
-    _preload(_LATER)
+    # Before anything runs: the gate's own files as installed, all of its modules imported
+    # while the first stages wait on their commands (gate.selfcheck).
+    guard = selfcheck.Guard.begin()
+    try:
+        return _guarded_run(options, say, live, guard)
+    finally:
+        guard.close()
+
+
+def _guarded_run(
+    options: RunOptions, say: Progress, live: LiveLine | None, guard: selfcheck.Guard
+) -> Outcome:
     redactor = Redactor.from_environment(
         extra=options.signer.secrets() if options.signer is not None else ()
     )
@@ -259,42 +267,31 @@ def run(options: RunOptions, say: Progress, live: LiveLine | None = None) -> Out
         try:
             if options.first_line:
                 say(options.first_line)
-            return _locked_run(options, evidence, workdir, redactor, _Progress(say, live))
+            p = _Progress(say, live)
+            return _locked_run(options, evidence, workdir, redactor, p, guard=guard)
         finally:
             build_lock.release()
     finally:
         evidence.release()
 
 
-# What only the stages after inspect, the report and the manifest need: imported beside the
-# first stages (:func:`_preload`).
-_LATER = ("gate.stages.execute", "gate.stages.report", "gate.attest.manifest")
-
-
-def _preload(modules: tuple[str, ...]) -> None:
-    """Import ``modules`` in a thread while the first stages wait on their commands (git,
-    nvidia-smi, nvcc, the probe): an import holds the GIL, a wait on a child does not, so
-    the run does not wait for them later (about 0.1-0.2 s on the GPU machines). A failed
-    import is left for the stage that needs the module, which imports it again and says why.
-    """
-
-    def load() -> None:
-        for name in modules:
-            with contextlib.suppress(Exception):
-                importlib.import_module(name)
-
-    threading.Thread(target=load, name="cuda-gate-preload", daemon=True).start()
-
-
 def _locked_run(
-    options: RunOptions, evidence: EvidenceDir, workdir: Path, redactor: Redactor, p: _Progress
+    options: RunOptions,
+    evidence: EvidenceDir,
+    workdir: Path,
+    redactor: Redactor,
+    p: _Progress,
+    *,
+    guard: selfcheck.Guard,
 ) -> Outcome:
-    from gate.attest import manifest  # noqa: PLC0415 - preloaded (_preload)
-    from gate.stages import report  # noqa: PLC0415 - preloaded (_preload)
+    from gate.attest import manifest  # noqa: PLC0415 - preloaded (gate.selfcheck)
+    from gate.stages import report  # noqa: PLC0415 - preloaded (gate.selfcheck)
 
     started = datetime.now(UTC)
     config = options.project_config or Config(project_dir=options.project_dir.resolve())
-    found, interrupted = _run_stages(options, config, evidence, workdir, p)
+    found, interrupted = _run_stages(
+        options, config, evidence, workdir, p, before_project=guard.arm
+    )
     record = RunRecord(
         tool_version=__version__,
         started=started,
@@ -321,8 +318,10 @@ def _locked_run(
     began = p.start("report")
     report.write(evidence, record, config.source)
     p.done("report", began)
+    # Signed and stored only now, the last process the project started having ended, and
+    # only by the code the gate started with: GateChangedError (exit 3) if a file changed.
+    guard.check()
     began = p.start("manifest")
-    # Signed only now: the last process the project started has ended.
     written = manifest.write_manifest(
         evidence.root, options.signer, redactor=redactor, config_file=config.source, record=record
     )
@@ -386,6 +385,8 @@ class _Stages:
         evidence: EvidenceDir,
         workdir: Path,
         p: _Progress,
+        *,
+        before_project: Callable[[], None],
     ) -> None:
         self.options, self.config, self.evidence, self.workdir, self.p = (
             options,
@@ -394,6 +395,7 @@ class _Stages:
             workdir,
             p,
         )
+        self.before_project = before_project  # called before the project's first command
         self.remaining = list(STAGES[:5])
         # In the delivery image: every command in containers of it, the work folder mounted.
         self.place: Place = (
@@ -443,7 +445,7 @@ class _Stages:
             else f"the {stage} stage failed"
         )
         if "execute" in self.remaining:
-            from gate.stages import execute  # noqa: PLC0415 - preloaded (_preload)
+            from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.selfcheck)
 
             names = execute.entry_names(self.config)
             self.p.checks += execute.skipped_checks(names, f"not run: {reason}")
@@ -498,8 +500,9 @@ class _Stages:
         self, found: _Found, env: Environment, probed: probe.ProbeOutcome
     ) -> _Found:
         """Build, inspect and execute for the probed (or named) target."""
-        from gate.stages import execute  # noqa: PLC0415 - preloaded (_preload)
+        from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.selfcheck)
 
+        self.before_project()
         assert probed.target is not None  # noqa: S101 - the probe stage ran
         assert env.toolkit is not None  # noqa: S101 - the environment stage ran
         options, config, place = self.options, self.config, self.place
@@ -636,7 +639,7 @@ class _Stages:
             or self.options.stop_after in ("build", "inspect")
         ):
             return None
-        from gate.stages import execute  # noqa: PLC0415 - preloaded (_preload)
+        from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.selfcheck)
 
         timeout, evidence = self.options.timeout, self.evidence
 
@@ -735,7 +738,13 @@ class _StageResult(Protocol):
 
 
 def _run_stages(
-    options: RunOptions, config: Config, evidence: EvidenceDir, workdir: Path, p: _Progress
+    options: RunOptions,
+    config: Config,
+    evidence: EvidenceDir,
+    workdir: Path,
+    p: _Progress,
+    *,
+    before_project: Callable[[], None],
 ) -> tuple[_Found, Interrupted | None]:
     """Stages 1-5; an exception from a stage (a bug) still leaves every stage accounted for.
 
@@ -749,7 +758,7 @@ def _run_stages(
     so the evidence (and the check on each dump) is whole before the report and the
     manifest are written.
     """
-    stages = _Stages(options, config, evidence, workdir, p)
+    stages = _Stages(options, config, evidence, workdir, p, before_project=before_project)
     interrupted = None
     every = _beat_interval()
     # On a terminal the live line takes the heartbeat lines' place.

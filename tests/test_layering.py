@@ -32,6 +32,7 @@ LAYERS = (
     ("gate.pump", 3),
     ("gate.proc", 4),
     ("gate.vault", 4),
+    ("gate.selfcheck", 4),  # the gate runs only the code it started with
     ("gate.config", 5),
     ("gate.git", 5),
     ("gate.ci", 5),
