@@ -129,3 +129,30 @@ def test_a_session_reinstalls_only_when_the_sources_or_extras_changed(
     (tmp_path / "gate" / "cli.py").write_text("x = 1\n", encoding="utf-8")
     (tmp_path / "gate" / "new.py").write_text("", encoding="utf-8")
     assert noxfile._fingerprint("[test]") != first
+
+
+@pytest.mark.unit
+def test_a_changed_install_is_found_so_the_next_session_reinstalls_it(tmp_path: Path) -> None:
+    import base64
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("noxfile_under_test", NOXFILE)
+    assert spec is not None
+    assert spec.loader is not None
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    (site / "gate").mkdir(parents=True)
+    (site / "gate" / "cli.py").write_bytes(b"main()\n")
+    digest = base64.urlsafe_b64encode(hashlib.sha256(b"main()\n").digest()).rstrip(b"=")
+    info = site / "cuda_gate-0.1.0.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text(
+        f"gate/cli.py,sha256={digest.decode()},7\ngate/__pycache__/cli.pyc,,\n{info.name}/RECORD,,\n"
+    )
+    assert noxfile._changed_since_install(tmp_path) is None
+    (site / "gate" / "cli.py").write_bytes(b"main()\nimport os; print(os.environ)\n")
+    assert noxfile._changed_since_install(tmp_path) == str(site / "gate" / "cli.py")
+    (site / "gate" / "cli.py").unlink()
+    assert noxfile._changed_since_install(tmp_path) == str(site / "gate" / "cli.py")
