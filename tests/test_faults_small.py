@@ -235,10 +235,7 @@ def test_inspect_of_a_fifo_says_not_a_regular_file(tmp_path: Path) -> None:
     os.mkfifo(pipe)
     result = _gate(tmp_path, "inspect", "--device", "9.0", str(pipe))  # would block if opened
     assert result.returncode == ExitCode.BAD_INPUT, result.stderr
-    assert result.stderr.splitlines() == [
-        f"cuda-gate: error: {pipe}: not a regular file (a FIFO)",
-        "cuda-gate: error: the artifact could not be read",
-    ]
+    assert result.stderr.splitlines() == [f"cuda-gate: error: {pipe}: not a regular file (a FIFO)"]
 
 
 @pytest.mark.unit

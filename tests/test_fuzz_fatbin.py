@@ -1,6 +1,8 @@
 """Property: whatever bytes a real fatbin, wheel or archive is mutated into, reading it gives
 a report or a one-line BadInputError naming the file; never another exception, a hang or
-unbounded memory, and a good file beside a bad one is still read.
+unbounded memory, and a good file beside a bad one is still read. Through the command
+(`cuda-gate inspect`), every exit 6 prints one line per unreadable artifact naming it (an
+archive's member as ``lib.a(member.o)``, a wheel's as ``x.whl!path``) and its problem.
 
 Thousands of cases over the golden binaries and the repro wheels (the corpus is
 tests/golden and tests/repro; runs are derandomized, so every run tries the same cases):
@@ -12,19 +14,23 @@ traced memory of the whole run is bounded.
 from __future__ import annotations
 
 import io
+import re
 import resource
 import struct
 import zipfile
 from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gate.errors import BadInputError
+from gate.cli import main
+from gate.errors import BadInputError, ExitCode
 from gate.reader import fatbin
-from gate.reader.limits import Limits
+from gate.reader.cache import ENV_DIR
+from gate.reader.limits import MB, Limits
 from gate.reader.read import read_buffer, read_paths
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -227,3 +233,103 @@ def test_mutated_wheels_and_archives_give_one_line_per_bad_file(
             assert report.error.startswith(str(bad))
             assert "\n" not in report.error
             assert len(report.error) < 1000
+
+
+# Every seed, archives and fatbins among them, mutated at its own hot offsets: an
+# archive's member headers and the fatbin containers inside its members both.
+EVERY_SEED = {**SEEDS, **CONTAINERS}
+EVERY_HOT = {
+    name: sorted({*HOT.get(name, ()), *CONTAINER_HOT.get(name, ()), *_hot_offsets(data)})
+    for name, data in EVERY_SEED.items()
+}
+# The bounds of LIMITS, as the command takes them.
+LIMIT_OPTIONS = (
+    "--max-entry-mb", str(LIMITS.entry // MB), "--max-artifact-mb", str(LIMITS.artifact // MB),
+    "--max-member-mb", str(LIMITS.member // MB), "--max-ratio", str(LIMITS.ratio),
+)  # fmt: skip
+# The last line of an exit 6 over several artifacts: how many could not be read, and the
+# first of them (gate.commands.inspect); a lone artifact's own line is the last line.
+SUMMARY = re.compile(
+    r"cuda-gate: error: (?:(?P<some>[\d,]+) of [\d,]+ artifacts could not be read"
+    r"|none of the (?P<all>[\d,]+) artifacts could be read)"
+    r": (?P<first>.+?)(?: and (?P<more>[\d,]+) more)?"
+)
+NOTHING = "no file to inspect (no ELF file, archive, wheel or fatbin)"
+# After the file's path: its member, if any (``(member.o)``, ``!lib/x.so``), then the problem.
+PROBLEM = re.compile(r"(?:\(.*?\)|!.*?)?: (?P<problem>\S.*)")
+
+
+@st.composite
+def mutated_input(draw: st.DrawFn) -> tuple[str, bytes]:
+    name = draw(st.sampled_from(sorted(EVERY_SEED)))
+    data = bytearray(EVERY_SEED[name])
+    return name, _mutate(draw, data, EVERY_HOT[name], rounds=3, reach=79, widths=[2, 4, 8])
+
+
+@pytest.fixture(scope="module")
+def cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The inspection cache (``--names`` uses it) in a folder of the test's own."""
+    folder = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_DIR, str(folder))
+        yield folder
+
+
+def _inspect(*args: str) -> tuple[int, str, str]:
+    """``cuda-gate inspect`` in this process: its exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["inspect", "--no-detect", *LIMIT_OPTIONS, *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _assert_each_named(bad: Path, err: str) -> None:
+    """Every line of an exit 6 names ``bad`` (or its member): one line per artifact that
+    could not be read, with its problem, then (over several artifacts) the count and the
+    first of them; or, where nothing in it was an artifact (an archive whose members all
+    lost their ELF magic), the one line saying so."""
+    if err == f"cuda-gate: error: {bad}: {NOTHING}\n":
+        return
+    *named, last = err.splitlines()
+    counted = SUMMARY.fullmatch(last)
+    if counted is None:
+        named = [last]  # the only artifact: its own line is the error
+    else:
+        assert counted["first"].startswith(str(bad)), last
+        failed = int((counted["some"] or counted["all"]).replace(",", ""))
+        assert int((counted["more"] or "0").replace(",", "")) == failed - 1, last
+        assert len(named) == failed, err
+    for line in named:
+        prefix = f"cuda-gate: error: {bad}"
+        assert line.startswith(prefix), line
+        found = PROBLEM.fullmatch(line.removeprefix(prefix))
+        assert found is not None, line
+        assert "could not be read" not in found["problem"], line
+
+
+@settings(
+    max_examples=600,
+    deadline=3000,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=True,
+)
+@given(
+    case=mutated_input(),
+    options=st.lists(st.sampled_from(["--names", "--json", "--no-scan"]), unique=True),
+    beside=st.booleans(),
+)
+@pytest.mark.usefixtures("cache_folder", "traced")
+def test_every_unreadable_input_is_named_with_its_problem(
+    folder: Path, case: tuple[str, bytes], options: list[str], beside: bool
+) -> None:
+    name, data = case
+    bad = folder / f"inspected-{name}"
+    bad.write_bytes(data)
+    good = GOLDEN / "multi.o"
+    code, out, err = _inspect(*options, str(bad), *([str(good)] if beside else []))
+    if beside:
+        assert str(good) in out  # the good file beside the bad one is still listed
+    if code == ExitCode.OK:
+        return
+    assert code == ExitCode.BAD_INPUT, err
+    _assert_each_named(bad, err)

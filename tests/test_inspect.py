@@ -112,7 +112,7 @@ def test_console_table_and_one_line_errors(
     assert "device 9.0: native: 3 kernels from exact SASS (sm_90)\n" in out
     lines = err.strip().splitlines()
     assert lines[0].startswith(f"cuda-gate: error: {bad}: ")
-    assert lines[-1] == "cuda-gate: error: 1 of 2 artifacts could not be read"
+    assert lines[-1] == f"cuda-gate: error: 1 of 2 artifacts could not be read: {bad}"
     assert "Traceback" not in err
 
 

@@ -79,10 +79,14 @@ def inspect(capsys: pytest.CaptureFixture[str]) -> Iterator[object]:
 
 
 def _errors(outcome: Outcome) -> list[str]:
+    """The line of each artifact that could not be read: a lone artifact's line is the
+    error itself; over several, "1 of 20 artifacts could not be read: FIRST" (or "none of
+    the 3 artifacts could be read: FIRST and 2 more") follows them."""
     lines = outcome.err.strip().splitlines()
-    # "1 of 20 artifacts could not be read", "the artifact ...", "none of the 3 ...".
-    assert re.search(r"(artifacts? could not|artifacts could) be read$", lines[-1]), lines[-1]
-    return lines[:-1]
+    if re.search(r"artifacts could(?: not)? be read: ", lines[-1]):
+        return lines[:-1]
+    assert len(lines) == 1, lines
+    return lines
 
 
 # file -> (inspect options, words the one error line must hold)

@@ -284,6 +284,7 @@ def _handle(args: argparse.Namespace) -> int:
     # A long read says how far it is: on a terminal in place, in a log every 10 s.
     count = Counter("inspect", say=_say, live=LiveLine(sys.stderr))
     seen = Seen(say=None if args.json else functools.partial(_above, out, count))
+    held: str | None = None
     for found in read_sources(
         args.paths, platform=args.platform, names=names, scan=scan, limits=limits,
         cache=cache, on_image=seen, progress=count,
@@ -292,8 +293,12 @@ def _handle(args: argparse.Namespace) -> int:
         report = found.report
         read.append(found)
         count.clear()  # the table and the errors never share a line with it
+        if held is not None:
+            _say(held)
+            held = None
         if report.error:
-            _say(f"cuda-gate: error: {report.error}")
+            # Said once another artifact comes; the only artifact's is the command's error.
+            held = f"cuda-gate: error: {report.error}"
         elif not args.json:
             art = inspect_view.artifact_json(report, caps, with_entries=False)
             text = inspect_view.console(art, demangle=demangle)
@@ -306,6 +311,8 @@ def _handle(args: argparse.Namespace) -> int:
                 unmet.append(reason)
                 _say(f"cuda-gate: error: {reason}")
     count.clear()
+    if held is not None and len(read) > 1:
+        _say(held)
     reports = [f.report for f in read]
     if args.json or args.output:
         doc = inspect_view.document(reports, caps, names=names, scan=scan)
@@ -383,24 +390,23 @@ def _exit_status(
         shown = ", ".join(str(p) for p in args.paths)
         raise BadInputError(f"{shown}: no file to inspect (no ELF file, archive, wheel or fatbin)")
     failed = [r for r in reports if r.error]
+    if failed and len(reports) == 1:
+        raise BadInputError(str(failed[0].error))  # its path and its problem, said once
     if failed:
-        raise BadInputError(_unreadable(len(failed), len(reports)))
+        raise BadInputError(_unreadable([r.path for r in failed], len(reports)))
     if unmet:
         devices = ", ".join(str(c) for c in required)
         pairs = plural(len(unmet), "artifact/device pair")
         raise NotAcceptedError(f"{pairs} without code for a required device ({devices})")
 
 
-def _unreadable(failed: int, read: int) -> str:
-    """``1 of 3 artifacts could not be read``; ``the artifact could not be read`` (1 of 1);
-    ``none of the 3 artifacts could be read``."""
-    if failed < read:
-        return f"{failed:,} of {read:,} artifacts could not be read"
-    return (
-        "the artifact could not be read"
-        if read == 1
-        else (f"none of the {read:,} artifacts could be read")
-    )
+def _unreadable(failed: list[str], read: int) -> str:
+    """``1 of 3 artifacts could not be read: a.so``; ``none of the 3 artifacts could be
+    read: a.so and 2 more`` (each was named on its own line above, with its problem)."""
+    more = f" and {len(failed) - 1:,} more" if len(failed) > 1 else ""
+    if len(failed) < read:
+        return f"{len(failed):,} of {read:,} artifacts could not be read: {failed[0]}{more}"
+    return f"none of the {read:,} artifacts could be read: {failed[0]}{more}"
 
 
 def detect_devices() -> list[Any]:
