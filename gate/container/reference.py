@@ -5,6 +5,11 @@ needs): the repository name, the tag, the pinned digest. A tag's colon comes aft
 last ``/`` (``registry:5000/app`` has a port, not a tag). A pin is ``sha256:`` and 64
 lowercase hex digits; anything else after ``@`` is refused. An image id (64 hex digits,
 with or without ``sha256:``) names an image of the local runtime by its config digest.
+
+Lengths are the grammar's too: a repository name (registry host included, as written) of
+at most 255 characters, as docker's and podman's parsers (containers/image
+``docker/reference``: ``NameTotalLengthMax``) and the OCI distribution spec's clients hold
+it; a tag of at most 128. Longer is refused here, before any runtime is asked.
 """
 
 from __future__ import annotations
@@ -19,7 +24,11 @@ _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 # Repository path components and tags as the distribution spec allows them.
 _HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(?::[0-9]+)?$")
 _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_TAG = re.compile(r"^[\w][\w.-]{0,127}$")
+_TAG = re.compile(r"^[\w][\w.-]*$", re.ASCII)  # Go's \w: ASCII only
+# distribution/reference: NameTotalLengthMax (counted over the name as written) and the
+# tag pattern's {0,127}.
+NAME_MAX = 255
+TAG_MAX = 128
 _SHOWN = 120
 
 
@@ -46,7 +55,7 @@ class Reference:
 def parse(text: str) -> Reference:
     """The reference ``text`` names; BadInputError (one line) when it is not one."""
     given = text.strip()
-    shown = given if len(given) <= _SHOWN else given[: _SHOWN - 3] + "..."
+    shown = _shorten(given)
     if not given or any(c.isspace() for c in given) or "://" in given:
         raise BadInputError(
             f"image {shown!r}: not an image reference (name[:tag][@sha256:...] or an image id)"
@@ -62,11 +71,28 @@ def parse(text: str) -> Reference:
     slash = rest.rfind("/")
     colon = rest.rfind(":")
     name, tag = (rest[:colon], rest[colon + 1 :]) if colon > slash else (rest, None)
+    if len(name) > NAME_MAX:
+        raise BadInputError(f"image {shown!r}: {_too_long(name, NAME_MAX, 'repository name')}")
     if not _good_name(name):
-        raise BadInputError(f"image {shown!r}: {name!r} is not a repository name")
+        raise BadInputError(f"image {shown!r}: {_shorten(name)!r} is not a repository name")
+    if tag is not None and len(tag) > TAG_MAX:
+        raise BadInputError(f"image {shown!r}: {_too_long(tag, TAG_MAX, 'tag')}")
     if tag is not None and not _TAG.match(tag):
-        raise BadInputError(f"image {shown!r}: {tag!r} is not a tag")
+        raise BadInputError(f"image {shown!r}: {_shorten(tag)!r} is not a tag")
     return Reference(given, name, tag, digest if at else None)
+
+
+def _too_long(part: str, most: int, what: str) -> str:
+    """The problem with a name or tag past the grammar's length, in a few words."""
+    return (
+        f"{_shorten(part)!r} is not a {what}: {len(part)} characters, "
+        f"more than the {most} a reference allows"
+    )
+
+
+def _shorten(text: str) -> str:
+    """``text``, cut to fit one line of an error."""
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 def _good_name(name: str) -> bool:
