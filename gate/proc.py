@@ -16,12 +16,16 @@ Three things a careless wrapper gets wrong, done right here:
   and named in the result. Commands may run from several threads at once (the
   cuobjdump cross-check does): a process another thread is running is never taken
   for a stray.
+* What the commands run leaves is ended even when the gate cannot end it itself
+  (SIGKILL, the OOM killer): a watchdog process (:mod:`gate.watchdog`), started with
+  the first command, ends the sessions of the commands still running when the gate dies.
 * Children never see the gate's own secrets (:func:`gate.redact.child_environment`):
   the signing key and its file, store credentials, GitHub and Actions tokens.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
@@ -31,14 +35,17 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from gate import watchdog
 from gate.errors import ToolError, ToolTimeoutError
 from gate.pump import Pump
 from gate.redact import child_environment
@@ -180,6 +187,7 @@ def run(
     sink: Callable[[str], None] | None = None,
     settle: float = 0.0,
     on_timeout: Callable[[], object] | None = None,
+    on_abandon: Sequence[str] = (),
 ) -> Result:
     """Run ``argv`` to completion or timeout; never raises for a non-zero exit.
 
@@ -200,6 +208,9 @@ def run(
     container's cleanup just after ``podman run`` returns, and is no stray.
     ``on_timeout`` is called when the timeout passes, before the group is killed: a
     container is removed through its runtime first, while its monitor still tends it.
+    ``on_abandon`` is the command the watchdog runs, with this one's environment, if the
+    gate dies (SIGKILL) while this one runs, before it kills the command's session: a
+    container's removal (:mod:`gate.watchdog`).
 
     ``env_set`` and ``env_unset`` change the environment of this child only, on top
     of ``base_env`` (default: this process's environment without the gate's secrets).
@@ -217,7 +228,7 @@ def run(
     _become_subreaper()
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        before, child = _start(args, out, err, cwd, env)
+        before, child = _start(args, out, err, cwd, env, on_abandon=on_abandon)
         timed_out = False
         limit = OUTPUT_LIMIT if output_limit is None else output_limit
         pump = Pump(sink, (out.fileno(), err.fileno()), limit) if sink is not None else None
@@ -236,7 +247,7 @@ def run(
             _kill_group(child.pid)
             child.wait(timeout=_REAP_TIMEOUT)
             with _live_lock:
-                _live.discard(child.pid)
+                _ended(child.pid)
                 if claim_strays:
                     _kill_strays(before | _live, child.pid, _live)
             raise
@@ -273,10 +284,14 @@ def _start(
     err: IO[bytes],
     cwd: str | os.PathLike[str] | None,
     env: Mapping[str, str],
+    *,
+    on_abandon: Sequence[str] = (),
 ) -> tuple[set[int], subprocess.Popen[bytes]]:
-    """Start the child in a session of its own; the orphans there were before it, and it."""
+    """Start the child in a session of its own, told to the watchdog; the orphans there
+    were before it, and it."""
     try:
         with _live_lock:
+            _start_watchdog()  # before the first command's orphans are listed: never a stray
             before = _orphans()
             child = subprocess.Popen(
                 args,
@@ -288,6 +303,7 @@ def _start(
                 start_new_session=True,
             )
             _live.add(child.pid)
+            _tell_watchdog(_started_line(child.pid, args, on_abandon, env))
     except FileNotFoundError as e:
         raise ToolError(f"{args[0]} not found", hint="is it installed and on PATH?") from e
     except PermissionError as e:
@@ -295,6 +311,101 @@ def _start(
     except OSError as e:
         raise ToolError(f"{args[0]} could not be started: {e.strerror or e}") from e
     return before, child
+
+
+# The watchdog (gate.watchdog): its pid, the pipe's end the gate writes, the environment it
+# started with (a cleanup's is said as changes to it). Started once; -2: gone, not restarted.
+_watchdog_pid = -1
+_watchdog_fd = -1
+_watchdog_env: dict[str, str] = {}
+_watchdog_process: list[subprocess.Popen[bytes]] = []  # kept: never collected while it runs
+# At exit, with a command still running, how long the watchdog is given to end it.
+_WATCHDOG_EXIT = 2.0
+
+
+def _start_watchdog() -> None:
+    """Start the watchdog with the first command (under ``_live_lock``), where /proc is.
+
+    In a session of its own: a signal to the gate's process group leaves it to act. The
+    pipe's write end is not inherited by children (PEP 446): it closes when the gate ends.
+    Where the watchdog cannot start, commands run unwatched, as before it existed.
+    """
+    global _watchdog_pid, _watchdog_fd, _watchdog_env  # noqa: PLW0603 - one per process
+    if _watchdog_fd != -1 or not sys.executable or not Path("/proc/self/stat").is_file():
+        return
+    read, write = os.pipe()
+    env = child_environment(os.environ)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", watchdog.__file__, str(os.getpid())],
+            stdin=read,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    except BaseException as e:
+        os.close(write)
+        if not isinstance(e, OSError):
+            raise
+        _watchdog_fd = -2
+        return
+    finally:
+        os.close(read)
+    _watchdog_process.append(process)
+    _watchdog_pid, _watchdog_fd, _watchdog_env = process.pid, write, env
+    atexit.register(_stop_watchdog)
+
+
+def _stop_watchdog() -> None:
+    """At the gate's exit the pipe closes and the watchdog ends: waited for (a moment at
+    most) only where a command still runs, whose session it ends first."""
+    global _watchdog_fd  # noqa: PLW0603 - one per process
+    with _live_lock:
+        if _watchdog_fd >= 0:
+            os.close(_watchdog_fd)
+        _watchdog_fd = -2
+        running = bool(_live)
+    if running:
+        for process in _watchdog_process:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=_WATCHDOG_EXIT)
+    with warnings.catch_warnings():
+        # One still starting up ends on its own; the gate does not wait for that.
+        warnings.simplefilter("ignore", ResourceWarning)
+        _watchdog_process.clear()
+
+
+def _started_line(
+    pid: int, args: Sequence[str], cleanup: Sequence[str], env: Mapping[str, str]
+) -> bytes:
+    """The watchdog's line for a command started, its cleanup's environment as changes."""
+    if not cleanup:
+        return watchdog.started(pid, args)
+    changed = {k: v for k, v in env.items() if _watchdog_env.get(k) != v}
+    unset = [k for k in _watchdog_env if k not in env]
+    return watchdog.started(pid, args, cleanup, changed, unset)
+
+
+def _tell_watchdog(line: bytes) -> None:
+    """Write ``line`` to the watchdog (under ``_live_lock``: whole lines, one at a time);
+    one that is gone is left alone."""
+    global _watchdog_fd  # noqa: PLW0603 - one per process
+    if _watchdog_fd < 0:
+        return
+    try:
+        view = memoryview(line)
+        while view:
+            view = view[os.write(_watchdog_fd, view) :]
+    except OSError:
+        os.close(_watchdog_fd)
+        _watchdog_fd = -2
+
+
+def _ended(pid: int) -> None:
+    """The command ``pid`` ran is over (under ``_live_lock``): neither a running command
+    nor the watchdog's to end."""
+    _live.discard(pid)
+    _tell_watchdog(watchdog.ended(pid))
 
 
 def _on_main_thread() -> bool:
@@ -475,25 +586,13 @@ def _orphans() -> set[int]:
             found.update(int(pid) for pid in (task / "children").read_bytes().split())
     except (OSError, ValueError):
         return _orphans_by_stat()
+    found.discard(_watchdog_pid)  # the gate's own, never a stray
     return found
-
-
-def _stat_fields(pid: int | str) -> list[bytes] | None:
-    """``/proc/PID/stat`` after the command name (state, ppid, pgrp, session, ...).
-
-    The name (2nd field) is in parentheses and may hold spaces. None when the process
-    is gone or unreadable.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()
 
 
 def _session(pid: int) -> int | None:
     """The session id of ``pid`` (None when it is gone or unreadable)."""
-    fields = _stat_fields(pid)
+    fields = watchdog.stat_fields(pid)
     return int(fields[3]) if fields and len(fields) > 3 and fields[3].isdigit() else None
 
 
@@ -507,9 +606,10 @@ def _orphans_by_stat() -> set[int]:
         return found
     for name in entries:
         if name.isdigit():
-            fields = _stat_fields(name)
+            fields = watchdog.stat_fields(name)
             if fields and len(fields) > 1 and fields[1] == me:
                 found.add(int(name))
+    found.discard(_watchdog_pid)
     return found
 
 
@@ -531,7 +631,7 @@ def _after(before: set[int], pid: int, *, claim: bool, settle: float) -> tuple[s
     if claim and settle > 0:
         _settle(before | {pid}, settle)
     with _live_lock:
-        _live.discard(pid)
+        _ended(pid)
         return _kill_strays(before | _live, pid, _live) if claim else ()
 
 

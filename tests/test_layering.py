@@ -33,6 +33,7 @@ LAYERS = (
     ("gate.proc", 4),
     ("gate.vault", 4),
     ("gate.selfcheck", 4),  # the gate runs only the code it started with
+    ("gate.watchdog", 3),  # ends what a killed gate left running (a process of its own)
     ("gate.config", 5),
     ("gate.git", 5),
     ("gate.ci", 5),

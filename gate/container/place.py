@@ -14,7 +14,8 @@ The gate's work folder is mounted at its own path, read-write, so the probe, the
 program, JIT caches and loader logs are where the gate looks for them; nothing else of
 this machine is, unless the configuration's ``[container] options`` says so.
 
-A command that runs past its timeout is killed with its container (``rm --force``).
+A command that runs past its timeout is killed with its container (``rm --force``), and
+so is one still running when the gate is killed (SIGKILL: :mod:`gate.watchdog` removes it).
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ class InImage:
             sink=sink,
             settle=_SETTLE,
             on_timeout=removed,
+            on_abandon=[*remove, name],  # the gate killed (SIGKILL): its watchdog removes it
             claim_strays=claim_strays,
         )
         return replace(result, cwd=os.fspath(cwd) if cwd is not None else None)
