@@ -204,6 +204,11 @@ class _Hook(importlib.abc.MetaPathFinder):
     def _checked(
         self, fullname: str, spec: importlib.machinery.ModuleSpec
     ) -> importlib.machinery.ModuleSpec:
+        archive = getattr(spec.loader, "archive", None)
+        if not isinstance(spec.loader, _FILE_LOADERS):
+            # A zip on sys.path (zipimport): the archive must predate project code.
+            self._check_archive(fullname, archive)
+            return spec
         origin = _normal(str(spec.origin))
         try:
             with Path(origin).open("rb") as handle:
@@ -230,11 +235,28 @@ class _Hook(importlib.abc.MetaPathFinder):
         )
         return checked if checked is not None else spec
 
+    def _check_archive(self, fullname: str, archive: object) -> None:
+        where = str(archive)
+        try:
+            changed_ns = Path(where).stat().st_ctime_ns
+        except (OSError, ValueError) as e:
+            raise self._refuse(f"{where}: cannot check the archive of {fullname}: {e}") from e
+        if changed_ns >= self.since_ns:
+            raise self._refuse(
+                f"{where}: changed after project code started; refusing to import {fullname}"
+            )
+
     def _refuse(self, message: str) -> GateChangedError:
         self.refused.append(message)
         return GateChangedError(message, hint=_HINT)
 
 
+# The loaders of a module that is a file of its own (a zip's are not).
+_FILE_LOADERS = (
+    importlib.machinery.SourceFileLoader,
+    importlib.machinery.SourcelessFileLoader,
+    importlib.machinery.ExtensionFileLoader,
+)
 _HINT = "install cuda-gate where the project's builds cannot write, and run it again"
 
 

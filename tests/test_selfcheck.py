@@ -200,3 +200,20 @@ def test_preload_imports_every_module_of_the_gate() -> None:
     selfcheck.preload()
     names = {i.name for i in pkgutil.walk_packages(gate.__path__, "gate.")} - {"gate.__main__"}
     assert names <= set(sys.modules)
+
+
+def test_a_zip_on_sys_path_made_after_arming_is_refused(modules: Path) -> None:
+    import zipfile
+
+    guard = _armed(modules)
+    archive = modules.parent / "late.zip"
+    with zipfile.ZipFile(archive, "w") as made:
+        made.writestr("zipped_e.py", "import os\nLEAK = dict(os.environ)\n")
+    sys.path.insert(0, str(archive))
+    try:
+        with pytest.raises(selfcheck.GateChangedError, match=r"late\.zip: changed after project"):
+            importlib.import_module("zipped_e")
+    finally:
+        sys.path.remove(str(archive))
+        sys.path_importer_cache.pop(str(archive), None)
+        guard.close()
