@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gate.errors import ConfigError
-from gate.rules.compat import DATA, FamilyRule, load, rules
+from gate.rules.compat import DATA, FamilyRule, load, ptx_jits_for, rules, sass_runs_on
 from gate.rules.routes import min_driver
 from gate.rules.targets import Capability, Target, Version
 
@@ -75,9 +75,9 @@ def test_every_target_on_every_device(text: str, device: str) -> None:
     target, cap = Target.parse(text), DEVICES[device]
     number, variant = target.number, target.variant.value
     if target.virtual:
-        assert target.ptx_jits_for(cap) is _ptx_rule(number, variant, cap)
+        assert ptx_jits_for(target, cap) is _ptx_rule(number, variant, cap)
     else:
-        assert target.sass_runs_on(cap) is _sass_rule(number, variant, cap)
+        assert sass_runs_on(target, cap) is _sass_rule(number, variant, cap)
 
 
 @pytest.mark.parametrize(
@@ -91,12 +91,12 @@ def test_every_target_on_every_device(text: str, device: str) -> None:
     ],
 )
 def test_observed_and_named_devices(text: str, cap: Capability, runs: bool) -> None:
-    assert Target.parse(text).sass_runs_on(cap) is runs
+    assert sass_runs_on(Target.parse(text), cap) is runs
 
 
 def test_ptx_observed_on_h200() -> None:
-    assert Target.parse("compute_75").ptx_jits_for(Capability(9, 0))
-    assert not Target.parse("compute_120").ptx_jits_for(Capability(9, 0))
+    assert ptx_jits_for(Target.parse("compute_75"), Capability(9, 0))
+    assert not ptx_jits_for(Target.parse("compute_120"), Capability(9, 0))
 
 
 def test_isa_rows_series_and_no_claim_past_them() -> None:

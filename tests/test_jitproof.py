@@ -13,6 +13,7 @@ from gate.reader.listing import Kind, Listing
 from gate.reader.ptx import ptx_modules
 from gate.reader.read import read_paths
 from gate.rules.causes import ExecPath
+from gate.rules.compat import ptx_jits_for
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import CheckState
 from gate.stages import jitproof, predict
@@ -46,7 +47,7 @@ def blocked(own: Inspected) -> predict.Prediction:
 
 
 def kernels_of_jit_ptx() -> frozenset[str]:
-    (module,) = [m for m in ptx_modules(GOLDEN) if m.target.ptx_jits_for(SPARK)]
+    (module,) = [m for m in ptx_modules(GOLDEN) if ptx_jits_for(m.target, SPARK)]
     return frozenset(module.kernels)
 
 

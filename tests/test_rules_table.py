@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gate.errors import ConfigError
-from gate.rules.compat import Form, rules
+from gate.rules.compat import Form, rules, sass_runs_on
 from gate.rules.require import Requirement, why_not
 from gate.rules.routes import Path, Route, jit_support, judge, min_driver, route
 from gate.rules.targets import Capability, Target, Variant, Version, parse_required_target
@@ -395,8 +395,8 @@ def test_targets_are_built_from_numbers_and_change_form() -> None:
 
 def test_a_family_serves_only_its_listed_members_not_every_minor() -> None:
     # sm_100f lists 10.0 and 10.3: a 10.1 (no such device) is not in the family.
-    assert not t("sm_100f").sass_runs_on(Capability(10, 1))
-    assert t("sm_100").sass_runs_on(Capability(10, 1))
+    assert not sass_runs_on(t("sm_100f"), Capability(10, 1))
+    assert sass_runs_on(t("sm_100"), Capability(10, 1))
 
 
 @pytest.mark.parametrize(

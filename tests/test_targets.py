@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from gate.errors import ConfigError
+from gate.rules.compat import family_members, ptx_jits_for, sass_runs_on
 from gate.rules.routes import Path, min_driver, route
 from gate.rules.targets import (
     Capability,
     Target,
     Variant,
     Version,
-    family_members,
     parse_target_or_capability,
 )
 
@@ -97,7 +97,7 @@ def test_capability_rejects_garbage() -> None:
     ],
 )
 def test_sass_same_major_rule(sass: str, cap: Capability, runs: bool) -> None:
-    assert t(sass).sass_runs_on(cap) is runs
+    assert sass_runs_on(t(sass), cap) is runs
 
 
 # Row 2: PTX JIT-compiles forward across majors, never backwards.
@@ -114,7 +114,7 @@ def test_sass_same_major_rule(sass: str, cap: Capability, runs: bool) -> None:
     ],
 )
 def test_ptx_forward_jit_rule(ptx: str, cap: Capability, jits: bool) -> None:
-    assert t(ptx).ptx_jits_for(cap) is jits
+    assert ptx_jits_for(t(ptx), cap) is jits
 
 
 # Row 3: architecture-specific targets run and JIT only on exactly X.Y.
@@ -128,13 +128,13 @@ def test_ptx_forward_jit_rule(ptx: str, cap: Capability, jits: bool) -> None:
     ],
 )
 def test_arch_specific_is_exact_only(target: str, cap: Capability, ok: bool) -> None:
-    assert t(target).sass_runs_on(cap) is ok
-    assert t(target).as_ptx().ptx_jits_for(cap) is ok
+    assert sass_runs_on(t(target), cap) is ok
+    assert ptx_jits_for(t(target).as_ptx(), cap) is ok
 
 
 def test_arch_specific_ptx_never_jits_for_a_newer_device() -> None:
-    assert not t("compute_90a").ptx_jits_for(GB10)
-    assert t("compute_90").ptx_jits_for(GB10)
+    assert not ptx_jits_for(t("compute_90a"), GB10)
+    assert ptx_jits_for(t("compute_90"), GB10)
 
 
 # Row 4: family-specific targets serve their family: 100f -> 10.0, 10.3; 120f -> 12.0, 12.1.
@@ -152,7 +152,7 @@ def test_arch_specific_ptx_never_jits_for_a_newer_device() -> None:
     ],
 )
 def test_family_specific_rule(target: str, cap: Capability, ok: bool) -> None:
-    assert t(target).sass_runs_on(cap) is ok
+    assert sass_runs_on(t(target), cap) is ok
 
 
 def test_unknown_future_family_falls_back_to_same_major_higher_minor() -> None:

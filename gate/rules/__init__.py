@@ -7,8 +7,9 @@ validated into records (:mod:`gate.rules.compat`), each row citing its source.
 ==============================  ==================================================
 question                        where it is answered
 ==============================  ==================================================
-what a target is, where its     :mod:`gate.rules.targets` (``Target.sass_runs_on``,
-code runs or JITs               ``Target.ptx_jits_for``, families)
+what a target is               :mod:`gate.rules.targets` (``Target``, ``Capability``)
+where a target's code runs or   :mod:`gate.rules.compat` (``sass_runs_on``,
+JITs                            ``ptx_jits_for``, ``family_members``: the table's)
 which route a kernel takes on   :mod:`gate.rules.routes` (``route``,
 a device                        ``sass_route``, ``ptx_route``)
 can this driver JIT this PTX    :func:`gate.rules.routes.jit_support`

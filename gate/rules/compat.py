@@ -109,6 +109,22 @@ class CompatRules:
             return found
         return next((d for s in self.isa_series if (d := s.min_driver(isa)) is not None), None)
 
+    def sass_runs_on(self, target: Target, cap: Capability) -> bool:
+        """Whether SASS for ``target`` runs on a device of capability ``cap``."""
+        if target.variant is Variant.ARCH:
+            return cap == target.capability
+        if target.variant is Variant.FAMILY:
+            return cap in self.family_members(target)
+        return _plain_sass_runs_on(target, cap)
+
+    def ptx_jits_for(self, target: Target, cap: Capability) -> bool:
+        """Whether PTX for ``target`` can be JIT-compiled for capability ``cap``."""
+        if target.variant is Variant.ARCH:
+            return cap == target.capability
+        if target.variant is Variant.FAMILY:
+            return cap in self.family_members(target)
+        return cap >= target.capability
+
     def family_members(self, target: Target) -> frozenset[Capability]:
         """Capabilities an ``f`` target serves: its listed members, else the unlisted rule's."""
         listed = self.families.get(target.number)
@@ -146,6 +162,26 @@ class CompatRules:
 def rules() -> CompatRules:
     """The shipped rules, loaded and validated once per process."""
     return load(DATA.read_text(encoding="utf-8"), str(DATA.name))
+
+
+def sass_runs_on(target: Target, cap: Capability) -> bool:
+    """Whether SASS for ``target`` runs on capability ``cap`` (the shipped rules)."""
+    return rules().sass_runs_on(target, cap)
+
+
+def ptx_jits_for(target: Target, cap: Capability) -> bool:
+    """Whether PTX for ``target`` JIT-compiles for capability ``cap`` (the shipped rules)."""
+    return rules().ptx_jits_for(target, cap)
+
+
+def family_members(target: Target) -> frozenset[Capability]:
+    """Capabilities an ``f`` target serves (the shipped rules: listed, else the stated rule)."""
+    return rules().family_members(target)
+
+
+def _plain_sass_runs_on(target: Target, cap: Capability) -> bool:
+    """A plain target's SASS runs on its own major's capabilities at or above its minor."""
+    return cap.major == target.major and cap.minor >= target.minor
 
 
 def load(text: str, name: str = "compat.json") -> CompatRules:
@@ -339,7 +375,7 @@ def _family_covers_plain(
         return
     for family in families.values():
         plain = family.target.plain()
-        served = {cap for cap in devices if plain.sass_runs_on(cap)}
+        served = {cap for cap in devices if _plain_sass_runs_on(plain, cap)}
         missing = sorted(str(c) for c in served - family.members)
         if missing:
             raise ConfigError(

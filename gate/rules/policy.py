@@ -48,7 +48,7 @@ from typing import Any
 
 from gate.errors import BadInputError, ConfigError
 from gate.rules.baseline import Policy, Rule
-from gate.rules.compat import Form
+from gate.rules.compat import Form, ptx_jits_for
 from gate.rules.require import Requirement
 from gate.rules.stubs import Severity
 from gate.rules.targets import Capability, Target, Variant
@@ -160,7 +160,7 @@ def stand_ins(requirement: Requirement, ptx: Iterable[Target]) -> tuple[Target, 
         t
         for t in dict.fromkeys(ptx)
         if requirement.satisfied_by(t)
-        or (loose and t.variant is Variant.NONE and t.ptx_jits_for(cap))
+        or (loose and t.variant is Variant.NONE and ptx_jits_for(t, cap))
     )
 
 

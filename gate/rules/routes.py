@@ -23,7 +23,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gate.rules.compat import rules
+from gate.rules.compat import ptx_jits_for, rules, sass_runs_on
 from gate.rules.targets import Capability, Target, Variant, Version
 
 
@@ -109,7 +109,7 @@ Ptx = tuple[tuple[Target, Version | None], ...]  # (target, ISA) of each distinc
 
 def sass_route(sass_targets: tuple[Target, ...], cap: Capability) -> Route | None:
     """The best SASS among ``sass_targets`` for ``cap``, or None when none runs there."""
-    usable = [t for t in sass_targets if t.sass_runs_on(cap)]
+    usable = [t for t in sass_targets if sass_runs_on(t, cap)]
     if not usable:
         return None
     exact = [t for t in usable if t.number == cap.number]
@@ -129,7 +129,7 @@ def ptx_route(ptx: Ptx, cap: Capability) -> Route | None:
     the oldest known ISA (it needs the oldest driver): the answer never depends on the
     order the entries came in.
     """
-    usable = [(t, isa) for t, isa in ptx if t.ptx_jits_for(cap)]
+    usable = [(t, isa) for t, isa in ptx if ptx_jits_for(t, cap)]
     if not usable:
         return None
     newest = max(t.number for t, _ in usable)

@@ -138,22 +138,6 @@ class Target:
         """The same target without its ``a``/``f`` variant: ``sm_90a`` -> ``sm_90``."""
         return Target(self.major, self.minor, virtual=self.virtual)
 
-    def sass_runs_on(self, cap: Capability) -> bool:
-        """Whether SASS for this target runs on a device of capability ``cap``."""
-        if self.variant is Variant.ARCH:
-            return cap == self.capability
-        if self.variant is Variant.FAMILY:
-            return cap in family_members(self)
-        return cap.major == self.major and cap.minor >= self.minor
-
-    def ptx_jits_for(self, cap: Capability) -> bool:
-        """Whether PTX for this target can be JIT-compiled for capability ``cap``."""
-        if self.variant is Variant.ARCH:
-            return cap == self.capability
-        if self.variant is Variant.FAMILY:
-            return cap in family_members(self)
-        return cap >= self.capability
-
     def __str__(self) -> str:
         prefix = "compute" if self.virtual else "sm"
         return f"{prefix}_{self.number}{self.variant.value}"
@@ -196,10 +180,3 @@ def parse_required_target(text: str) -> Target:
         raise ConfigError(
             f"not a CUDA target (like sm_121, sm_90a, sm_120f, 12.1 or 121): {_clip(text)}"
         ) from e
-
-
-def family_members(target: Target) -> frozenset[Capability]:
-    """Capabilities an ``f`` target serves (compat.json: listed, else its stated rule)."""
-    from gate.rules.compat import rules  # noqa: PLC0415  (compat imports this module's types)
-
-    return rules().family_members(target)

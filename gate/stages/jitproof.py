@@ -30,6 +30,7 @@ from gate.evidence import EvidenceDir, safe_name
 from gate.reader.ptx import PtxModule, ptx_modules
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
+from gate.rules.compat import ptx_jits_for
 from gate.rules.targets import Capability
 from gate.rules.verdict import Check, CheckState
 from gate.stages.inspect import Inspected
@@ -78,7 +79,7 @@ def start(
         if artifact.name not in wanted:
             continue
         try:
-            modules = [m for m in ptx_modules(artifact.path) if m.target.ptx_jits_for(cap)]
+            modules = [m for m in ptx_modules(artifact.path) if ptx_jits_for(m.target, cap)]
         except BadInputError as e:
             checks.append(_check(artifact.name, "PTX", False, e.one_line()))
             failed.add(artifact.name)

@@ -29,6 +29,7 @@ from gate.reader.stubs import stubs_of
 from gate.record import LOADED_LIST
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
+from gate.rules.compat import ptx_jits_for
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import jit_support, min_driver, ptx_route, sass_route
 from gate.rules.targets import Capability, Version
@@ -233,7 +234,7 @@ def _own_jit(source: Source, cap: Capability, driver: Version | None) -> str | N
     jittable: set[str] = set()
     too_new: dict[str, tuple[Version, Version | None]] = {}  # kernel -> (ISA, its minimum)
     for e in source.listing.of_kind(Kind.PTX):
-        if not e.target.ptx_jits_for(cap):
+        if not ptx_jits_for(e.target, cap):
             continue
         if jit_support(e.ptx_isa, driver) is False:
             assert e.ptx_isa is not None  # noqa: S101 - an unknown ISA is never refused

@@ -24,6 +24,7 @@ from gate.container.place import HOST, InImage, Place
 from gate.errors import GateError, NoDeviceError, ToolError, UnsupportedTargetError
 from gate.evidence import EvidenceDir
 from gate.rules.causes import Cause
+from gate.rules.compat import sass_runs_on
 from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, CheckState
 
@@ -237,7 +238,7 @@ def run(
         else:
             assert capability is not None  # noqa: S101 - no device and no target returned above
             target, source = capability.sm(), "probe"
-        if capability is not None and not target.sass_runs_on(capability):
+        if capability is not None and not sass_runs_on(target, capability):
             checks.append(
                 Check(
                     f"{target} serves the device",
