@@ -4,7 +4,7 @@
 
 Runs ``cuda-gate inspect INSPECT-ARGUMENT ...`` in this process (its output is the
 caller's to discard), with the reader's per-file step (``read_found`` as
-gate.reader.parallel calls it) timed: each file read, in whichever process reads it
+gate.scan.parallel calls it) timed: each file read, in whichever process reads it
 (the pool's workers are forked from this one and inherit the timing), appends
 ``seconds<TAB>path`` to OUT. bench_corpus.py sums these per
 distribution to attribute the audit's wall time to each distribution in proportion.
@@ -24,9 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gate import cli  # noqa: E402
-from gate.reader import parallel  # noqa: E402
 from gate.reader.artifacts import Found, Unreadable  # noqa: E402
-from gate.reader.read import ArtifactReport, read_found  # noqa: E402
+from gate.reader.read import ArtifactReport  # noqa: E402
+from gate.scan import parallel  # noqa: E402
+from gate.scan.files import read_found  # noqa: E402
 
 
 def main() -> int:

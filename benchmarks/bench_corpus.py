@@ -190,7 +190,7 @@ def prepare(cache: Path, work: Path) -> list[Dist]:
 # listing; archive members are left out: cuobjdump is given files).
 _DEVICE = """
 import os, sys
-from gate.reader.read import read_paths
+from gate.scan.walk import read_paths
 for r in read_paths([sys.argv[1]], names=False):
     if r.listing.entries and "(" not in r.path:
         print(os.path.relpath(r.path, sys.argv[1]))

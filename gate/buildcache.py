@@ -15,7 +15,7 @@ Reinstalling or upgrading any of them changes the key. A hit copies the kept pro
 into place and returns a :class:`gate.proc.Result` whose ``reused`` names the key, so
 the evidence says the build was reused; the program still runs every time. The project's
 own build commands are never cached. Entries live under ``builds/`` of the inspection
-cache's folder (:func:`gate.reader.cache.cache_dir`); a missing, truncated or foreign
+cache's folder (:func:`gate.scan.cache.cache_dir`); a missing, truncated or foreign
 entry is rebuilt and written again, and a cache that cannot be written is skipped.
 ``use_cache=False`` (``--no-cache``) compiles and touches nothing.
 
@@ -37,7 +37,7 @@ from pathlib import Path
 from gate import proc
 from gate.errors import EvidenceError
 from gate.fsutil import sha256_file, write_atomic
-from gate.reader.cache import cache_dir
+from gate.scan.cache import cache_dir
 
 FORMAT = "cuda-gate-build-cache"
 VERSION = 1

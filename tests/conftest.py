@@ -83,8 +83,9 @@ def _fresh_kernel_names() -> None:
     caches of parsed names, routed target sets and parsed targets would hide a call from
     the tests after the first (and hide them from ``nox -s mutation``, which runs for each
     mutant the tests that reached the mutated function)."""
-    from gate.reader import cache, listing
+    from gate.reader import listing
     from gate.rules import kernels
+    from gate.scan import cache
 
     kernels.clear_cache()
     listing.clear_cache()  # routes worked out once per target set

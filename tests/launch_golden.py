@@ -12,8 +12,8 @@ from gate.launchlog import read_folder
 from gate.launchroutes import Held
 from gate.proc import Result
 from gate.reader.hostelf import HostFormat
-from gate.reader.read import read_paths
 from gate.rules.causes import ExecPath
+from gate.scan.walk import read_paths
 from gate.stages.inspect import Inspected
 from gate.stages.runs import Run
 

@@ -11,9 +11,9 @@ import pytest
 
 from gate.cli import main
 from gate.errors import BadInputError
-from gate.reader import cache
-from gate.reader.cache import cache_dir, inspect_file
 from gate.reader.read import read_artifact
+from gate.scan import cache
+from gate.scan.cache import cache_dir, inspect_file
 
 GOLDEN = Path(__file__).parent / "golden"
 SHA = "0" * 64

@@ -75,7 +75,7 @@ def test_a_large_lz4_ptx_text_is_read_in_a_fraction_of_its_size(tmp_path: Path) 
 
 ARENAS = """
 import ctypes, os, sys, tempfile, threading
-from gate.reader.read import one_malloc_arena
+from gate.scan.threads import one_malloc_arena
 if sys.argv[1] == "shared":
     assert one_malloc_arena()
 held, ready = [], threading.Barrier(4)

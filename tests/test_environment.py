@@ -18,11 +18,12 @@ import pytest
 
 from gate.cli import main
 from gate.errors import ExitCode
-from gate.reader.distributions import Owner, audit_root, is_environment, pinned
+from gate.reader.distributions import Owner, is_environment, pinned
 from gate.reader.summary import unmet
 from gate.reader.variants import Selector, find_sets
 from gate.reader.verdicts import judge_all
 from gate.rules.targets import Capability, Version
+from gate.scan.audit import audit_root
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,8 @@ from gate.errors import BadInputError
 from gate.reader import fatbin
 from gate.reader.limits import Limits
 from gate.reader.listing import Kind
-from gate.reader.read import read_archive, read_artifact, read_buffer, read_paths, read_wheel
+from gate.reader.read import read_archive, read_artifact, read_buffer, read_wheel
+from gate.scan.walk import read_paths
 
 GOLDEN = Path(__file__).parent / "golden"
 KERNELS = ("_Z11write_valuePi", "_Z5twicePi", "_Z7add_onePi")
@@ -270,6 +271,7 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
     import os
 
     from gate.reader import read
+    from gate.scan import files, threads
 
     pools: list[int | None] = []
     arenas: list[int] = []  # how many pools had been made when threads were given one arena
@@ -285,18 +287,22 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
         arenas.append(len(pools))
         return True
 
-    monkeypatch.setattr(read, "one_malloc_arena", one_arena)
+    monkeypatch.setattr(threads, "one_malloc_arena", one_arena)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     monkeypatch.setattr(read, "_PARALLEL_MIN", 1)
     one = (GOLDEN / "debug.fatbin").read_bytes()
     # Entries this small (a few kB) are decoded by this thread: threads contending for
     # the GIL over small entries are slower than one (libcufft.so.11: 1.03 s against 0.83).
-    report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
+    report = files.read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
     assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
     assert pools == []
     monkeypatch.setattr(read, "_PARALLEL_MEAN_BYTES", 1)
-    threaded = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
-    assert threaded.listing == report.listing
+    # The reader alone starts no thread and sets nothing up for the process: the engine
+    # hands it its pool (gate.scan.threads).
+    alone = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
+    assert (pools, arenas) == ([], [])
+    threaded = files.read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
+    assert threaded.listing == report.listing == alone.listing
     # More threads only add memory: the per-entry work that holds the GIL bounds the speed.
     assert pools == [8]
     assert arenas == [0]  # before the threads exist: they allocate from the main arena

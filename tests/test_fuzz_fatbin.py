@@ -29,9 +29,10 @@ from hypothesis import strategies as st
 from gate.cli import main
 from gate.errors import BadInputError, ExitCode
 from gate.reader import fatbin
-from gate.reader.cache import ENV_DIR
 from gate.reader.limits import MB, Limits
-from gate.reader.read import read_buffer, read_paths
+from gate.reader.read import read_buffer
+from gate.scan.cache import ENV_DIR
+from gate.scan.walk import read_paths
 
 GOLDEN = Path(__file__).parent / "golden"
 REPRO = Path(__file__).parent / "repro"

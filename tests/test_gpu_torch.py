@@ -14,7 +14,7 @@ import pytest
 
 from gate import cuobjdump
 from gate.reader.listing import Kind
-from gate.reader.read import read_artifact
+from gate.scan.files import read_artifact
 from tests.torchenv import torch_library
 
 pytestmark = pytest.mark.gpu

@@ -25,7 +25,7 @@ import pytest
 
 from gate.cli import main
 from gate.errors import ExitCode
-from gate.reader import walkcache
+from gate.scan import cache as inspection_cache
 from tests.oci_layouts import Layout, Member, whiteout
 
 pytestmark = pytest.mark.unit
@@ -253,7 +253,7 @@ def test_an_image_audit_remembers_no_walk_of_its_temporary_folder(
     it would never be read again (an unpacked folder's is)."""
     cache = tmp_path / "walk-cache"
     monkeypatch.setenv("CUDA_GATE_CACHE_DIR", str(cache))
-    monkeypatch.setattr(walkcache, "RACY_NS", 0)  # files just written may be remembered
+    monkeypatch.setattr(inspection_cache, "RACY_NS", 0)  # files just written may be remembered
     layout, _ = image
     _document(capsys, "--names", f"oci:{layout.root}")
     assert cache.is_dir()  # the reports were kept

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from gate.reader import artifacts, parallel
-from gate.reader.distributions import audit_paths
+from gate.reader import artifacts
 from gate.reader.limits import Limits
-from gate.reader.read import ArtifactReport, read_paths
-from gate.reader.walkcache import RACY_NS
+from gate.reader.read import ArtifactReport
+from gate.scan import parallel
+from gate.scan.audit import audit_paths
+from gate.scan.cache import RACY_NS
+from gate.scan.walk import read_paths
 
 pytestmark = pytest.mark.integration
 

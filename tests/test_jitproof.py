@@ -11,11 +11,11 @@ from gate.evidence import EvidenceDir
 from gate.reader.hostelf import HostFormat
 from gate.reader.listing import Kind, Listing
 from gate.reader.ptx import ptx_modules
-from gate.reader.read import read_paths
 from gate.rules.causes import ExecPath
 from gate.rules.compat import ptx_jits_for
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import CheckState
+from gate.scan.walk import read_paths
 from gate.stages import jitproof, predict
 from gate.stages.inspect import Inspected
 

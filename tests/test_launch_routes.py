@@ -23,9 +23,9 @@ from gate.evidence import EvidenceDir
 from gate.launchlog import launch_counts, read_folder, read_record
 from gate.launchroutes import UNNAMED, jit_compiled, route_text
 from gate.reader.elffile import ElfFile
-from gate.reader.read import read_paths
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability
+from gate.scan.walk import read_paths
 from gate.stages.launches import jit_compiled_symbols, judge
 from tests.launch_golden import GOLDEN, RECORDS, ROOT, SM120_SASS, held, library, run_of
 

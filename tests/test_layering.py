@@ -31,6 +31,7 @@ LAYERS = (
     ("gate.jsonutil", 3),
     ("gate.pump", 3),
     ("gate.proc", 4),
+    ("gate.scan", 4),  # the engine over the reader: walks, caches, pools, process settings
     ("gate.vault", 4),
     ("gate.selfcheck", 4),  # the gate runs only the code it started with
     ("gate.watchdog", 3),  # ends what a killed gate left running (a process of its own)
@@ -210,21 +211,93 @@ def test_no_two_stages_import_each_other_even_for_type_checking() -> None:
     assert cycles(imports(), "gate.stages") == []
 
 
-def test_the_cycle_finder_finds_a_cycle_through_a_type_checking_import() -> None:
+def strongly_connected(graph: dict[str, set[str]], nodes: set[str]) -> list[list[str]]:
+    """The strongly-connected components of ``graph`` restricted to ``nodes``, each sorted
+    (Tarjan's algorithm, iterative: no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, set()) & nodes)))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is None:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    found.append(sorted(component))
+            elif target not in index:
+                index[target] = low[target] = len(index)
+                stack.append(target)
+                on_stack.add(target)
+                work.append((target, iter(sorted(graph.get(target, set()) & nodes))))
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]], prefixes: tuple[str, ...]) -> list[list[str]]:
+    """One circle of imports (``a -> b -> a``) through each group of modules under
+    ``prefixes`` that reach each other, by any import (inside functions and under
+    TYPE_CHECKING too)."""
+    nodes = {m for m in graph if m.startswith(prefixes)}
+    return [_circle(graph, c) for c in strongly_connected(graph, nodes) if len(c) > 1]
+
+
+def _circle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """A path from the component's first module back to it, inside the component."""
+    start, inside = component[0], set(component)
+    before: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        node = todo.pop(0)
+        for target in sorted(graph.get(node, set()) & inside):
+            if target == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(before[path[-1]])
+                return [*reversed(path), start]
+            if target not in before:
+                before[target] = node
+                todo.append(target)
+    raise AssertionError(f"{component} is no circle")
+
+
+def test_no_import_cycle_in_reader_or_scan() -> None:
+    found = import_cycles(imports(), ("gate.reader", "gate.scan"))
+    assert found == [], "imports in a circle: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def test_the_cycle_check_names_a_circle_made_by_a_function_level_import() -> None:
     graph = {
-        "gate.stages.execute": {"gate.stages.predict"},
-        "gate.stages.predict": {"gate.stages.jitproof"},
-        "gate.stages.jitproof": {"gate.stages.execute"},
-        "gate.stages.inspect": set(),
+        "gate.reader.read": {"gate.scan.parallel", "gate.reader.fatbin"},
+        "gate.scan.parallel": {"gate.scan.cache"},
+        "gate.scan.cache": {"gate.reader.read"},
+        "gate.reader.fatbin": set(),
+        "gate.scan.walk": {"gate.scan.parallel"},
+        "gate.stages.inspect": {"gate.scan.walk"},
     }
-    assert cycles(graph, "gate.stages") == [
-        [
-            "gate.stages.execute",
-            "gate.stages.predict",
-            "gate.stages.jitproof",
-            "gate.stages.execute",
-        ]
+    assert import_cycles(graph, ("gate.reader", "gate.scan")) == [
+        ["gate.reader.read", "gate.scan.parallel", "gate.scan.cache", "gate.reader.read"]
     ]
+    assert import_cycles({"gate.scan.a": {"gate.scan.b"}, "gate.scan.b": set()}, ("gate",)) == []
 
 
 def test_configuration_does_not_pull_in_the_stages() -> None:

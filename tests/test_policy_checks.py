@@ -21,13 +21,13 @@ from gate.launchlog import read_record
 from gate.proc import Result
 from gate.reader.hostelf import HostFormat
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.read import read_paths
 from gate.record import RESULT_VERSION, RunRecord
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.policy import DEFAULT_POLICY, Action, ReleasePolicy
 from gate.rules.require import Requirement
 from gate.rules.targets import Capability, Target, Version
 from gate.rules.verdict import Check, CheckState
+from gate.scan.walk import read_paths
 from gate.stages.inspect import Inspected, listing_checks
 from gate.stages.launches import judge
 from gate.stages.policycheck import policy_checks

@@ -18,7 +18,7 @@ import pytest
 
 from gate.cli import main
 from gate.errors import ExitCode
-from gate.reader.cache import ENV_DIR
+from gate.scan.cache import ENV_DIR
 
 GOLDEN = Path(__file__).parent / "golden"
 ARCHIVE = (GOLDEN / "libkernels.a").read_bytes()

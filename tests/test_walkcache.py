@@ -21,12 +21,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gate.reader import artifacts, distributions
-from gate.reader import cache as inspection_cache
 from gate.reader.artifacts import shown
-from gate.reader.distributions import Audit, audit_paths
+from gate.reader.distributions import Audit
 from gate.reader.listing import Kind
 from gate.reader.read import ArtifactReport
-from gate.reader.walkcache import RACY_NS
+from gate.scan import cache as inspection_cache
+from gate.scan.audit import audit_paths
+from gate.scan.cache import RACY_NS
 
 GOLDEN = Path(__file__).parent / "golden"
 SM120 = GOLDEN / "libkernels.so"  # sm_80, sm_120 SASS, compute_80 PTX
@@ -297,7 +298,7 @@ def test_a_path_under_its_folder_is_shown_as_relpath_shows_it(parts: list[str]) 
     path = Path(str(base) + "/" + "/".join(parts))
     report = ArtifactReport(shown(path), "elf")
     expected = shown(os.path.relpath(path, base))
-    assert distributions._relative(path, base, report) == expected
+    assert distributions.relative_path(path, base, report) == expected
 
 
 def _shown_before(path: str) -> str:

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 from gate.errors import BadInputError
 from gate.image.source import parse
 from gate.reader.artifacts import shown
-from gate.reader.distributions import Audit, Distribution, Group, Owner, audit_paths, audit_root
+from gate.reader.distributions import Audit, Distribution, Group, Owner
 from gate.reader.limits import Limits
+from gate.scan.audit import audit_paths, audit_root
 
 # What reads an image is imported when one is read: most environments audited are none.
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ class Located:
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """How artifacts are read (as :func:`gate.reader.distributions.audit_paths` takes it)."""
+    """How artifacts are read (as :func:`gate.scan.audit.audit_paths` takes it)."""
 
     names: bool
     scan: bool

@@ -1,7 +1,7 @@
 """The per-file inspection of images: each candidate file read by the existing reader.
 
 An image's candidate files are written to a temp folder by :func:`gate.image.merge.merge`
-and read there with :func:`gate.reader.read.read_paths`; each report is then named as
+and read there with :func:`gate.scan.walk.read_paths`; each report is then named as
 ``SOURCE!/path/in/image`` (a wheel's member as ``SOURCE!/opt/x.whl!lib/x.so``) and comes
 with the image and the merged-view entry it was read from (its layer). Arguments that
 name no image are read as before, in the order given.
@@ -20,8 +20,9 @@ from gate.errors import BadInputError
 from gate.image.source import Source, opened, parse
 from gate.reader.artifacts import shown
 from gate.reader.limits import Limits
-from gate.reader.read import ArtifactReport, Progress, read_paths
+from gate.reader.read import ArtifactReport, Progress
 from gate.reader.wording import plural
+from gate.scan.walk import read_paths
 
 if TYPE_CHECKING:
     # An image's layout, layers and platforms: imported where an image is opened, so that

@@ -19,18 +19,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Final, Protocol
 
 from gate.errors import BadInputError
 from gate.reader.elffile import ELF_MAGIC, Buffer
 from gate.reader.fatbin import CONTAINER_PREFIX
 from gate.reader.limits import Limits, hint
-from gate.reader.walkcache import MISS
 
 if TYPE_CHECKING:  # zipfile is imported only when a wheel is read
     import zipfile
-
-    from gate.reader.walkcache import Kinds
 
 AR_MAGIC = b"!<arch>\n"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -70,6 +67,25 @@ def classify(head: bytes | bytearray) -> str | None:
     if head.startswith(ZIP_MAGIC):
         return "zip"
     return None
+
+
+# What a walk's memo answers for a file it does not know (unlike None: "known, and no
+# artifact").
+MISS: Final = object()
+
+
+class Memo(Protocol):
+    """What a walk remembers of a folder tree's files (gate.scan.walkcache.Kinds keeps
+    it between audits): a file unchanged since is not opened again."""
+
+    def kind(self, real: str, st: os.stat_result) -> tuple[object, str | None, object]:
+        """What the file at ``real`` is (a kind, or None), its SHA-256 and its kept report
+        when known, if unchanged since; else ``(MISS, None, None)``."""
+        ...
+
+    def remember(self, real: str, st: os.stat_result, kind: str | None) -> None:
+        """The answer the file's first bytes gave, with the identity taken before."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +130,7 @@ def shown(path: str | os.PathLike[str]) -> str:
 
 
 def discover(
-    paths: Sequence[str | os.PathLike[str]], memo: Kinds | None = None
+    paths: Sequence[str | os.PathLike[str]], memo: Memo | None = None
 ) -> Iterator[Found | Unreadable]:
     """Each named file, and every recognised file under each named folder, in sorted order.
 
@@ -122,7 +138,7 @@ def discover(
     so the caller can report it); a named path that is not a regular file or folder (a
     device such as /dev/null, a FIFO, a socket) is reported, never opened (a FIFO would
     block). Inside folders only recognised regular files are yielded, and a file
-    reached twice through symlinks only once. With ``memo`` (gate.reader.walkcache), a
+    reached twice through symlinks only once. With ``memo`` (gate.scan.walkcache), a
     plain file in a folder that is unchanged since a walk before is not opened.
     """
     seen: set[str] = set()
@@ -145,7 +161,7 @@ def discover(
 
 
 def _folder(
-    folder: str, real: str, seen: set[str], memo: Kinds | None = None
+    folder: str, real: str, seen: set[str], memo: Memo | None = None
 ) -> Iterator[Found | Unreadable]:
     """The recognised files under ``folder`` (whose real path is ``real``), as os.walk
     visits them: a folder's files in sorted order, then its subfolders in sorted order;
@@ -186,7 +202,7 @@ def _name(entry: os.DirEntry[str]) -> str:
 
 
 def _probe_entry(
-    entry: os.DirEntry[str], folder: str, seen: set[str], memo: Kinds | None = None
+    entry: os.DirEntry[str], folder: str, seen: set[str], memo: Memo | None = None
 ) -> Found | Unreadable | None:
     """A folder's entry probed as :func:`_probe` does, without its syscalls where the
     entry's type says enough: a plain (not symlinked) regular file needs no resolving

@@ -1,6 +1,7 @@
 """Our own inspector: device code of ELF files, archives, wheels, raw cubins and fatbins.
 
-The library API (the pipeline calls these; `cuda-gate inspect` too):
+The library API (what reads one file; reading many, with the cache and pools of
+processes, is :mod:`gate.scan`'s, which calls these):
 
 ``read_artifact(path, *, names=True) -> ArtifactReport``
     One file: an ELF executable, shared library or object, a raw ``.cubin`` or
@@ -12,11 +13,8 @@ The library API (the pipeline calls these; `cuda-gate inspect` too):
     ``error`` set, the others are read.
 ``read_archive(path, *, names=True) -> tuple[ArtifactReport, ...]``
     Every ELF member of a static (``ar``) archive.
-``read_paths(paths, *, names=True) -> Iterator[ArtifactReport]``
-    Files, folders (recursively), archives and wheels; never raises BadInputError:
-    each failing artifact comes back as a report whose ``error`` says what is wrong.
-    ``progress`` hears (files done, files known, the one read now) before each file,
-    each wheel member counted as a file.
+``read_buffer(buf, base, size, display, *, names=True) -> ArtifactReport``
+    The ELF file, cubin or fatbin at ``buf[base:base+size]``.
 
 ``names=False`` reads headers only and never decompresses: kinds, targets (``a``/``f``
 from the fatbin header flags), PTX ISA versions, compression and sizes; ``kernels``
@@ -31,6 +29,10 @@ driver is handed it: the decompressed cubin, the PTX text up to its NUL), by whi
 module the driver loaded is told to be an inspected file's. ``digests=False`` leaves
 that SHA-256 out (``""``): hashing every decoded byte is about as much work as
 decompressing it, and only the run's launch accounting needs it, not a listing.
+``threads`` (:class:`Threads`) starts the threads that decode a large artifact's
+entries; without it (the default) every entry is decoded in the calling thread, and the
+reader sets nothing up for the whole process: :func:`gate.scan.threads.decoding_pool`
+is the engine's.
 
 Which sections: ``.nv_fatbin`` if present, else ``__nv_relfatbin`` (as cuobjdump does:
 ``__nv_relfatbin`` in an executable is input for a later device link, not loaded at run
@@ -50,11 +52,11 @@ import stat
 import struct
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gate.errors import BadInputError
 from gate.reader import artifacts, fatbin
@@ -65,6 +67,7 @@ from gate.reader.listing import DeviceEntry, EntryPacker, Kind, Listing
 from gate.rules.targets import Target, Variant, Version
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
     from hashlib import _Hash
 
 PRIMARY_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
@@ -130,6 +133,13 @@ class ArtifactReport:
 Progress = Callable[[int, int, str], None]
 
 
+class Threads(Protocol):
+    """Starts a pool of ``workers`` threads to decode one artifact's entries on (shut down
+    once they are decoded); :func:`gate.scan.threads.decoding_pool` is one."""
+
+    def __call__(self, workers: int, /) -> Executor: ...
+
+
 @dataclass(slots=True)
 class _Decoded:
     """What decoding one entry found. ``code``: its index in the listing's EntryPacker,
@@ -144,117 +154,6 @@ class _Decoded:
     code: int | None = None
 
 
-def read_paths(
-    paths: Sequence[str | os.PathLike[str]],
-    *,
-    names: bool = True,
-    scan: bool = True,
-    limits: Limits | None = None,
-    cache: bool = False,
-    progress: Progress | None = None,
-    digests: bool = True,
-) -> Iterator[ArtifactReport]:
-    """Reports for every artifact under ``paths``; failures become reports with ``error``.
-
-    With ``cache``, files and wheels (not archives) go through the inspection cache
-    (:mod:`gate.reader.cache`): a file read before in the same mode is not read.
-    With ``names``, many files are read by a pool of processes (:mod:`gate.reader.parallel`),
-    the reports coming in the same order. ``progress`` hears of each file as its reports
-    come; a wheel's members join the count when it is opened in this process.
-    """
-    from gate.reader.parallel import read_each  # noqa: PLC0415  (it imports this module)
-
-    limits = limits or Limits.from_env()
-    everything = list(artifacts.discover(paths))
-    count = _Count(len(everything), progress)
-
-    def before(found: artifacts.Found | artifacts.Unreadable) -> None:
-        count.next(found.path if isinstance(found, artifacts.Unreadable) else shown(found.path))
-
-    for reports in read_each(
-        everything, names=names, scan=scan, limits=limits, cache=cache, before=before,
-        members=count.members, digests=digests,
-    ):  # fmt: skip
-        yield from reports
-
-
-def read_found(
-    found: artifacts.Found | artifacts.Unreadable,
-    *,
-    names: bool = True,
-    scan: bool = True,
-    limits: Limits | None = None,
-    cache: bool = False,
-    members: Progress | None = None,
-    digests: bool = True,
-) -> Iterator[ArtifactReport]:
-    """Reports for one file :func:`gate.reader.artifacts.discover` found (several for a
-    wheel or an archive); a failure becomes a report with ``error``. ``members`` hears of
-    each member of a wheel as it is read."""
-    limits = limits or Limits.from_env()
-    if isinstance(found, artifacts.Unreadable):
-        yield ArtifactReport(found.path, "unknown", error=found.message)
-        return
-    try:
-        if found.kind == "zip" and cache:
-            from gate.reader.wheelcache import inspect_wheel  # noqa: PLC0415  (imports this)
-
-            yield from inspect_wheel(
-                found.path,
-                lambda: read_wheel(
-                    found.path, names=names, scan=scan, limits=limits, progress=members,
-                    digests=digests,
-                ),
-                names=names,
-                scan=scan,
-                digests=digests,
-            )  # fmt: skip
-        elif found.kind == "zip":
-            yield from read_wheel(
-                found.path, names=names, scan=scan, limits=limits, progress=members,
-                digests=digests,
-            )  # fmt: skip
-        elif found.kind == "archive":
-            yield from read_archive(
-                found.path, names=names, scan=scan, limits=limits, digests=digests
-            )
-        elif found.kind == "duplicate":
-            return
-        elif cache:
-            from gate.reader.cache import inspect_file  # noqa: PLC0415  (cache imports this)
-
-            yield inspect_file(
-                found.path, names=names, scan=scan, limits=limits, by_identity=True,
-                digests=digests, real=found.real,
-            )[0]  # fmt: skip
-        else:
-            yield read_artifact(found.path, names=names, scan=scan, limits=limits, digests=digests)
-    except BadInputError as e:
-        yield ArtifactReport(shown(found.path), "unknown", error=e.message)
-
-
-class _Count:
-    """The files read so far and the files known, for a progress callback."""
-
-    def __init__(self, total: int, progress: Progress | None) -> None:
-        self.done, self.total, self.progress = -1, total, progress
-        self.base = 0
-
-    def next(self, name: str) -> None:
-        self.done += 1
-        self.base = self.done
-        if self.progress is not None:
-            self.progress(self.done, self.total, name)
-
-    def members(self, index: int, count: int, name: str) -> None:
-        """Member ``index`` of ``count`` in the wheel being read (which counts as one file)."""
-        if index == 0:
-            self.total += count - 1
-        self.done = self.base + index
-        if self.progress is not None:
-            self.progress(self.done, self.total, name)
-
-
 def read_artifact(
     path: str | os.PathLike[str],
     *,
@@ -262,12 +161,14 @@ def read_artifact(
     scan: bool = True,
     limits: Limits | None = None,
     digests: bool = True,
+    threads: Threads | None = None,
 ) -> ArtifactReport:
     """The report for one ELF file, raw cubin or raw fatbin; BadInputError if unreadable."""
     with mapped(path) as buf:
         return read_buffer(
-            buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits, digests=digests
-        )
+            buf, 0, len(buf), shown(path), names=names, scan=scan, limits=limits,
+            digests=digests, threads=threads,
+        )  # fmt: skip
 
 
 def read_archive(
@@ -277,6 +178,7 @@ def read_archive(
     scan: bool = True,
     limits: Limits | None = None,
     digests: bool = True,
+    threads: Threads | None = None,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every ELF member of a static archive."""
     reports = []
@@ -289,7 +191,7 @@ def read_archive(
             try:
                 report = read_buffer(
                     buf, offset, size, display, names=names, scan=scan, limits=limits,
-                    digests=digests,
+                    digests=digests, threads=threads,
                 )  # fmt: skip
                 reports.append(report)
             except BadInputError as e:
@@ -305,6 +207,7 @@ def read_wheel(
     limits: Limits | None = None,
     progress: Progress | None = None,
     digests: bool = True,
+    threads: Threads | None = None,
 ) -> tuple[ArtifactReport, ...]:
     """Reports for every shared library, cubin and fatbin inside a wheel (or any zip).
 
@@ -325,7 +228,7 @@ def read_wheel(
                 with artifacts.inflated(archive, info, display, limits) as buf:
                     report = read_buffer(
                         buf, 0, len(buf), display, names=names, scan=scan, limits=limits,
-                        digests=digests,
+                        digests=digests, threads=threads,
                     )  # fmt: skip
                 reports.append(report)
             except artifacts.ScratchError:
@@ -345,18 +248,19 @@ def read_buffer(
     scan: bool = True,
     limits: Limits | None = None,
     digests: bool = True,
+    threads: Threads | None = None,
 ) -> ArtifactReport:
     """The report for the ELF file, cubin or fatbin at ``buf[base:base+size]``."""
     budget = Budget(limits or Limits.from_env(), display)
     head = bytes(buf[base : base + 8])
     if head.startswith(fatbin.CONTAINER_PREFIX):
-        found = _Found(buf, display, names, budget, digests)
+        found = _Found(buf, display, names, budget, digests, threads=threads)
         found.add("(fatbin)", fatbin.parse_containers(buf, base, base + size, display))
         return ArtifactReport(display, "fatbin", listing=found.listing(), names=names)
     elf = ElfFile(buf, display, base, size)
     if elf.machine == EM_CUDA:
         return _cubin_report(elf, display, names=names, digests=digests)
-    found = _Found(buf, display, names, budget, digests)
+    found = _Found(buf, display, names, budget, digests, threads=threads)
     sections = elf.sections
     primary = next((s for name in PRIMARY_SECTIONS for s in sections if s.name == name), None)
     if primary is not None:
@@ -379,7 +283,10 @@ def read_buffer(
         # Headers alone cannot tell nvcc's kernel-less cubins (one per target for host
         # code: libcufftw.so's sm_52) from code; a few small raw cubins are read whole.
         try:
-            full = read_buffer(buf, base, size, display, scan=scan, limits=limits, digests=digests)
+            full = read_buffer(
+                buf, base, size, display, scan=scan, limits=limits, digests=digests,
+                threads=threads,
+            )  # fmt: skip
         except BadInputError:
             full = None  # what headers alone read stands; a names read says what is wrong
         if full is not None and not full.listing.kernels():
@@ -521,10 +428,17 @@ class _Found:
     packed, until all are decoded (copies are found across the whole artifact)."""
 
     def __init__(
-        self, buf: Buffer, display: str, names: bool, budget: Budget, digests: bool
+        self,
+        buf: Buffer,
+        display: str,
+        names: bool,
+        budget: Budget,
+        digests: bool,
+        *,
+        threads: Threads | None,
     ) -> None:
         self.buf, self.display, self.names = buf, display, names
-        self.budget, self.digests = budget, digests
+        self.budget, self.digests, self.threads = budget, digests, threads
         # With names: the headers waiting to be decoded, and their sections as runs of
         # (section, count) (a pair per header was 1.5 MB of cuFFT's 24,454).
         self.pending = _Headers()
@@ -556,6 +470,7 @@ class _Found:
             each = _decode_all(
                 self.buf, headers, first,
                 display=self.display, budget=self.budget, digests=self.digests,
+                threads=self.threads,
             )  # fmt: skip
             add = self._add
             for section, count in self.sections:
@@ -597,13 +512,15 @@ def _decode_all(
     display: str,
     budget: Budget,
     digests: bool = True,
+    threads: Threads | None = None,
 ) -> Iterator[tuple[fatbin.Entry, _Decoded | None]]:
     """Every entry of ``headers`` in order, with what it decodes to: an entry that is the
     first of its copies (``first[i] == i``, :func:`_first_copies`) is decoded, once; a
-    copy is given its first's result (:func:`_with_copies`)."""
+    copy is given its first's result (:func:`_with_copies`). On ``threads`` when they
+    are worth it, else in this thread."""
     release = _releaser(buf)
     workers = min(os.cpu_count() or 1, _WORKERS)
-    if workers == 1 or not _worth_threads(headers, first):
+    if threads is None or workers == 1 or not _worth_threads(headers, first):
         # Pages are dropped a run of nearby entries at a time, not entry by entry (a
         # system call each; cuFFT's entries are a container header apart).
         lo = hi = 0  # the run of pages read and not yet dropped: [lo, hi)
@@ -625,8 +542,6 @@ def _decode_all(
         if hi > lo:
             release(lo, hi)
         return
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (names only)
-
     # lz4 and zstd release the GIL while decompressing: threads use every core. Chunks
     # of a few entries (each task costs GIL time), handed out with no barrier between
     # them: a worker never waits for another's large entry. Results come back in order;
@@ -643,8 +558,7 @@ def _decode_all(
         release(work[lo].offset, last.payload_offset + last.payload_size)
         return found
 
-    one_malloc_arena()
-    with ThreadPoolExecutor(workers) as pool:
+    with threads(workers) as pool:
         results = itertools.chain.from_iterable(pool.map(chunk, chunks))
         try:
             yield from _with_copies(headers, first, lambda _e: next(results))
@@ -669,31 +583,6 @@ def _with_copies(
         if i in kept:
             kept[i] = d
         yield e, d
-
-
-# glibc's mallopt parameter for the most malloc arenas (malloc.h).
-_M_ARENA_MAX = -8
-
-
-@cache
-def one_malloc_arena() -> bool:
-    """Make threads started from now on allocate from the main malloc arena; True where
-    that was done (glibc), False elsewhere (nothing changes).
-
-    glibc gives each thread its own arena, and what a thread frees stays in its arena
-    for its next allocations only: the payloads the decoding threads free add up, one
-    arena's worth per thread. libcublasLt.so.13's names read with 8 threads peaked at
-    187-205 MB with an arena per thread and at 154-160 MB with one shared (2 threads:
-    121-125 and 94-125 MB; libtorch_cuda.so 108-146 and 98-111 MB), in the same time.
-    """
-    import ctypes  # noqa: PLC0415  (names with threads only)
-
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION"):
-            return False
-        return bool(ctypes.CDLL(None).mallopt(_M_ARENA_MAX, 1))
-    except (AttributeError, OSError, ValueError):  # no confstr name, no libc, no mallopt
-        return False
 
 
 def _worth_threads(headers: _Headers, first: array[int]) -> bool:
@@ -937,6 +826,6 @@ class mapped:  # noqa: N801  (used as a context manager, reads like a function)
     def _name(self) -> str:
         return shown(Path(self.path))  # as a Path prints it (folded separators): as before
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_exc: object) -> None:
         if self._map is not None:
             self._map.close()

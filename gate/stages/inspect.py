@@ -27,7 +27,6 @@ from gate.errors import BadInputError, GateError, ToolError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import artifacts as found_files
 from gate.reader import summary
-from gate.reader.cache import inspect_file
 from gate.reader.hostelf import Dependency, HostFormat, dependencies, read_format
 from gate.reader.limits import Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
@@ -42,6 +41,7 @@ from gate.rules.require import Requirement, why_not
 from gate.rules.routes import general, jit_support, min_driver
 from gate.rules.targets import Capability, Target, Variant, Version
 from gate.rules.verdict import Check, CheckState
+from gate.scan.cache import inspect_file
 from gate.stages.policycheck import policy_checks, sass_optional, stand_in_entries
 from gate.stages.stubcheck import stub_check
 

@@ -42,13 +42,13 @@ from gate.launchroutes import Held, jit_compiled, route_text
 from gate.launchsummary import ArtifactCoverage, KernelLaunch, Launches
 from gate.reader.cubin import read_ptx
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.read import read_buffer
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.coverage import ALL, Coverage, coverage, unmet
 from gate.rules.policy import Action
 from gate.rules.routes import Path as RoutePath
 from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, CheckState
+from gate.scan.files import read_buffer
 from gate.stages.inspect import Inspected
 from gate.stages.runs import Run
 

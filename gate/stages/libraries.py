@@ -34,7 +34,6 @@ from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import read as reader
 from gate.reader import summary
-from gate.reader.cache import loaded_library
 from gate.reader.listing import Kind, Listing
 from gate.reader.wording import library_on
 from gate.record import LOADED_LIST, LoadedLibrary
@@ -43,6 +42,8 @@ from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import Route
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import Check, CheckState
+from gate.scan.cache import loaded_library
+from gate.scan.files import read_artifact
 from gate.stages.inspect import Inspected
 from gate.stages.runs import Run
 
@@ -183,7 +184,7 @@ def judge(
         listing = (
             artifact.listing
             if artifact
-            else reader.read_artifact(path, names=True).listing
+            else read_artifact(path, names=True).listing
             if strict
             else report.listing
         )
@@ -447,9 +448,3 @@ def codeless_checks(
             state = CheckState.WARNED
         checks.append(Check(f"{artifact.name}: device code", "gate.inspect", state, message))
     return checks
-
-
-def summary_line(library: Library, cap: Capability) -> str:
-    """One short line per loaded library for the report."""
-    kind = "project" if library.own else "vendor"
-    return f"{library.path.name} ({kind}): {library.route.describe()} on {cap}"

@@ -5,7 +5,7 @@ A warm re-audit of an environment (torch, vLLM and 30 other distributions: 63,70
 16,076 of them with device code) opened every file for its first eight bytes to learn
 what it is: most of the walk's time. Here each folder tree audited with the inspection
 cache on keeps one document in the cache folder (``trees/``), keyed by the tree's real
-path and this reader's version: per file, its identity as :mod:`gate.reader.cache` takes
+path and this reader's version: per file, its identity as :mod:`gate.scan.cache` takes
 it (device, inode, size, modification and change times; the real path is the key) and
 what its first bytes said (``elf``, ``zip``, ..., or nothing recognised). A file whose
 identity is unchanged gets that answer from one ``stat``; any write changes the change
@@ -15,31 +15,20 @@ differs, atomically; one that is corrupted, foreign or of another version is ign
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
+
+from gate.reader.artifacts import MISS
+from gate.scan.cache import digest_of, reader_version, report_json, settled, store
 
 if TYPE_CHECKING:
     from gate.reader.read import ArtifactReport
 
 FORMAT = "cuda-gate-walk-cache"
-# Unknown to this memo (different from None: "known, and no artifact").
-MISS: Final = object()
-# A file's times tick with the kernel's coarse clock (a few ms): two writes within one
-# tick can leave the same times. What was learnt of a file less than this after it last
-# changed may not hold for its content later, so it is not kept, here or in the cache's
-# identities (git's index calls such a file "racily clean"); it is read again next time.
-RACY_NS = 100_000_000
-
-
-def settled(st: os.stat_result, now: int | None = None) -> bool:
-    """Whether a file with this stat last changed long enough before ``now`` (ns; default:
-    the present) for what is learnt of it to be trusted later (RACY_NS)."""
-    return max(st.st_mtime_ns, st.st_ctime_ns) < (time.time_ns() if now is None else now) - RACY_NS
-
-
 # A row: device, inode, size, modification and change times (ns), kind, SHA-256 or None.
 _ROW = 7
 # Kinds whose reports the cache keeps by the file's SHA-256 (a wheel's are kept by the
@@ -51,7 +40,8 @@ _SMALL_KERNELS = 256
 
 
 class Kinds:
-    """One tree's remembered answers, and the ones this walk gives, for :meth:`save`.
+    """One tree's remembered answers, and the ones this walk gives, for :meth:`save`
+    (a walk's :class:`gate.reader.artifacts.Memo`).
 
     With ``mode`` (the inspection cache's mode name: names or headers, scanned or not),
     the document also holds the reports of the tree's small files read in that mode, by
@@ -60,10 +50,6 @@ class Kinds:
     """
 
     def __init__(self, root: str, folder: Path, mode: str | None = None) -> None:
-        import hashlib  # noqa: PLC0415  (a walk with the cache only: OpenSSL is 4 MB)
-
-        from gate.reader.cache import reader_version  # noqa: PLC0415  (the cache imports this)
-
         self.root = root
         self.reader = reader_version()
         self.mode = mode
@@ -139,8 +125,6 @@ class Kinds:
         file's SHA-256 taken from the cache's identities where a read has just put it
         (so that the next walk needs no identity document either), and the small files'
         reports by that SHA-256."""
-        from gate.reader.cache import digest_of, report_json, store  # noqa: PLC0415
-
         for key, row in self.now.items():
             if row[6] is None and row[5] in _HASHED:
                 row[6] = digest_of(self.prefix + key, row[:5], self.folder)

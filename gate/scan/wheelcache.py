@@ -1,7 +1,7 @@
 """Wheels remembered by their identity: a wheel read before and unchanged since is not opened.
 
 A wheel's members are read from the zip (inflated) before they can be hashed, so the
-content-addressed cache of :mod:`gate.reader.cache` would save only the decoding; the
+content-addressed cache of :mod:`gate.scan.cache` would save only the decoding; the
 wheel's identity (real path, device, inode, size, modification and change times) names
 its member reports instead, in the same cache folder, per reader version and mode.
 """
@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gate.errors import ConfigError
-from gate.reader import artifacts, cache
+from gate.reader import artifacts
 from gate.reader.read import ArtifactReport
+from gate.scan import cache
 
 
 def inspect_wheel(

@@ -23,6 +23,7 @@ import json
 import mmap
 import os
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,8 @@ from gate.reader import artifacts
 from gate.reader.limits import Limits
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import ArtifactReport, mapped, read_buffer
-from gate.reader.walkcache import settled
 from gate.rules.targets import Target, Version
+from gate.scan.threads import decoding_pool
 
 FORMAT = "cuda-gate-inspection-cache"
 # Bump when what the reader reports for the same bytes changes without a release.
@@ -45,6 +46,12 @@ ENV_DIR = "CUDA_GATE_CACHE_DIR"
 # Hashed this many bytes at a time, each piece's pages dropped after: a multiple of the
 # page size, and what hashing adds to the peak (as the scan's pieces, fatbin._SCAN_CHUNK).
 _HASH_STEP = 1 << 20
+# A file's times tick with the kernel's coarse clock (a few ms): two writes within one
+# tick can leave the same times. What was learnt of a file less than this after it last
+# changed may not hold for its content later, so it is not kept, in the identities here
+# or in a walk's memo (gate.scan.walkcache; git's index calls such a file "racily
+# clean"); it is read again next time.
+RACY_NS = 100_000_000
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -58,6 +65,12 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
         return Path(xdg) / "cuda-gate"
     home = env.get("HOME") or str(Path.home())
     return Path(home) / ".cache" / "cuda-gate"
+
+
+def settled(st: os.stat_result, now: int | None = None) -> bool:
+    """Whether a file with this stat last changed long enough before ``now`` (ns; default:
+    the present) for what is learnt of it to be trusted later (RACY_NS)."""
+    return max(st.st_mtime_ns, st.st_ctime_ns) < (time.time_ns() if now is None else now) - RACY_NS
 
 
 def reader_version() -> str:
@@ -114,7 +127,7 @@ def inspect_file(
                 else:
                     report = read_buffer(
                         buf, 0, size, display, names=names, scan=scan, limits=limits,
-                        digests=digests,
+                        digests=digests, threads=decoding_pool,
                     )  # fmt: skip
     except OSError as e:
         raise BadInputError(f"{display}: cannot read: {e.strerror or e}") from e
@@ -155,7 +168,7 @@ def identity(
 ) -> str | None:
     """The identity of the file at ``path`` now (see above; ``real``: its real path, when
     the caller knows it); None when it cannot be taken, or with ``only_settled`` when
-    the file changed just now (gate.reader.walkcache.RACY_NS: not to be kept)."""
+    the file changed just now (RACY_NS: not to be kept)."""
     resolved = _real(path, real)
     if resolved is None:
         return None
@@ -255,7 +268,7 @@ def known_report(
     folder: Path,
 ) -> ArtifactReport | None:
     """The report of a file whose SHA-256 and size a walk remembered for its unchanged
-    identity (gate.reader.walkcache), under the file's name; None when not kept."""
+    identity (gate.scan.walkcache), under the file's name; None when not kept."""
     found = _lookup(folder, digest, size, names=names, scan=scan, digests=digests)
     return None if found is None else renamed(found, artifacts.shown(path))
 
@@ -502,7 +515,9 @@ def loaded_library(
             return renamed(known[0], display), known[1]
     digest = None
     with mapped(path) as buf:
-        report = read_buffer(buf, 0, len(buf), display, names=False, scan=True)
+        report = read_buffer(
+            buf, 0, len(buf), display, names=False, scan=True, threads=decoding_pool
+        )
         if report.listing.entries:
             digest = _sha256(buf)
     if use_cache and report.error is None and settled(st):

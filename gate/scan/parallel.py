@@ -4,7 +4,7 @@ Decoding names is CPU work, and much of it holds the GIL (the per-entry Python w
 only zstd and lz4 release it), so threads alone leave cores idle on a tree of many
 libraries: the names-mode profile on the H200 showed one core busy. Here each file, or
 each whole wheel or archive, is read by one worker of a process pool, while each worker
-still decodes a large library's entries on threads (:mod:`gate.reader.read`). Headers
+still decodes a large library's entries on threads (:mod:`gate.scan.threads`). Headers
 alone are read by the pool too where there is much to scan. Only large files go to the
 pool: a task's round trip (pickling the reports, two queues) costs more than reading a
 small file, so this process reads the small ones meanwhile (flashinfer-cubin's 15,970
@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING
 
 from gate.reader import artifacts
 from gate.reader.limits import Limits
-from gate.reader.read import ArtifactReport, Progress, read_found
+from gate.reader.read import ArtifactReport, Progress
+from gate.scan.files import read_found
 
 # The pool's modules (multiprocessing, concurrent.futures: logging, sockets) are imported
-# when a pool starts: a small environment is read without one, and sooner.
+# when a pool starts: a small environment is read without one, and sooner. The caches
+# (hashlib: OpenSSL, 4 MB) are imported when used: a read without them never needs them.
 if TYPE_CHECKING:
     import multiprocessing.context
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -88,7 +90,7 @@ def read_each(
     """
     how = _How(names, scan, limits, cache, digests)
     if cache:
-        from gate.reader.cache import cache_dir  # noqa: PLC0415  (the cache imports the reader)
+        from gate.scan.cache import cache_dir  # noqa: PLC0415  (see the imports)
 
         folder = cache_dir()
         known = [_known(f, names=names, scan=scan, digests=digests, folder=folder) for f in found]
@@ -127,7 +129,7 @@ def _pooled(
     """A new pool with every task handed to it; each file's future and place in its task."""
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415  (see the imports)
 
-    from gate.reader.cache import cache_dir  # noqa: PLC0415  (the cache imports the reader)
+    from gate.scan.cache import cache_dir  # noqa: PLC0415  (see the imports)
 
     folder = str(cache_dir()) if how.cache else ""
     pool = ProcessPoolExecutor(workers, mp_context=_context())
@@ -196,7 +198,7 @@ def _tasks(todo: list[int], sizes: dict[int, int]) -> list[list[int]]:
 def _work(found: list[Found], how: _How, folder: str) -> list[tuple[ArtifactReport, ...]]:
     """Files read in a worker (a module-level function: the pool pickles it)."""
     if folder:
-        from gate.reader.cache import ENV_DIR  # noqa: PLC0415
+        from gate.scan.cache import ENV_DIR  # noqa: PLC0415
 
         # The pool's processes hold the environment of when the first pool started:
         # use the cache folder the caller uses now.
@@ -211,10 +213,10 @@ def _known(
     if not isinstance(found, artifacts.Found) or found.kind in (None, "archive", "duplicate"):
         return None
     if found.kind == "zip":
-        from gate.reader.wheelcache import cached_wheel  # noqa: PLC0415
+        from gate.scan.wheelcache import cached_wheel  # noqa: PLC0415
 
         return cached_wheel(found.path, names=names, scan=scan, digests=digests, folder=folder)
-    from gate.reader.cache import cached_file, kept_report, known_report  # noqa: PLC0415
+    from gate.scan.cache import cached_file, kept_report, known_report  # noqa: PLC0415
 
     if isinstance(found.report, dict):
         kept = kept_report(found.path, found.report)
@@ -263,5 +265,5 @@ def _context() -> multiprocessing.context.BaseContext:
     if "forkserver" not in methods:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["gate.reader.read", "gate.reader.cubin", "gate.reader.cache"])
+    context.set_forkserver_preload(["gate.reader.read", "gate.reader.cubin", "gate.scan.cache"])
     return context
