@@ -21,7 +21,6 @@ GITHUB_HOSTED = "github-hosted"
 SELF_HOSTED = "self-hosted"
 UNKNOWN_RUNNER = "unknown"  # under Actions, but the runner did not say (older GHES runners)
 NOT_ACTIONS = "not-github-actions"  # a machine of the user's own, outside any workflow
-RUNNER_ENVIRONMENTS = (GITHUB_HOSTED, SELF_HOSTED, UNKNOWN_RUNNER, NOT_ACTIONS)
 
 
 def ci_run_id(env: Mapping[str, str]) -> str | None:

@@ -108,14 +108,6 @@ def parse_list(text: str, kind: str) -> tuple[str, ...]:
     return tuple(name for k, name in _LIST_RE.findall(text) if k == kind)
 
 
-def arch_of_listed_name(name: str) -> Target:
-    """``sm_90`` from a listed file name such as ``check.2.sm_90.cubin``."""
-    for part in reversed(name.split(".")):
-        if part.startswith(("sm_", "compute_")):
-            return Target.parse(part)
-    raise ToolError(f"cuobjdump listed an entry with no arch in its name: {name}")
-
-
 def _blocks(text: str) -> list[tuple[str, str]]:
     """Split cuobjdump output into (kind, body) per ``Fatbin elf/ptx code:`` header."""
     matches = list(_BLOCK_RE.finditer(text))

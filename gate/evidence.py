@@ -45,7 +45,11 @@ _MARKER_TEXT = "cuda-gate evidence folder: replaced by the next run\n"
 
 
 def mark(root: Path) -> None:
-    """Mark ``root`` as a cuda-gate evidence folder (the next run may replace it)."""
+    """Mark ``root`` as a cuda-gate evidence folder (the next run may replace it).
+
+    Tests mark the folders they fill as a run would; a run's own folder is marked (and
+    locked) by :meth:`EvidenceDir.create`.
+    """
     (root / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
 
 
@@ -181,7 +185,7 @@ class LiveLog:
     def __enter__(self) -> LiveLog:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
 
 

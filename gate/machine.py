@@ -25,7 +25,6 @@ from gate.rules.targets import Capability, Target, Version
 _SMI_TIMEOUT = 60.0
 _NVCC_RELEASE_RE = re.compile(r"release (\d+\.\d+), (V[\w.]+)")
 _SMI_CUDA_RE = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
-_SMI_DRIVER_RE = re.compile(r"Driver Version:\s*([\d.]+)")
 
 
 @dataclass(frozen=True)

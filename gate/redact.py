@@ -179,13 +179,3 @@ def _started(text: str, value: str) -> int:
             return len(text) - at
         at = text.find(value[0], at + 1)
     return 0
-
-
-def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Values of the secret-looking variables in ``environ``, longest first."""
-    return Redactor.from_environment(environ).values
-
-
-def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """``text`` with every secret value from ``environ`` replaced by ``[redacted]``."""
-    return Redactor.from_environment(environ).text(text)

@@ -41,7 +41,6 @@ from gate.redact import GATE_SECRETS
 FD_VARIABLE = "CUDA_GATE_SEALED_FD"
 PID_VARIABLE = "CUDA_GATE_SEALED_PID"
 _PR_SET_DUMPABLE = 4
-_PR_GET_DUMPABLE = 3
 # A pipe holds 64 KiB before a write blocks; nothing reads it until the new image runs.
 _PIPE_CAPACITY = 1 << 16
 _F_SETPIPE_SZ = 1031
@@ -60,11 +59,6 @@ def _prctl(option: int, value: int) -> int:
 def make_undumpable() -> bool:
     """Close this process's /proc files and ptrace to other processes of its user."""
     return _prctl(_PR_SET_DUMPABLE, 0) == 0
-
-
-def is_dumpable() -> bool:
-    """Whether other processes of this user may read this one's /proc files."""
-    return _prctl(_PR_GET_DUMPABLE, 0) != 0
 
 
 def held(environ: Mapping[str, str]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from gate.attest.verify import MachineFacts
 from gate.evidence import mark
-from gate.redact import redact
+from gate.redact import Redactor
 
 DRIVER_VERSION = "580.159.04"
 DRIVER_CUDA = "13.0"
@@ -79,8 +79,10 @@ def make_evidence(
     shutil.copyfile("/bin/true", artifacts / "check")
     shutil.copyfile("/bin/false", artifacts / "helper")
 
+    redactor = Redactor.from_environment(environ)
+
     def write(name: str, text: str) -> None:
-        (folder / name).write_text(redact(text, environ) if redacted else text, encoding="utf-8")
+        (folder / name).write_text(redactor.text(text) if redacted else text, encoding="utf-8")
 
     mark(folder)
     command = (

@@ -112,7 +112,6 @@ def test_entry_points_take_python_and_nvcc_placeholders_only(tmp_path: Path) -> 
     write(tmp_path, PYTHON_ENTRY)
     loaded = config.load(tmp_path)
     assert loaded.python == str(tmp_path.resolve() / "venv" / "bin" / "python")
-    assert loaded.uses("python")
     entry = loaded.entry_points[0].entry_point({"python": "/opt/py/bin/python3"})
     assert entry.argv == ("/opt/py/bin/python3", "check.py", "--dtype", "float16")
     assert dict(entry.env) == {"HELPER": "/opt/py/bin/python3"}
@@ -170,7 +169,8 @@ def test_an_explicit_file_sets_the_project_folder(tmp_path: Path) -> None:
     (tmp_path / "sub" / "a.so").write_bytes(b"x")
     loaded = config.load(tmp_path, path)
     assert loaded.project_dir == (tmp_path / "sub").resolve()
-    assert config.resolve_artifacts(loaded) == ((tmp_path / "sub" / "a.so").resolve(),)
+    found = config.resolve_artifact_specs(loaded)
+    assert [a.path for a in found] == [(tmp_path / "sub" / "a.so").resolve()]
 
 
 BAD = [
@@ -299,13 +299,13 @@ def test_a_glob_matching_nothing_names_the_key_and_the_glob(
     write(tmp_path, '[[artifact]]\npath = "build/a.so"\n[[artifact]]\npath = "dist/*.whl"\n')
     (tmp_path / "build" / "a.so").write_bytes(b"x")
     with pytest.raises(ConfigError) as info:
-        config.resolve_artifacts(config.load())
+        config.resolve_artifact_specs(config.load())
     assert info.value.one_line().startswith(
         "cuda-gate.toml: artifact[1].path: 'dist/*.whl' matches no file in "
     )
     write(tmp_path, '[[artifact]]\npath = "build"\n')
     with pytest.raises(ConfigError, match=r"artifact\[0\].path: 'build' matches only folders"):
-        config.resolve_artifacts(config.load())
+        config.resolve_artifact_specs(config.load())
 
 
 @pytest.mark.parametrize(

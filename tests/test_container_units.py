@@ -26,7 +26,7 @@ def image(env: tuple[tuple[str, str], ...] = ()) -> ImageFacts:
     result = proc.Result(argv=("podman",), returncode=0, stdout="[]", stderr="", duration=0.0)
     return ImageFacts(
         parse("localhost/app:1"), f"sha256:{'cd' * 32}", f"sha256:{HEX}", (f"sha256:{HEX}",),
-        ("localhost/app:1",), "linux/amd64", "/opt/app", env, "[]", result,
+        "linux/amd64", "/opt/app", env, "[]", result,
     )  # fmt: skip
 
 

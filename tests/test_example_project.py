@@ -17,7 +17,7 @@ from gate import config, proc
 from gate import machine as environment
 from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind
-from gate.rules.causes import RuntimeFailure
+from gate.rules.causes import ExecPath, RuntimeFailure
 from gate.rules.require import Requirement
 from gate.rules.targets import Target
 from gate.stages import inspect as inspection
@@ -150,7 +150,8 @@ def test_every_entry_point_passes_both_paths_on_the_device(
     built = build(tmp_path, "cuda-gate.toml", device_target)
     library = (built.project_dir / "build" / "libkernels.so").resolve()
     for spec in built.entry_points:
-        for run in runs.run_both(spec.entry_point()):
+        for path in ExecPath:
+            run = runs.run_entry_point(spec.entry_point(), path)
             assert run.passed, f"{spec.name} [{run.path.value}]: {run.reason()}"
             assert library in run.loaded
 
@@ -163,7 +164,8 @@ def test_the_dropped_arch_build_fails_natively_and_passes_only_through_jit(
     if device_target.number == 80:
         pytest.skip("the dropped-arch build is the device's own target here")
     built = build(tmp_path, "cuda-gate-drop-arch.toml", device_target)
-    native, jit = runs.run_both(built.entry_points[0].entry_point())
+    entry = built.entry_points[0].entry_point()
+    native, jit = (runs.run_entry_point(entry, path) for path in ExecPath)
     assert not native.passed
     assert native.failure in {
         RuntimeFailure.NO_KERNEL_IMAGE,

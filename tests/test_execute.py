@@ -12,7 +12,7 @@ import pytest
 from gate import proc
 from gate.config import EntryPoint
 from gate.rules.causes import ExecPath, RuntimeFailure
-from gate.stages.runs import run_both, run_entry_point
+from gate.stages.runs import run_entry_point
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,7 @@ def test_native_path_disables_jit_and_isolates_the_cache(
 
 def test_jit_path_forces_jit_without_cache_and_each_run_is_fresh(tmp_path: Path) -> None:
     entry = EntryPoint("env", (str(script(tmp_path, "env.sh", ENV_PRINTER)),))
-    native, jit = run_both(entry)
+    native, jit = (run_entry_point(entry, path) for path in ExecPath)
     seen = values(jit.result.stdout)
     assert (seen["FORCE"], seen["DISABLE"], seen["CACHE_DISABLE"]) == ("1", "unset", "1")
     assert seen["CACHE_PATH"] != values(native.result.stdout)["CACHE_PATH"]

@@ -246,7 +246,7 @@ def test_a_fifo_matched_by_an_artifact_glob_is_not_a_regular_file(tmp_path: Path
     (tmp_path / "cuda-gate.toml").write_text('[[artifact]]\npath = "build/*.so"\n')
     loaded = config.load(tmp_path)
     with pytest.raises(ConfigError) as info:
-        config.resolve_artifacts(loaded)
+        config.resolve_artifact_specs(loaded)
     where = loaded.project_dir
     assert info.value.one_line() == (
         f"{where / 'cuda-gate.toml'}: artifact[0].path: {where / 'build' / 'lib.so'}: "
@@ -255,7 +255,7 @@ def test_a_fifo_matched_by_an_artifact_glob_is_not_a_regular_file(tmp_path: Path
     # Beside a regular file it is refused too: the glob named it as an artifact.
     (tmp_path / "build" / "real.so").write_bytes(b"x")
     with pytest.raises(ConfigError, match=r"lib\.so: not a regular file \(a FIFO\)"):
-        config.resolve_artifacts(loaded)
+        config.resolve_artifact_specs(loaded)
 
 
 # -- d. `run --target ''` and empty --sass/--ptx: usage errors naming the option ----------

@@ -75,7 +75,6 @@ def test_the_template_loads_and_validates_as_written_and_with_every_example(
         "-DCMAKE_CUDA_COMPILER=/opt/cuda/bin/nvcc",
     )
     assert examples.builds[2].render([SM121], tools).argv[0] == "/venv/bin/python3"
-    assert examples.uses("python")
     app, ext = (spec.entry_point(tools) for spec in examples.entry_points)
     assert app.argv[0] == "build/app"
     assert ext.argv[:2] == ("/venv/bin/python3", "-m")

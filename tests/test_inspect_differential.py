@@ -17,6 +17,7 @@ from gate.errors import ToolError
 from gate.reader.listing import DeviceEntry, Kind
 from gate.reader.read import ArtifactReport, read_archive, read_artifact
 from gate.rules.targets import Target, Variant
+from tests.cuobjdump_names import arch_of_listed_name
 
 pytestmark = pytest.mark.integration
 
@@ -121,12 +122,8 @@ def test_listing_equals_cuobjdump(
     listed = _theirs(tool, path, "--list-elf") + _theirs(tool, path, "--list-ptx")
     elf_names = cuobjdump.parse_list(listed, "ELF")
     ptx_names = cuobjdump.parse_list(listed, "PTX")
-    assert [_plain(e.target) for e in sass] == [
-        str(cuobjdump.arch_of_listed_name(n)) for n in elf_names
-    ]
-    assert [_plain(e.target) for e in ptx] == [
-        str(cuobjdump.arch_of_listed_name(n)) for n in ptx_names
-    ]
+    assert [_plain(e.target) for e in sass] == [str(arch_of_listed_name(n)) for n in elf_names]
+    assert [_plain(e.target) for e in ptx] == [str(arch_of_listed_name(n)) for n in ptx_names]
     symbols = cuobjdump.parse_symbols(_theirs(tool, path, "-symbols"))
     assert [(_plain(t), sorted(k)) for t, k in symbols] == [
         (_plain(e.target), sorted(e.kernels)) for e in sass

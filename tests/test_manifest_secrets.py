@@ -10,7 +10,7 @@ import pytest
 from gate.attest.manifest import write_manifest
 from gate.attest.signing import KEY_PEM_ENV, generate_key_pair, load_signer_from_env_or_file
 from gate.errors import EvidenceError
-from gate.redact import REDACTED, Redactor, is_secret_name, redact, secret_values
+from gate.redact import REDACTED, Redactor, is_secret_name
 from tests.manifest_evidence import make_evidence
 
 pytestmark = pytest.mark.unit
@@ -42,18 +42,19 @@ def test_ordinary_names(name: str) -> None:
 
 def test_secret_values_skip_short_values_and_ordinary_names() -> None:
     environ = {"MY_API_TOKEN": SECRET, "PATH": "/usr/bin:/bin", "USE_KEY": "1", "A_SECRET": "short"}
-    assert secret_values(environ) == (SECRET,)
+    assert Redactor.from_environment(environ).values == (SECRET,)
 
 
 def test_redact_replaces_every_occurrence_and_each_line_of_a_pem() -> None:
     pem = generate_key_pair().private_pem.decode()
     environ = {"MY_API_TOKEN": SECRET, KEY_PEM_ENV: pem}
     text = f"token={SECRET} again {SECRET}\nkey:\n{pem}\nbody alone: {pem.splitlines()[1]}\n"
-    cleaned = redact(text, environ)
+    redactor = Redactor.from_environment(environ)
+    cleaned = redactor.text(text)
     assert SECRET not in cleaned
     assert pem.splitlines()[1] not in cleaned
     assert cleaned.count(REDACTED) >= 4
-    assert redact("nothing to hide", environ) == "nothing to hide"
+    assert redactor.text("nothing to hide") == "nothing to hide"
 
 
 def test_redact_json_catches_values_json_would_escape() -> None:

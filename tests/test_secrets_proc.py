@@ -194,10 +194,12 @@ def test_the_gate_is_not_dumpable_and_its_start_up_environment_holds_no_secret(
 ) -> None:
     """What the walk relies on, seen from inside: the sealed, re-executed gate."""
     probe = (
-        "import json, os, sys\n"
+        "import ctypes, json, os, sys\n"
         "from gate import vault\n"
         "vault.seal()\n"
-        "print(json.dumps({'dumpable': vault.is_dumpable(), 'pid': os.getpid(),"
+        # prctl(PR_GET_DUMPABLE): 0 once the gate has closed its /proc files to its user.
+        "dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) != 0\n"
+        "print(json.dumps({'dumpable': dumpable, 'pid': os.getpid(),"
         " 'environ': open('/proc/self/environ', 'rb').read().decode(errors='replace'),"
         " 'held': sorted(vault.held(os.environ)), 'fd': os.environ.get(vault.FD_VARIABLE)}))\n"
     )

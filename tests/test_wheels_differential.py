@@ -24,6 +24,7 @@ from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import PRIMARY_SECTIONS, ArtifactReport, read_wheel
 from gate.rules.targets import Variant
 from gate.stages.inspect import compare
+from tests.cuobjdump_names import arch_of_listed_name
 from tests.pypi_wheels import SMALL, Wheel, fetch, folder
 
 pytestmark = pytest.mark.integration
@@ -86,14 +87,14 @@ def _differences(report: ArtifactReport, path: Path, tool: str) -> list[str]:
         listed = _run(tool, ["--list-elf"], path)
     except ToolError as e:
         # What it printed before it stopped must be the start of our list.
-        archs = [str(cuobjdump.arch_of_listed_name(n)) for n in _partial(tool, path)]
+        archs = [str(arch_of_listed_name(n)) for n in _partial(tool, path)]
         assert archs == sass[: len(archs)], path
         why = e.message.split("fatal", 1)[-1].split(":", 1)[-1].strip().split(" in ")[0]
         return [*out, f"cuobjdump stops after {len(archs)} of {len(sass)} cubins: {why}"]
-    elf = [str(cuobjdump.arch_of_listed_name(n)) for n in cuobjdump.parse_list(listed, "ELF")]
+    elf = [str(arch_of_listed_name(n)) for n in cuobjdump.parse_list(listed, "ELF")]
     if elf != sass:
         out.append(f"--list-elf: cuobjdump {elf}, cuda-gate {sass}")
-    ptx = [str(cuobjdump.arch_of_listed_name(n).as_sass()) for n in
+    ptx = [str(arch_of_listed_name(n).as_sass()) for n in
            cuobjdump.parse_list(_run(tool, ["--list-ptx"], path), "PTX")]  # fmt: skip
     ours_ptx = [_plain(e) for e in inside if e.kind is Kind.PTX]
     if ptx != ours_ptx:

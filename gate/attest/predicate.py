@@ -39,7 +39,6 @@ from gate.rules.verdict import Check, CheckState
 
 PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
 PREDICATE_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -83,17 +82,6 @@ class SignedVerdict:
 
 
 @dataclass(frozen=True)
-class SignedBaseline:
-    """The baseline a run was compared with, as signed: which run, and how many losses."""
-
-    reference: str
-    result_sha256: str
-    run_id: str | None
-    regressions: int
-    warnings: int
-
-
-@dataclass(frozen=True)
 class SignedImage:
     """The delivery image as signed: what named it, and the subject that pins it."""
 
@@ -123,7 +111,6 @@ class GatePredicate:
     checks: tuple[Check, ...]
     verdict: SignedVerdict
     evidence: tuple[SignedFile, ...]
-    baseline: SignedBaseline | None = None
     image: SignedImage | None = None
     launches: Launches | None = None  # version 4; None where nothing was recorded
 
@@ -195,7 +182,6 @@ def _read(p: Mapping[str, Any], where: str) -> GatePredicate:
             bool(verdict["accepted"]), str(verdict["statement"]), tuple(verdict["reasons"])
         ),
         evidence=tuple(SignedFile(e["name"], e["sha256"], e["size"]) for e in p["evidence"]),
-        baseline=_baseline(p.get("baseline")),
         image=_image(env.get("container"), version),
         launches=None if p.get("launches") is None else Launches.from_json(p["launches"], where),
     )
@@ -209,18 +195,6 @@ def _image(c: Mapping[str, Any] | None, version: int) -> SignedImage | None:
     digest = c.get("digest") if isinstance(c.get("digest"), str) else None
     subject = str(c.get("name") or reference) if version >= 4 and digest and reference else None
     return SignedImage(reference, str(c.get("mode") or "inside"), subject, digest, c.get("runtime"))
-
-
-def _baseline(b: Mapping[str, Any] | None) -> SignedBaseline | None:
-    if b is None:
-        return None
-    return SignedBaseline(
-        str(b["reference"]),
-        str(b["result_sha256"]),
-        b.get("run_id"),
-        b["regressions"],
-        b["warnings"],
-    )
 
 
 def _execution(x: Mapping[str, Any], where: str) -> Execution:

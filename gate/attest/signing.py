@@ -14,10 +14,10 @@ default: the SHA-256 of the canonical JSON ``{"keytype": "ed25519", "keyval":
 {"public": <raw key, hex>}, "scheme": "ed25519"}``. securesystemslib only tries a key
 on signatures that carry its id, so with this id ``Envelope.verify([SSlibKey.from_crypto(
 public_key)], 1)`` finds our signature with no ``keyid=`` argument. cuda-gate 0.1 used
-the SHA-256 of the key's DER SubjectPublicKeyInfo instead (:func:`spki_keyid_for`);
-the key itself did not change, ``cuda-gate verify`` tries every signature whatever its
-id (DSSE: key ids are hints), and an envelope written before the change verifies with
-securesystemslib when its own id is passed: ``SSlibKey.from_crypto(key, keyid=...)``.
+the SHA-256 (hex) of the key's DER SubjectPublicKeyInfo instead; the key itself did not
+change, ``cuda-gate verify`` tries every signature whatever its id (DSSE: key ids are
+hints), and an envelope written before the change verifies with securesystemslib when its
+own id is passed: ``SSlibKey.from_crypto(key, keyid=...)``.
 
 The private key's bytes never leave this module: they are not in any record's
 repr, any error message, or any file the gate writes except the one ``keygen``
@@ -62,14 +62,6 @@ def keyid_for(public_key: Ed25519PublicKey) -> str:
     # Canonical JSON (OLPC) of ASCII-only strings is sorted keys and no whitespace.
     canonical = json.dumps(key, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
-
-
-def spki_keyid_for(public_key: Ed25519PublicKey) -> str:
-    """The key id cuda-gate 0.1 wrote: SHA-256 (hex) of the key's DER SubjectPublicKeyInfo."""
-    der = public_key.public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return hashlib.sha256(der).hexdigest()
 
 
 @dataclass(frozen=True)

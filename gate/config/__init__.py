@@ -84,7 +84,7 @@ import re
 import stat
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,6 @@ __all__ = [
     "parse",
     "parse_text",
     "resolve_artifact_specs",
-    "resolve_artifacts",
     "substitute",
 ]
 
@@ -311,12 +310,6 @@ class Config:
     def is_strict(self, library: Path) -> bool:
         """Whether a loaded library is judged per kernel (a ``strict_libraries`` glob matches)."""
         return any(fnmatch.fnmatchcase(library.name, g) for g in self.strict_libraries)
-
-    def uses(self, placeholder: str) -> bool:
-        """Whether a build or entry point names ``{placeholder}``."""
-        texts = [a for b in self.builds for a in (*b.command, *(v for _, v in b.env))]
-        texts += [a for e in self.entry_points for a in (*e.command, *(v for _, v in e.env))]
-        return any(placeholder in placeholders.names_in(text) for text in texts)
 
     def required_targets(self, detected: Target | None) -> tuple[Target, ...]:
         """The detected target first, then the configured ones, each once, as SASS targets
@@ -683,14 +676,3 @@ def _regular_files(key: str, paths: Iterable[Path]) -> list[Path]:
         elif not stat.S_ISDIR(mode):
             raise ConfigError(f"{key}.path: {shown(path)}: not a regular file ({file_kind(mode)})")
     return files
-
-
-def resolve_artifacts(config: Config, project_dir: Path | None = None) -> tuple[Path, ...]:
-    """The artifact paths (see :func:`resolve_artifact_specs`); ``project_dir`` overrides."""
-    if project_dir is not None:
-        config = _with_project(config, project_dir)
-    return tuple(a.path for a in resolve_artifact_specs(config))
-
-
-def _with_project(config: Config, project_dir: Path) -> Config:
-    return replace(config, project_dir=project_dir.resolve())

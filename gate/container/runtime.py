@@ -81,7 +81,6 @@ class ImageFacts:
     image_id: str  # the config digest, "sha256:<hex>"
     digest: str | None  # the manifest digest the run records ("sha256:<hex>")
     digests: tuple[str, ...]  # every manifest digest the runtime holds for it
-    repo_tags: tuple[str, ...]
     platform: str  # "linux/amd64", "linux/arm64/v8"
     working_dir: str  # the image's WorkingDir ("/" when unset)
     env: tuple[tuple[str, str], ...]  # the image's Env, in order
@@ -184,7 +183,6 @@ def _facts(runtime: Runtime, reference: Reference, result: proc.Result) -> Image
         image_id=image_id,
         digest=chosen,
         digests=digests,
-        repo_tags=tuple(t for t in item.get("RepoTags") or () if isinstance(t, str)),
         platform=_platform(item),
         working_dir=str(config.get("WorkingDir") or "/"),
         env=_env(config.get("Env")),

@@ -109,9 +109,8 @@ class RetryPolicy(Retry):
 
 
 class State(enum.StrEnum):
-    """A commit status state, as the API spells it."""
+    """A commit status state the gate posts, as the API spells it (never ``pending``)."""
 
-    PENDING = "pending"
     SUCCESS = "success"
     FAILURE = "failure"
     ERROR = "error"

@@ -25,7 +25,6 @@ from gate.image.platforms import Candidate, Platform, choose
 from gate.reader.artifacts import shown
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_SCHEMA1 = "application/vnd.docker.distribution.manifest.v1+prettyjws"

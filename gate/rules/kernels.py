@@ -84,7 +84,7 @@ _parse_cached = functools.lru_cache(maxsize=1 << 16)(_parse)
 
 
 def clear_cache() -> None:
-    """Forget every parsed name."""
+    """Forget every parsed name (tests/conftest.py: each test parses the names it uses)."""
     _parse_cached.cache_clear()
 
 

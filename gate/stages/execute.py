@@ -66,7 +66,6 @@ class ExecuteOutcome:
     commands: tuple[proc.Result, ...] = ()
     failure: GateError | None = None
     launches: launches.LaunchOutcome | None = None
-    recorder_note: str = ""
 
 
 def entry_points(
@@ -282,7 +281,6 @@ def run(
         paths_proved=tuple(predict.paths_proved(runs, predictions, proved, proofs.by_launches)),
         commands=proofs.commands,
         launches=recorded,
-        recorder_note=recorder.note if recorder is not None else "",
     )
 
 

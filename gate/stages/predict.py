@@ -61,7 +61,6 @@ class Expectation:
     can_run: bool | None
     basis: str
     blocker: Source | None = None
-    blockers: tuple[Source, ...] = ()  # every vendor library that stops it, largest first
 
     @property
     def firm(self) -> bool:
@@ -258,10 +257,10 @@ def _own_jit(source: Source, cap: Capability, driver: Version | None) -> str | N
 
 
 def _blocked(libraries: Sequence[Source], one: str, many: str) -> Expectation:
-    """Cannot run because of vendor libraries: all of them in ``blockers``; first those the
-    project links against, then the largest (most kernels, else most bytes of device code:
-    a vendor library is read headers-only, without kernel names); the sentence names at
-    most three."""
+    """Cannot run because of vendor libraries, ranked: first those the project links
+    against, then the largest (most kernels, else most bytes of device code: a vendor
+    library is read headers-only, without kernel names). The first is the ``blocker``; the
+    sentence names at most three."""
 
     def rank(source: Source) -> tuple[bool, int, int, str]:
         size = sum(e.size for e in source.listing.entries)
@@ -272,7 +271,7 @@ def _blocked(libraries: Sequence[Source], one: str, many: str) -> Expectation:
     if len(ranked) > 3:
         shown += f" and {len(ranked) - 3} more"
     text = f"{shown} {one if len(ranked) == 1 else many}"
-    return Expectation(False, text, ranked[0], tuple(ranked))
+    return Expectation(False, text, ranked[0])
 
 
 def _kernels(listing: Listing) -> frozenset[str]:

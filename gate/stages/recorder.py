@@ -33,8 +33,6 @@ from gate.stages.probe import BUILD_TIMEOUT, cuda_source
 
 INJECTION = "CUDA_INJECTION64_PATH"
 FOLDER = "CUDA_GATE_LAUNCH_DIR"
-# The variables the gate adds to a run: its instrument, not part of the command to repeat.
-VARIABLES = (INJECTION, FOLDER)
 SOURCE = "launchrec.cpp"
 LIBRARY = "liblaunchrec.so"
 

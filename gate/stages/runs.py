@@ -28,7 +28,7 @@ import contextlib
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -254,12 +254,6 @@ def _launches(
     if errors and not any(r.kernels or r.modules or r.loads for r in records):
         return (), "launch recorder could not observe: " + "; ".join(errors)
     return records, "; ".join(errors)
-
-
-def run_both(entry: EntryPoint, log_names: Sequence[str] | None = None) -> tuple[Run, ...]:
-    """Native first, then JIT; each a fresh process."""
-    names = list(log_names) if log_names else [p.log_name for p in ExecPath]
-    return tuple(run_entry_point(entry, p, n) for p, n in zip(ExecPath, names, strict=True))
 
 
 def _live_head(entry: EntryPoint, path: ExecPath) -> str:

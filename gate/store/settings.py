@@ -25,7 +25,6 @@ MIB = 1 << 20
 MIN_PART_SIZE = 5 * MIB
 MAX_PART_SIZE = 5 << 30
 DEFAULT_THRESHOLD = 8 * MIB
-LOCK_MODES = ("COMPLIANCE", "GOVERNANCE")
 
 _ENV_KEYS = {
     "CUDA_GATE_STORE": "url",
@@ -37,7 +36,7 @@ _ENV_KEYS = {
     "CUDA_GATE_MULTIPART_THRESHOLD": "multipart-threshold",
     "CUDA_GATE_SPOOL_DIR": "spool-dir",
 }
-STORE_VARIABLES = tuple(_ENV_KEYS)
+STORE_VARIABLES = tuple(_ENV_KEYS)  # every variable that configures the store (tests clear them)
 _KNOWN = set(_ENV_KEYS.values()) | {"part-size", "connect-timeout", "attempts"}
 
 
@@ -81,7 +80,8 @@ class StoreSettings:
 
 
 def local_settings(directory: Path, spool_dir: Path | None = None) -> StoreSettings:
-    """Settings for a local folder store (tests, `--store PATH`)."""
+    """Settings for a local folder store with its spool beside it, as tests make one
+    (``--store PATH`` goes through :func:`load_settings`)."""
     return StoreSettings(
         kind="local", local_dir=directory, spool_dir=spool_dir or directory.parent / "spool"
     )
