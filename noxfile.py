@@ -192,8 +192,14 @@ def mutation(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Time `cuda-gate inspect` against cuobjdump on large real libraries (`-- --corpus`:
-    over a corpus of real CUDA wheels; `-- --memory`: peak memory per library and wheel)."""
+    over a corpus of real CUDA wheels; `-- --memory`: peak memory per library and wheel;
+    `-- --bounds`: the hostile inputs whose time the unit tier bounds by work)."""
     _install(session, "[test]")
-    scripts = {"--corpus": "bench_corpus.py", "--memory": "bench_memory.py"}
+    scripts = {
+        "--corpus": "bench_corpus.py",
+        "--memory": "bench_memory.py",
+        "--bounds": "bench_bounds.py",
+    }
     script = next((v for k, v in scripts.items() if k in session.posargs), "bench_inspect.py")
-    session.run("python", f"benchmarks/{script}", *session.posargs)
+    args = [a for a in session.posargs if a != "--bounds"]
+    session.run("python", f"benchmarks/{script}", *args)

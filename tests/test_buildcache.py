@@ -1,5 +1,5 @@
 """The gate's own work kept per toolchain (gate.buildcache) and loaded libraries remembered
-by identity (gate.reader.cache.loaded_library): reused only when nothing it depends on
+by identity (gate.scan.cache.loaded_library): reused only when nothing it depends on
 changed, rebuilt on any doubt, never written with --no-cache."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from gate import buildcache, proc
-from gate.reader.cache import loaded_library
-from gate.reader.walkcache import RACY_NS
+from gate.scan.cache import loaded_library, settled
+from tests.work import wait_for
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "libkernels.so"
 
@@ -172,7 +172,7 @@ def test_a_loaded_library_is_remembered_until_the_file_changes(tmp_path: Path) -
     assert report.listing.entries
     # Written just now, its times may not move at its next write: not remembered yet.
     assert not list(cache.glob("loaded/*/*.json"))
-    time.sleep(RACY_NS / 1e9 + 0.05)
+    wait_for(lambda: settled(lib.stat()), f"{lib} settled (RACY_NS after it was written)")
     assert loaded_library(lib, folder=cache) == (report, digest)
     (entry,) = cache.glob("loaded/*/*.json")
     again, same = loaded_library(lib, folder=cache)

@@ -25,6 +25,7 @@ from gate.errors import BadInputError, ConfigError, ExitCode
 from gate.redact import Redactor
 from tests.manifest_evidence import make_evidence, matching_machine
 from tests.peak import run_measured
+from tests.work import bytes_read, hang_guard, peak_memory, python_lines
 
 GOLDEN = Path(__file__).parent / "golden"
 SIGPIPE_STATUS = 141  # 128 + SIGPIPE, as a shell reports a command SIGPIPE ended
@@ -132,15 +133,14 @@ def test_oversized_unsigned_manifest_differs_without_being_read_whole(tmp_path: 
         stream.truncate(4 * 2**30)
     pub = tmp_path / "k.pub"
     pub.write_bytes(pair.public_pem)
-    started = time.monotonic()
-    result = verify(
-        ev.folder / ENVELOPE_FILE, load_public_key(pub), machine=matching_machine()
-    )  # fmt: skip
-    assert time.monotonic() - started < 5
+    with bytes_read() as read:
+        result = verify(ev.folder / ENVELOPE_FILE, load_public_key(pub), machine=matching_machine())
     (evidence,) = (s for s in result.steps if s.title == "evidence")
     assert evidence.outcome is Outcome.FAILED
     assert f"{unsigned}: differs from the signed payload" in evidence.detail
     assert len(payload) < MAX_ENVELOPE_BYTES
+    # The envelope, the evidence files, and the payload and one byte of the 4 GiB: ~100 kB.
+    assert read.amount < 1 << 20, f"{read.amount} bytes read"
 
 
 # --- configuration: nesting, NUL, long values ----------------------------------------
@@ -170,9 +170,10 @@ DEEP = {
 @pytest.mark.unit
 @pytest.mark.parametrize("text", DEEP.values(), ids=DEEP.keys())
 def test_deep_configuration_is_one_config_error(tmp_path: Path, text: str) -> None:
-    started = time.monotonic()
-    line = _config_error(tmp_path, text)
-    assert time.monotonic() - started < 5
+    with hang_guard("config.load"), peak_memory() as memory:
+        line = _config_error(tmp_path, text)
+    # tomllib keeps every prefix of a dotted key: 17 MB at 2,000 parts, gigabytes at 20,000.
+    assert memory.amount < 32 << 20, f"{memory.amount} bytes at most"
     assert line == (
         f"{tmp_path / 'cuda-gate.toml'}: nested deeper than {config.MAX_DEPTH} levels "
         "(tables, arrays or dotted keys)"
@@ -302,20 +303,39 @@ def test_split_fails_as_shlex_fails(text: str, message: str) -> None:
 @pytest.mark.unit
 def test_four_megabyte_command_splits_in_linear_time(tmp_path: Path) -> None:
     define = "x" * (4 * 2**20)
-    text = f"[[build]]\ncommand = \"nvcc '-DLONG={define}' -o out.o\"\n"
-    (tmp_path / "cuda-gate.toml").write_text(text, encoding="utf-8")
-    started = time.monotonic()
-    loaded = config.load(tmp_path)
-    elapsed = time.monotonic() - started
+    command = f"nvcc '-DLONG={define}' -o out.o"
+    (tmp_path / "cuda-gate.toml").write_text(
+        f'[[build]]\ncommand = "{command}"\n', encoding="utf-8"
+    )
+    # shlex grows a word a character at a time: four minutes for this one.
+    with hang_guard("config.load"):
+        loaded = config.load(tmp_path)
     assert loaded.builds[0].command == ("nvcc", f"-DLONG={define}", "-o", "out.o")
-    assert elapsed < 3, f"{elapsed:.1f} s"
+    # The words are matched in C: the Python work is the same for 4 bytes or 4 MB.
+    with python_lines(limit=200) as lines:
+        assert split(command) == list(loaded.builds[0].command)
+    with python_lines(limit=200) as short:
+        split("nvcc '-DLONG=x' -o out.o")
+    assert lines.amount == short.amount
+
+
+SHORT_WORDS = '-I \'inc dir\' "-DA=\\"1\\"" '  # three words, 24 characters
+
+
+def _lines_to_split(copies: int) -> int:
+    """Lines of Python that split runs on ``copies`` times SHORT_WORDS."""
+    with python_lines(limit=100_000) as lines:
+        split(SHORT_WORDS * copies)
+    return lines.amount
 
 
 @pytest.mark.unit
 def test_many_short_words_split_in_linear_time() -> None:
-    text = '-I \'inc dir\' "-DA=\\"1\\"" ' * 200_000  # 4.8 MB, 600,000 words
-    started = time.monotonic()
-    words = split(text)
-    assert time.monotonic() - started < 5
+    with hang_guard("split"):
+        words = split(SHORT_WORDS * 200_000)  # 4.8 MB, 600,000 words
     assert words[:3] == ["-I", "inc dir", '-DA="1"']
     assert len(words) == 600_000
+    # The same Python work for every word (shlex runs ~145 lines per word here, a loop
+    # per character): each 500 copies more cost the same lines more.
+    costs = [_lines_to_split(copies) for copies in (500, 1_000, 1_500)]
+    assert costs[2] - costs[1] == costs[1] - costs[0] <= 15 * 3 * 500, costs

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 from gate.errors import BadInputError, ConfigError
 from gate.reader.cubin import _find_entry, read_ptx, scan_ptx
 from gate.reader.limits import ENV, Limits
+from tests.work import hang_guard, python_lines
 
 pytestmark = pytest.mark.unit
 
@@ -86,13 +86,22 @@ def test_producer_is_nvccs_comment_in_the_first_4_kb(
     assert (info.producer, info.kernels, info.target) == (producer, ("k",), "sm_90")
 
 
-@pytest.mark.parametrize("runs", [20_000, 80_000])
-def test_runs_of_newlines_and_blanks_are_linear(runs: int) -> None:
-    text = b"\n" * runs + b" \t" * runs + b".entry" + b"\n" * runs + b"tail\n"
-    start = time.perf_counter()
-    info = read_ptx(text, 0, len(text), "x")
+def _lines_to_read(text: bytes) -> int:
+    """Lines of Python read_ptx runs on ``text`` (a hang fails the test)."""
+    with hang_guard("read_ptx"), python_lines(limit=100_000) as lines:
+        info = read_ptx(text, 0, len(text), "x")
     assert info.kernels == ("tail",)
-    assert time.perf_counter() - start < 1.0  # quadratic: minutes at 80,000
+    return lines.amount
+
+
+def test_runs_of_newlines_and_blanks_are_linear() -> None:
+    # Quadratic patterns take minutes at 80,000 (the hang guard); the Python work does not
+    # grow with the runs at all.
+    lines = [
+        _lines_to_read(b"\n" * runs + b" \t" * runs + b".entry" + b"\n" * runs + b"tail\n")
+        for runs in (20_000, 80_000)
+    ]
+    assert lines[0] == lines[1] < 200, lines
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
@@ -107,10 +116,11 @@ def test_the_entry_search_finds_what_bytes_find_does(text: bytes, start: int) ->
 
 def test_a_text_full_of_y_costs_what_a_plain_search_does() -> None:
     text = b"y" * (32 << 20) + b".entry k\n"
-    start = time.perf_counter()
-    assert read_ptx(text, 0, len(text), "x").kernels == ("k",)
-    # One hop per y would take about ten seconds here.
-    assert time.perf_counter() - start < 2.0
+    # A few hops in each 1 MiB piece, then bytes.find: one hop per y would be 200 million
+    # lines of Python (about ten seconds untraced).
+    with python_lines(limit=100_000) as lines:
+        assert read_ptx(text, 0, len(text), "x").kernels == ("k",)
+    assert lines.amount < 32 * 200, lines.amount
 
 
 def test_absurd_version_is_one_line_of_bad_input() -> None:

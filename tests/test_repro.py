@@ -1,9 +1,10 @@
 """Inputs that once hung or crashed the reader (tests/repro/README.md): one clean line each.
 
-Every case runs `cuda-gate inspect` in this process under a deadline (SIGALRM) and
-tracemalloc, so a hang fails the test instead of stalling it and a claimed size that
-gets allocated shows up as memory; bad files must give exactly one error line naming
-them, good files beside them must still be read.
+Every case runs `cuda-gate inspect` in this process under a hang guard (SIGALRM),
+tracemalloc and a count of the lines of Python it runs, so a hang fails the test instead
+of stalling it, a claimed size that gets allocated shows up as memory, and work that grows
+with the input shows up as lines; bad files must give exactly one error line naming them,
+good files beside them must still be read.
 """
 
 from __future__ import annotations
@@ -11,30 +12,25 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import time
-import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 import pytest
 
 from gate.cli import main
 from gate.errors import ExitCode
+from tests.work import hang_guard, peak_memory, python_lines
 
 REPRO = Path(__file__).parent / "repro"
 GOLDEN = Path(__file__).parent / "golden"
-# Seconds and traced bytes any one case may take; the slowest real case takes ~0.3 s.
-DEADLINE = 10
+# Traced bytes any one case may take.
 MEMORY = 128 << 20
+# Lines of Python any one case may run: the command itself runs ~13,000 (~115,000 when it
+# first imports what it needs); one line per byte of these inputs would be millions.
+LINES = 1_000_000
 
 pytestmark = pytest.mark.unit
-
-
-class Hung(BaseException):
-    """The deadline passed."""
 
 
 @dataclass(frozen=True)
@@ -42,40 +38,36 @@ class Outcome:
     code: int
     out: str
     err: str
-    seconds: float
+    lines: int  # of Python, run by the command
     peak: int
 
 
 @pytest.fixture
-def inspect(capsys: pytest.CaptureFixture[str]) -> Iterator[object]:
-    """Run `cuda-gate inspect ARGS` here, bounded in time; its exit code, output, time, memory."""
-
-    def on_alarm(_signum: int, _frame: FrameType | None) -> None:
-        raise Hung
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+def inspect(capsys: pytest.CaptureFixture[str]) -> Callable[..., Outcome]:
+    """Run `cuda-gate inspect ARGS` here, guarded against a hang; its exit code, output, and
+    the lines of Python and the memory it took."""
 
     def run(*args: str) -> Outcome:
         capsys.readouterr()
-        tracemalloc.start()
-        start = time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, DEADLINE)
-        try:
+        with (
+            peak_memory() as memory,
+            python_lines(limit=LINES) as lines,
+            hang_guard(f"cuda-gate inspect {' '.join(args)}"),
+        ):
             code = main(["inspect", "--no-detect", *args])
-        except Hung:
-            pytest.fail(f"cuda-gate inspect {' '.join(args)} ran past {DEADLINE} s")
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            seconds = time.perf_counter() - start
-            peak = tracemalloc.get_traced_memory()[1]
-            tracemalloc.stop()
         out, err = capsys.readouterr()
         assert "Traceback" not in err
-        assert peak < MEMORY, f"{peak} bytes traced"
-        return Outcome(code, out, err, seconds, peak)
+        assert memory.amount < MEMORY, f"{memory.amount} bytes traced"
+        return Outcome(code, out, err, lines.amount, memory.amount)
 
-    yield run
-    signal.signal(signal.SIGALRM, previous)
+    return run
+
+
+def _warm(inspect: Callable[..., Outcome], *args: str) -> Outcome:
+    """`cuda-gate inspect ARGS` once uncached to import what it needs, then again: the
+    second run's lines are the reading's, not the imports'."""
+    inspect(*args, "--no-cache")
+    return inspect(*args)
 
 
 def _errors(outcome: Outcome) -> list[str]:
@@ -104,17 +96,19 @@ BAD = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_input_is_one_line_naming_the_file(inspect: object, name: str) -> None:
+def test_bad_input_is_one_line_naming_the_file(inspect: Callable[..., Outcome], name: str) -> None:
     options, words = BAD[name]
-    outcome = inspect(str(REPRO / name), *options)  # type: ignore[operator]
+    outcome = inspect(str(REPRO / name), *options)
     assert outcome.code == ExitCode.BAD_INPUT
     (line,) = _errors(outcome)
     assert line.startswith(f"cuda-gate: error: {REPRO / name}")
     assert words in line
 
 
-def test_twenty_members_claiming_1_5_gb_each_are_twenty_lines(inspect: object) -> None:
-    outcome = inspect(str(REPRO / "zip_20x_claim_1_5G.whl"))  # type: ignore[operator]
+def test_twenty_members_claiming_1_5_gb_each_are_twenty_lines(
+    inspect: Callable[..., Outcome],
+) -> None:
+    outcome = inspect(str(REPRO / "zip_20x_claim_1_5G.whl"))
     errors = _errors(outcome)
     assert len(errors) == 20
     assert all("size differs from the declared one" in e for e in errors)
@@ -123,47 +117,53 @@ def test_twenty_members_claiming_1_5_gb_each_are_twenty_lines(inspect: object) -
 @pytest.mark.parametrize(
     "name", ["ptx_newlines_zstd_4M.fatbin", "ptx_newlines_100000.fatbin", "hang_artifact.o"]
 )
-def test_runs_of_newlines_in_ptx_read_in_linear_time(inspect: object, name: str) -> None:
-    outcome = inspect(str(REPRO / name), "--names", "--json")  # type: ignore[operator]
+def test_runs_of_newlines_in_ptx_read_in_linear_time(
+    inspect: Callable[..., Outcome], name: str
+) -> None:
+    outcome = _warm(inspect, str(REPRO / name), "--names", "--json")
     assert outcome.code == 0
     (art,) = json.loads(outcome.out)["artifacts"]
     assert [(e["kind"], e["target"], e["kernels"]) for e in art["entries"]] == [
         ("PTX", "compute_90", [])
     ]
-    assert outcome.seconds < 3
+    # No more Python than an ordinary fatbin's: a line per newline would be 100,000 more.
+    ordinary = _warm(inspect, str(GOLDEN / "debug.fatbin"), "--names", "--json")
+    assert outcome.lines < ordinary.lines + 10_000, (outcome.lines, ordinary.lines)
 
 
-def test_headers_alone_never_decompress_the_bomb(inspect: object) -> None:
-    outcome = inspect(str(REPRO / "bomb_zstd_40x256M_ptx.fatbin"), "--json")  # type: ignore[operator]
+def test_headers_alone_never_decompress_the_bomb(inspect: Callable[..., Outcome]) -> None:
+    outcome = inspect(str(REPRO / "bomb_zstd_40x256M_ptx.fatbin"), "--json")
     assert outcome.code == 0
     (art,) = json.loads(outcome.out)["artifacts"]
     assert len(art["entries"]) == 40
 
 
 def test_bomb_reads_once_the_user_raises_the_ratio_and_stops_at_the_first_nul(
-    inspect: object,
+    inspect: Callable[..., Outcome],
 ) -> None:
     # 40 x 256 MB of zeros: a PTX text ends at its first NUL, so nothing past the first
     # piece of each entry is decompressed, and memory stays at one piece.
-    outcome = inspect(  # type: ignore[operator]
-        str(REPRO / "bomb_zstd_40x256M_ptx.fatbin"), "--names", "--max-ratio", "100000", "--json"
-    )
+    bomb = str(REPRO / "bomb_zstd_40x256M_ptx.fatbin")
+    outcome = _warm(inspect, bomb, "--names", "--max-ratio", "100000", "--json")
     assert outcome.code == 0
-    assert outcome.seconds < 5
     assert outcome.peak < 32 << 20
+    # The names cost ~400 lines of Python an entry over the headers alone; each entry read
+    # to its end would be 256 pieces of 1 MiB, tens of lines each.
+    headers = _warm(inspect, bomb, "--json")
+    assert outcome.lines - headers.lines < 40 * 1_000, (outcome.lines, headers.lines)
 
 
-def test_per_artifact_budget_counts_what_is_decompressed(inspect: object) -> None:
+def test_per_artifact_budget_counts_what_is_decompressed(inspect: Callable[..., Outcome]) -> None:
     # 4 MB of newlines from 145 bytes: under the ratio floor, past a 1 MB artifact budget.
-    outcome = inspect(  # type: ignore[operator]
+    outcome = inspect(
         str(REPRO / "ptx_newlines_zstd_4M.fatbin"), "--names", "--max-artifact-mb", "1"
     )
     (line,) = _errors(outcome)
     assert "for one artifact; refusing (raise CUDA_GATE_MAX_ARTIFACT_MB" in line
 
 
-def test_encrypted_member_does_not_stop_the_batch(inspect: object) -> None:
-    outcome = inspect(  # type: ignore[operator]
+def test_encrypted_member_does_not_stop_the_batch(inspect: Callable[..., Outcome]) -> None:
+    outcome = inspect(
         str(REPRO / "zip_encrypted.whl"), str(REPRO / "demo-0.1-py3-none-any.whl"), "--names"
     )
     assert outcome.code == ExitCode.BAD_INPUT
@@ -173,8 +173,8 @@ def test_encrypted_member_does_not_stop_the_batch(inspect: object) -> None:
         assert f"demo-0.1-py3-none-any.whl!{member}" in outcome.out
 
 
-def test_raw_fatbin_without_names_routes_per_target(inspect: object) -> None:
-    outcome = inspect(str(REPRO / "k_zstd.fatbin"), "--device", "9.0", "--json")  # type: ignore[operator]
+def test_raw_fatbin_without_names_routes_per_target(inspect: Callable[..., Outcome]) -> None:
+    outcome = inspect(str(REPRO / "k_zstd.fatbin"), "--device", "9.0", "--json")
     (art,) = json.loads(outcome.out)["artifacts"]
     assert not art["names"]
     (device,) = art["devices"]
@@ -184,25 +184,27 @@ def test_raw_fatbin_without_names_routes_per_target(inspect: object) -> None:
 
 @pytest.mark.parametrize("special", ["/dev/null", "fifo"])
 def test_devices_and_fifos_are_refused_without_opening_them(
-    inspect: object, tmp_path: Path, special: str
+    inspect: Callable[..., Outcome], tmp_path: Path, special: str
 ) -> None:
     path = special
     if special == "fifo":
         path = str(tmp_path / "pipe")
         os.mkfifo(path)  # opening it for reading would block until a writer came
-    outcome = inspect(path)  # type: ignore[operator]
+    outcome = inspect(path)
     assert outcome.code == ExitCode.BAD_INPUT
     (line,) = _errors(outcome)
     assert line.startswith(f"cuda-gate: error: {path}: not a regular file")
 
 
-def test_non_utf8_file_name_prints_in_table_and_json(inspect: object, tmp_path: Path) -> None:
+def test_non_utf8_file_name_prints_in_table_and_json(
+    inspect: Callable[..., Outcome], tmp_path: Path
+) -> None:
     odd = tmp_path / os.fsdecode(b"lib\xffk\nx.so")
     odd.write_bytes((GOLDEN / "libkernels.so").read_bytes())
-    table = inspect(str(odd))  # type: ignore[operator]
+    table = inspect(str(odd))
     assert table.code == 0
     assert "lib\\xffk\\x0ax.so" in table.out
-    doc = inspect(str(odd), "--json")  # type: ignore[operator]
+    doc = inspect(str(odd), "--json")
     (art,) = json.loads(doc.out)["artifacts"]
     assert art["path"].endswith("lib\\xffk\\x0ax.so")
 
