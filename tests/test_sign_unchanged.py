@@ -132,6 +132,15 @@ def _forged_envelope(folder: Path) -> None:
     (folder / ENVELOPE_FILE).write_text(forged.dumps(), encoding="utf-8")
 
 
+def _forged_test_envelope(folder: Path) -> None:
+    # Over an edited statement: the envelope says PASSED where test-result.json says FAILED.
+    statement = json.loads((folder / TEST_RESULT_FILE).read_text(encoding="utf-8"))
+    _passed(statement)
+    payload = (json.dumps(statement, indent=2) + "\n").encode("utf-8")
+    forged = sign_envelope(payload, signer_from_pem(KEY.private_pem, "ours"))
+    (folder / TEST_RESULT_ENVELOPE).write_text(forged.dumps(), encoding="utf-8")
+
+
 # name -> (change to a not-accepted run's folder, the file the error line must name)
 CHANGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "test result edited FAILED to PASSED": (
@@ -189,6 +198,10 @@ CHANGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "an envelope another key wrote": (
         _forged_envelope,
         f"{ENVELOPE_FILE}: an envelope this key did not write",
+    ),
+    "a test-result envelope another key wrote": (
+        _forged_test_envelope,
+        f"{TEST_RESULT_ENVELOPE}: an envelope this key did not write",
     ),
     "a run URL of another run": (
         lambda f: _edit_json(f / TEST_RESULT_FILE, _url_of_another_run),

@@ -131,9 +131,34 @@ def build_statement(
     if duplicates:
         raise EvidenceError(f"{source}: artifact names must be unique: {', '.join(duplicates)}")
     data = record.to_json(loaded_listings=False)
-    env = data["environment"]
     artifacts = [_artifact_provenance(a, source) for a in data["artifacts"]]
-    predicate = {
+    predicate = _predicate(data, artifacts, digests)
+    problem = validate_predicate(predicate)
+    if problem:
+        raise EvidenceError(f"{source}: {problem}")
+    subjects = [{"name": a["name"], "digest": {"sha256": a["sha256"]}} for a in artifacts]
+    container = record.environment.container
+    image = container.subject() if container is not None else None
+    if image is not None:
+        # The delivery image, pinned by its manifest digest, beside the artifacts it ships.
+        if image[0] in names:
+            raise EvidenceError(f"{source}: an artifact is named like the image {image[0]}")
+        subjects.append({"name": image[0], "digest": {"sha256": image[1]}})
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def _predicate(
+    data: dict[str, Any], artifacts: list[dict[str, Any]], digests: tuple[EvidenceDigest, ...]
+) -> dict[str, Any]:
+    """The signed predicate: a projection of the run record (``data``, its JSON) onto the
+    seed's four evidence sets, the verdict and the evidence files' digests."""
+    env = data["environment"]
+    return {
         "version": PREDICATE_VERSION,
         "tool": data["tool"],
         "run": {**data["run"], "started": data["started"], "finished": data["finished"]},
@@ -181,23 +206,6 @@ def build_statement(
         "baseline": _baseline(data["baseline"]),
         "launches": data["launches"],
     }
-    problem = validate_predicate(predicate)
-    if problem:
-        raise EvidenceError(f"{source}: {problem}")
-    subjects = [{"name": a["name"], "digest": {"sha256": a["sha256"]}} for a in artifacts]
-    container = record.environment.container
-    image = container.subject() if container is not None else None
-    if image is not None:
-        # The delivery image, pinned by its manifest digest, beside the artifacts it ships.
-        if image[0] in names:
-            raise EvidenceError(f"{source}: an artifact is named like the image {image[0]}")
-        subjects.append({"name": image[0], "digest": {"sha256": image[1]}})
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": subjects,
-        "predicateType": PREDICATE_TYPE,
-        "predicate": predicate,
-    }
 
 
 def _baseline(compared: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -238,13 +246,7 @@ def write_manifest(
         extra = signer.secrets() if signer is not None else ()
         redactor = Redactor.from_environment(extra=extra)
     digests = evidence_digests(evidence_dir)
-    for digest in digests:
-        leaked = redactor.leaked_names((evidence_dir / digest.name).read_bytes())
-        if leaked:
-            raise EvidenceError(
-                f"{evidence_dir / digest.name}: holds the value of {_secret_label(leaked[0])}; "
-                "refusing to write a manifest over leaked secrets"
-            )
+    _refuse_leaks(evidence_dir, digests, redactor)
     if record is None:
         record = _record(evidence_dir)
     statement = redactor.json(build_statement(evidence_dir, digests, record))
@@ -299,6 +301,19 @@ def write_manifest(
 def write_statement(path: Path, envelope: Envelope) -> Path:
     """Write a signed envelope as the run and ``cuda-gate sign`` both do (atomically)."""
     return write_atomic(path, envelope.dumps().encode("utf-8"))
+
+
+def _refuse_leaks(
+    evidence_dir: Path, digests: tuple[EvidenceDigest, ...], redactor: Redactor
+) -> None:
+    """EvidenceError naming the first evidence file that holds a secret (never its value)."""
+    for digest in digests:
+        leaked = redactor.leaked_names((evidence_dir / digest.name).read_bytes())
+        if leaked:
+            raise EvidenceError(
+                f"{evidence_dir / digest.name}: holds the value of {_secret_label(leaked[0])}; "
+                "refusing to write a manifest over leaked secrets"
+            )
 
 
 def _dumps(statement: dict[str, Any]) -> bytes:
