@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gate.checksums import Checksums
     from gate.config import Config
     from gate.container.place import InImage
+    from gate.pipeline import Outcome, RunOptions
     from gate.rules.targets import Target
 
 STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
@@ -243,21 +244,25 @@ def _refuse_unrecorded(args: argparse.Namespace, project: Config) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the pipeline and print the table, the diagnosis and the verdict."""
+    from gate.pipeline import run
+
+    err = _Stderr(quiet=args.quiet)
+    options = _options(args, err)
+    return _told(run(options, err.progress, err.live), err)
+
+
+def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
+    """What was asked, with the configuration, store, key and baseline read before anything
+    runs: a bad one fails at once."""
     import tempfile
 
     from gate import config
     from gate.attest.signing import load_signer_from_env_or_file
-    from gate.commands.stdout import Stdout
-    from gate.pipeline import RunOptions, run
-    from gate.render import text
+    from gate.pipeline import RunOptions
     from gate.rules.targets import Target
     from gate.store.settings import load_settings
 
-    err = _Stderr(quiet=args.quiet)
-    progress = err.progress
-
     target = _target(args.target) if args.target else None
-    # Settings and key are read before anything runs: a bad one fails at once.
     project = config.load(Path.cwd(), args.config)
     _refuse_unrecorded(args, project)
     image = _image(args, project)
@@ -279,7 +284,7 @@ def handle(args: argparse.Namespace) -> int:
         )
     with tempfile.TemporaryDirectory(prefix="cuda-gate-baseline-") as work:
         baseline = _baseline(args, project, Path(work) / "baseline")
-    options = RunOptions(
+    return RunOptions(
         evidence=args.evidence,
         build_dir=args.build_dir,
         project_dir=Path.cwd(),
@@ -305,7 +310,13 @@ def handle(args: argparse.Namespace) -> int:
         record_launches=args.record_launches,
         image=image,
     )
-    outcome = run(options, progress, err.live)
+
+
+def _told(outcome: Outcome, err: _Stderr) -> int:
+    """The table, the baseline, the evidence line and the verdict; the exit status."""
+    from gate.commands.stdout import Stdout
+    from gate.render import text
+
     record = outcome.record
     verdict = record.verdict
     # A reader gone (`| head`) never stops the run or loses its evidence, and never turns
