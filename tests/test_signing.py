@@ -174,6 +174,44 @@ def test_key_sources_in_order(pair_files: tuple[Path, Path], tmp_path: Path) -> 
     assert explicit.keyid != expected
 
 
+# --signing-key, CUDA_GATE_SIGNING_KEY_FILE, CUDA_GATE_SIGNING_KEY, [signing] key_file, the winner
+Sources = tuple[str | None, str | None, str | None, str | None, str | None]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("cli", "env-file", "env-pem", "config", "cli"),
+        (None, "env-file", "env-pem", "config", "env-file"),
+        (None, None, "env-pem", "config", "env-pem"),  # the environment beats the config
+        (None, None, None, "config", "config"),
+        (None, None, None, None, None),
+    ],
+)
+def test_the_key_is_taken_command_line_then_environment_then_configuration(
+    tmp_path: Path, case: Sources
+) -> None:
+    cli, env_file, env_pem, config, wins = case
+    keys = {name: generate_key_pair() for name in ("cli", "env-file", "env-pem", "config")}
+    for name, pair in keys.items():
+        (tmp_path / f"{name}.key").write_bytes(pair.private_pem)
+    environ = {}
+    if env_file:
+        environ[KEY_FILE_ENV] = str(tmp_path / f"{env_file}.key")
+    if env_pem:
+        environ[KEY_PEM_ENV] = keys[env_pem].private_pem.decode()
+    signer = load_signer_from_env_or_file(
+        tmp_path / f"{cli}.key" if cli else None,
+        environ,
+        configured=tmp_path / f"{config}.key" if config else None,
+    )
+    if wins is None:
+        assert signer is None
+    else:
+        assert signer is not None
+        assert signer.keyid == keys[wins].keyid
+
+
 def test_unusable_keys_fail_without_echoing_the_key(tmp_path: Path) -> None:
     garbage = "-----BEGIN PRIVATE KEY-----\nnot-a-key-s3cr3t-material\n-----END PRIVATE KEY-----\n"
     with pytest.raises(SignatureError) as caught:

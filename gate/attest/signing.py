@@ -190,24 +190,30 @@ def load_public_key(path: Path) -> PublicKey:
 
 
 def load_signer_from_env_or_file(
-    key_file: Path | None, environ: Mapping[str, str] | None = None
+    key_file: Path | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    configured: Path | None = None,
 ) -> Signer | None:
     """The configured signing key, or None when none is configured.
 
-    In order: ``key_file`` (``--key``), the file named by
-    ``CUDA_GATE_SIGNING_KEY_FILE``, the PEM held in ``CUDA_GATE_SIGNING_KEY``
-    (a CI secret). A configured key that cannot be used is an error, never a
-    silent "unsigned".
+    As every option: the command line, then the environment, then the configuration
+    file. In order: ``key_file`` (``--signing-key``), the file named by
+    ``CUDA_GATE_SIGNING_KEY_FILE``, the PEM held in ``CUDA_GATE_SIGNING_KEY`` (a CI
+    secret), ``configured`` (the config's ``[signing] key_file``). A configured key that
+    cannot be used is an error, never a silent "unsigned".
     """
     env = os.environ if environ is None else environ
+    text = env.get(KEY_PEM_ENV, "")
     path = key_file or (Path(env[KEY_FILE_ENV]) if env.get(KEY_FILE_ENV) else None)
+    if path is None and not text.strip():
+        path = configured
     if path is not None:
         try:
             pem = path.read_bytes()
         except OSError as e:
             raise ConfigError(f"{path}: cannot read the signing key: {e.strerror or e}") from e
         return signer_from_pem(pem, str(path), file=path)
-    text = env.get(KEY_PEM_ENV, "")
     if text.strip():
         return signer_from_pem(text.strip().encode("utf-8") + b"\n", f"${KEY_PEM_ENV}")
     return None

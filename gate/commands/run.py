@@ -275,7 +275,7 @@ def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
     store = None if args.no_store else load_settings(url=args.store, config=project)
     if store is not None and store.local_dir is not None:
         _check_local_store(store.local_dir)
-    signer = load_signer_from_env_or_file(args.signing_key or project.signing_key)
+    signer = load_signer_from_env_or_file(args.signing_key, configured=project.signing_key)
     if signer is not None and signer.file is not None:
         err.line(
             f"cuda-gate: warning: the signing key file {signer.file} stays readable to the "
