@@ -2,7 +2,7 @@
 
 An LZ4 block cannot be streamed, and decompressing one whole in the heap made CuPy's
 thrust module (a 35.6 MB PTX text) and NCCL's CUDA 12 library (cubins of up to 134 MB)
-the corpus's largest peaks. Past fatbin.LZ4_SPILL_BYTES the C library decodes the block
+the corpus's largest peaks. Past payloads.LZ4_SPILL_BYTES the C library decodes the block
 into a temporary file's map while a thread drops the pages written, and the text is read
 back in pieces, each one's pages dropped in turn. The threads that decode entries share
 the main malloc arena (glibc), so what one frees another reuses.

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gate.errors import BadInputError
-from gate.reader import fatbin
+from gate.reader import fatbin, payloads
 from gate.reader.limits import Limits
 from gate.reader.listing import Kind
 from gate.reader.read import read_archive, read_artifact, read_buffer, read_wheel
@@ -245,11 +245,11 @@ def test_impossible_lz4_ratio_is_refused_before_allocating() -> None:
 def test_identical_entries_are_decoded_once_and_each_gets_the_names(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gate.reader import read
+    from gate.reader import decoding
 
     one = (GOLDEN / "debug.fatbin").read_bytes()
     calls: list[fatbin.Entry] = []
-    real = read._decode
+    real = decoding._decode
 
     def counted(
         buf: bytes, entry: fatbin.Entry, display: str, budget: Any, digests: bool = True
@@ -257,7 +257,7 @@ def test_identical_entries_are_decoded_once_and_each_gets_the_names(
         calls.append(entry)
         return real(buf, entry, display, budget, digests)
 
-    monkeypatch.setattr(read, "_decode", counted)
+    monkeypatch.setattr(decoding, "_decode", counted)
     report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
     assert len(report.listing.entries) == 6
     assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
@@ -270,7 +270,7 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
     import concurrent.futures
     import os
 
-    from gate.reader import read
+    from gate.reader import decoding
     from gate.scan import files, threads
 
     pools: list[int | None] = []
@@ -289,14 +289,14 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
 
     monkeypatch.setattr(threads, "one_malloc_arena", one_arena)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    monkeypatch.setattr(read, "_PARALLEL_MIN", 1)
+    monkeypatch.setattr(decoding, "_PARALLEL_MIN", 1)
     one = (GOLDEN / "debug.fatbin").read_bytes()
     # Entries this small (a few kB) are decoded by this thread: threads contending for
     # the GIL over small entries are slower than one (libcufft.so.11: 1.03 s against 0.83).
     report = files.read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
     assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
     assert pools == []
-    monkeypatch.setattr(read, "_PARALLEL_MEAN_BYTES", 1)
+    monkeypatch.setattr(decoding, "_PARALLEL_MEAN_BYTES", 1)
     # The reader alone starts no thread and sets nothing up for the process: the engine
     # hands it its pool (gate.scan.threads).
     alone = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
@@ -310,7 +310,7 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
 
 def test_scan_skips_what_cannot_hold_a_loadable_container(tmp_path: Path) -> None:
     from gate.reader.elffile import Section
-    from gate.reader.read import _may_hold_containers, _outside
+    from gate.reader.sections import _may_hold_containers, _outside
 
     def section(name: str, typ: int = 1, flags: int = 0x2) -> Section:
         return Section(1, name, typ, flags, 0, 0, 4096, 0, 0, 0)
@@ -369,7 +369,7 @@ def _lz4_fatbin(source: bytes) -> bytes:
     container = next(fatbin.parse_containers(source, 0, len(source), "source"))
     body = b""
     for e in container.entries:
-        data, lo, size = fatbin.payload(source, e, "source")
+        data, lo, size = payloads.payload(source, e, "source")
         block = lz4.block.compress(bytes(data[lo : lo + size]), store_size=False)
         stored = block + bytes(-len(block) % 8)
         header = bytearray(source[e.offset : e.offset + e.header_size])
@@ -386,8 +386,8 @@ def _lz4_fatbin(source: bytes) -> bytes:
 def test_a_large_entry_read_through_a_temporary_file_reads_the_same(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, compression: str
 ) -> None:
-    # Past fatbin.SPILL_BYTES (zstd) or LZ4_SPILL_BYTES a compressed entry is decompressed
-    # into a temporary file and read mapped (fatbin.spilled; an LZ4 block by the C library
+    # Past payloads.SPILL_BYTES (zstd) or LZ4_SPILL_BYTES a compressed entry is decompressed
+    # into a temporary file and read mapped (payloads.spilled; an LZ4 block by the C library
     # through ctypes, its pages dropped while it writes): the same report, digests
     # included, as decompressed in memory, from a buffer and from a mapped file.
     import tempfile
@@ -400,8 +400,8 @@ def test_a_large_entry_read_through_a_temporary_file_reads_the_same(
     whole = read_buffer(data, 0, len(data), "debug.fatbin")
     assert {e.compression for e in whole.listing.entries} == {compression}
     assert whole.listing.kernels() == KERNELS
-    monkeypatch.setattr(fatbin, "SPILL_BYTES", 0)
-    monkeypatch.setattr(fatbin, "LZ4_SPILL_BYTES", 0)
+    monkeypatch.setattr(payloads, "SPILL_BYTES", 0)
+    monkeypatch.setattr(payloads, "LZ4_SPILL_BYTES", 0)
     assert read_buffer(data, 0, len(data), "debug.fatbin") == whole
     mapped = read_artifact(file)
     assert mapped.listing == whole.listing
@@ -419,8 +419,8 @@ def test_lz4_without_its_c_function_is_decompressed_in_memory_the_same(
 ) -> None:
     data = _lz4_fatbin((GOLDEN / "debug.fatbin").read_bytes())
     whole = read_buffer(data, 0, len(data), "x.fatbin")
-    monkeypatch.setattr(fatbin, "LZ4_SPILL_BYTES", 0)
-    monkeypatch.setattr(fatbin, "_lz4_function", lambda: None)
+    monkeypatch.setattr(payloads, "LZ4_SPILL_BYTES", 0)
+    monkeypatch.setattr(payloads, "_lz4_function", lambda: None)
     assert read_buffer(data, 0, len(data), "x.fatbin") == whole
 
 
@@ -433,7 +433,7 @@ def test_a_corrupted_lz4_block_decoded_into_a_file_is_bad_input(
     # The block's first sequence made a match of no literals 65,535 bytes back, before
     # the start of the output: LZ4_decompress_safe refuses it.
     buf[entry + header_size : entry + header_size + 3] = b"\x00\xff\xff"
-    monkeypatch.setattr(fatbin, "LZ4_SPILL_BYTES", 0)
+    monkeypatch.setattr(payloads, "LZ4_SPILL_BYTES", 0)
     with pytest.raises(BadInputError, match=r"x\.fatbin: fatbin entry at 0x10: corrupted LZ4"):
         read_buffer(bytes(buf), 0, len(buf), "x.fatbin")
 
@@ -458,7 +458,7 @@ def test_a_repeated_entry_is_decoded_once_and_a_same_sized_other_one_on_its_own(
     # Libraries repeat entries (libcublasLt: 4,479 of 5,666): a payload is decoded once
     # for all its copies. An entry of the same header and size whose bytes differ (a
     # kernel renamed in place) is decoded on its own and keeps its own kernels.
-    from gate.reader import read
+    from gate.reader import decoding
 
     buf, entries = _golden_entries()
     cubin = entries[2]
@@ -468,13 +468,13 @@ def test_a_repeated_entry_is_decoded_once_and_a_same_sized_other_one_on_its_own(
     assert other != buf
     blob = _container_of(buf, [cubin, cubin]) + _container_of(other, [cubin])
     decoded: list[int] = []
-    original = read._decode
+    original = decoding._decode
 
     def counted(b: Any, e: fatbin.Entry, *args: Any) -> Any:
         decoded.append(e.offset)
         return original(b, e, *args)
 
-    monkeypatch.setattr(read, "_decode", counted)
+    monkeypatch.setattr(decoding, "_decode", counted)
     report = read_buffer(blob, 0, len(blob), "copies.fatbin")
     assert [sorted(e.kernels) for e in report.listing.entries] == [
         sorted(KERNELS), sorted(KERNELS),

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate.reader import fatbin
+from gate.reader.headers import Headers
 from gate.reader.listing import (
     DeviceEntry,
     EntryPacker,
@@ -27,8 +28,8 @@ from gate.reader.listing import (
     Totals,
     totals,
 )
-from gate.reader.read import ArtifactReport, _Headers, read_buffer
-from gate.reader.summary import artifact_json
+from gate.reader.read import ArtifactReport, read_buffer
+from gate.render.inspect import artifact_json
 from gate.rules.targets import Capability, Target, Version
 
 pytestmark = pytest.mark.unit
@@ -214,10 +215,10 @@ def test_a_names_read_drops_the_pages_of_every_payload_it_decoded(
     the decoding generator is run to its end, not left suspended after its last entry."""
     import mmap
 
-    from gate.reader import read
+    from gate.reader import decoding
 
     released: list[tuple[int, int]] = []
-    monkeypatch.setattr(read, "_releaser", lambda _buf: lambda lo, hi: released.append((lo, hi)))
+    monkeypatch.setattr(decoding, "releaser", lambda _buf: lambda lo, hi: released.append((lo, hi)))
     path = GOLDEN / "debug.fatbin"  # two entries, no copies: only decoding drops pages
     one = path.read_bytes()
     headers = [e for c in fatbin.parse_containers(one, 0, len(one), "x") for e in c.entries]
@@ -237,7 +238,7 @@ def test_headers_are_kept_packed_and_given_back_whole() -> None:
         ),
         fatbin.Entry(fatbin.KIND_NVVM, 7, 64, 0, 0, 0, 0, 52, 0, 0, "", 0),
     ]
-    headers = _Headers()
+    headers = Headers()
     headers.extend(entries[:2])
     headers.extend(entries[2:])
     assert len(headers) == 3

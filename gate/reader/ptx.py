@@ -2,7 +2,7 @@
 
 Only the containers the CUDA runtime registers are read: ``.nv_fatbin`` (else
 ``__nv_relfatbin``), or a raw ``.fatbin`` file. Each text is bounded by the fatbin
-reader's own limits (gate.reader.fatbin.payload).
+reader's own limits (gate.reader.payloads.payload).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.errors import BadInputError
-from gate.reader import fatbin
+from gate.reader import fatbin, payloads
 from gate.reader.cubin import read_ptx
 from gate.reader.elffile import ElfFile
 from gate.rules.targets import Target, Variant, Version
@@ -55,7 +55,7 @@ def _modules(buf: mmap.mmap, name: str) -> tuple[PtxModule, ...]:
             for entry in container.entries:
                 if entry.kind != fatbin.KIND_PTX:
                     continue
-                data, lo, size = fatbin.payload(buf, entry, name)
+                data, lo, size = payloads.payload(buf, entry, name)
                 text = bytes(data[lo : lo + size]).rstrip(b"\0")
                 info = read_ptx(text, 0, len(text))
                 variant = (

@@ -14,7 +14,9 @@ libraries and predictions, and the reports:
   (``compat.json``'s table and series; an ISA newer than every rule is beyond every
   driver the rules know);
 * :func:`judge`: whether an artifact runs on a device: per kernel (the project's own
-  code, ``strict_libraries``) or as a whole (any other library: something must run).
+  code, ``strict_libraries``) or as a whole (any other library: something must run);
+* :func:`best_route`: the best of a library's routes on a device (:func:`rank`: usable
+  first, then the better path, then the newer target).
 """
 
 from __future__ import annotations
@@ -176,3 +178,19 @@ def judge(routes: Iterable[Route], driver: Version | None, *, per_kernel: bool) 
     if not per_kernel:
         return any(r.usable(driver) for r in found)
     return bool(found) and all(r.usable(driver) for r in found)
+
+
+# Each path's place in the ranking: Path lists them best first.
+_PATH_ORDER = {path: i for i, path in enumerate(Path)}
+
+
+def rank(r: Route, driver: Version | None) -> tuple[int, int, int]:
+    """Sort key of a route on a device, the best least: usable with ``driver`` first, then
+    by path (best first), then the newest target (a route without one counts as 0)."""
+    number = r.target.number if r.target else 0
+    return (0 if r.usable(driver) else 1, _PATH_ORDER[r.path], -number)
+
+
+def best_route(routes: Iterable[Route], driver: Version | None) -> Route:
+    """The best of ``routes`` by :func:`rank`, the first of equals; ValueError when empty."""
+    return min(routes, key=lambda r: rank(r, driver))

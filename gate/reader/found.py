@@ -1,0 +1,142 @@
+"""One artifact's containers gathered, section by section, into its Listing.
+
+Headers only, each entry is added as its container is read. With names, the headers
+are kept packed (:class:`~gate.reader.headers.Headers`) until the artifact is read,
+then decoded (:mod:`gate.reader.decoding`), copies once; what an entry's header decides
+(kind, target, PTX ISA, compression) is worked out once per header signature.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from functools import cache
+
+from gate.reader import fatbin
+from gate.reader.decoding import Decoded, Threads, decode_all, first_copies
+from gate.reader.elffile import Buffer
+from gate.reader.entries import EntryPacker, Kind
+from gate.reader.headers import Headers
+from gate.reader.limits import Budget
+from gate.reader.listing import Listing
+from gate.rules.targets import Target, Variant, Version
+
+_KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVVM: Kind.LTOIR}
+
+
+class Found:
+    """The entries of one artifact's containers, gathered section by section into its
+    Listing (kept as columns: :class:`~gate.reader.entries.EntryPacker`). Headers only:
+    each entry is added as its container is read, and the header is let go
+    (libcufft.so.11 holds 24,453 containers in .ldata). With names, the headers are kept,
+    packed, until all are decoded (copies are found across the whole artifact)."""
+
+    def __init__(
+        self,
+        buf: Buffer,
+        display: str,
+        names: bool,
+        budget: Budget,
+        digests: bool,
+        *,
+        threads: Threads | None,
+    ) -> None:
+        self.buf, self.display, self.names = buf, display, names
+        self.budget, self.digests, self.threads = budget, digests, threads
+        # With names: the headers waiting to be decoded, and their sections as runs of
+        # (section, count) (a pair per header was 1.5 MB of cuFFT's 24,454).
+        self.pending = Headers()
+        self.sections: list[tuple[str, int]] = []
+        self.entries = EntryPacker()
+        # Entries sharing a header signature share kind, target, ISA and compression:
+        # those are worked out, and given their packer index, once per signature and
+        # section, not once per entry (libcublasLt: 5,666 entries, ~60 signatures; enum
+        # and Target hashing made the per-entry cost add up). Value: (index, stored raw).
+        self.memo: dict[tuple[str, int, int, int, int, int, int], tuple[int, bool]] = {}
+
+    def add(self, section: str, containers: Iterable[fatbin.Container]) -> None:
+        if self.names:
+            before = len(self.pending)
+            for c in containers:
+                self.pending.extend(c.entries)
+            if len(self.pending) > before:
+                self.sections.append((section, len(self.pending) - before))
+            return
+        add = self._add
+        for c in containers:
+            for e in c.entries:
+                add(section, e, None)
+
+    def listing(self) -> Listing:
+        headers, self.pending = self.pending, Headers()
+        if headers:
+            first = first_copies(self.buf, headers)
+            each = decode_all(
+                self.buf, headers, first,
+                display=self.display, budget=self.budget, digests=self.digests,
+                threads=self.threads,
+            )  # fmt: skip
+            add = self._add
+            for section, count in self.sections:
+                for e, d in itertools.islice(each, count):
+                    add(section, e, d)
+            # One step past the last entry: the generator drops its last run of pages and
+            # its pool ends (left suspended, neither would happen).
+            if next(each, None) is not None:
+                raise RuntimeError(f"{self.display}: more entries decoded than were read")
+        return Listing(self.entries.entries())
+
+    def _add(self, section: str, e: fatbin.Entry, d: Decoded | None) -> None:
+        variant = _VARIANT_KEYS[d.variant] if d else -1
+        key = (section, e.kind, e.flags, e.arch, e.major, e.minor, variant)
+        known = self.memo.get(key)
+        if known is None:
+            kind, target, isa, compression, raw, debug = _shared(
+                e, d.variant if d else Variant.NONE
+            )
+            shape = self.entries.shape(kind, target, isa, section, compression, debug)
+            known = self.memo[key] = (shape, raw)
+        shape, raw = known
+        code = EntryPacker.NO_CODE
+        if d is not None:
+            if d.code is None:  # decoded once, whoever copies it: kept once
+                d.code = self.entries.code(d.kernels, d.producer, d.traps, d.empty, d.sha256)
+            code = d.code
+        if raw:
+            self.entries.add(shape, e.payload_size, e.payload_size, e.ident or None, code)
+        else:
+            self.entries.add(shape, e.compressed_size, e.uncompressed_size, e.ident or None, code)
+
+
+_Shared = tuple[Kind, Target, Version | None, str, bool, bool]
+_VARIANT_KEYS = {Variant.NONE: 0, Variant.ARCH: 1, Variant.FAMILY: 2}
+
+
+def _shared(e: fatbin.Entry, decoded_variant: Variant) -> _Shared:
+    """Kind, target, PTX ISA, compression, stored raw?, debug: what the header decides."""
+    kind = _KINDS[e.kind]
+    if e.flags & fatbin.FLAG_FAMILY_SPECIFIC:
+        variant = Variant.FAMILY
+    elif e.flags & fatbin.FLAG_ARCH_SPECIFIC:
+        variant = Variant.ARCH
+    else:
+        variant = decoded_variant
+    compression = e.compression
+    return (
+        kind,
+        _target(e.arch, variant, kind is Kind.PTX),
+        _version(e.major, e.minor) if kind is Kind.PTX else None,
+        compression,
+        compression == "none",
+        bool(e.flags & fatbin.FLAG_DEBUG),
+    )
+
+
+@cache
+def _target(arch: int, variant: Variant, virtual: bool) -> Target:
+    return Target.from_number(arch, variant, virtual=virtual)
+
+
+@cache
+def _version(major: int, minor: int) -> Version:
+    return Version(major, minor)
