@@ -14,7 +14,7 @@ from gate.proc import Result
 from gate.reader.hostelf import HostFormat
 from gate.rules.causes import ExecPath
 from gate.scan.walk import read_paths
-from gate.stages.inspect import Inspected
+from gate.stages.inspected import Inspected
 from gate.stages.runs import Run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from gate.rules.require import Requirement
 from gate.rules.targets import Capability, Target, Version
 from gate.rules.verdict import ACCEPTED_STATEMENT, Check, CheckState, Stage, StageStatus, decide
 from gate.stages import predict
-from gate.stages.inspect import listing_checks
+from gate.stages.artifactchecks import listing_checks
 from gate.stages.runs import Run
 
 pytestmark = pytest.mark.unit
@@ -469,7 +469,8 @@ def test_an_artifact_without_device_code_that_must_carry_kernels_fails(tmp_path:
     from gate.evidence import EvidenceDir
     from gate.reader.hostelf import HostFormat
     from gate.rules.hosts import HostRule
-    from gate.stages.inspect import Inspected, artifact_checks
+    from gate.stages.artifactchecks import artifact_checks
+    from gate.stages.inspected import Inspected
 
     host = HostFormat("ELF 64-bit", 64, 62, "x86-64", "executable", None, (), (), ())
     app = Inspected(

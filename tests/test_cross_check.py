@@ -6,7 +6,7 @@ import pytest
 
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.targets import Target, Version
-from gate.stages.inspect import compare
+from gate.stages.crosscheck import compare
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ import pytest
 from gate import proc
 from gate.errors import ToolError
 from gate.evidence import EvidenceDir
-from gate.stages.inspect import Deferred
+from gate.stages.sassdump import Deferred
 
 pytestmark = pytest.mark.unit
 

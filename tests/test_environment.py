@@ -16,12 +16,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+from gate.audit.artifact import unmet
+from gate.audit.verdicts import judge_all
 from gate.cli import main
 from gate.errors import ExitCode
 from gate.reader.distributions import Owner, is_environment, pinned
-from gate.reader.summary import unmet
-from gate.reader.variants import Selector, find_sets
-from gate.reader.verdicts import judge_all
 from gate.rules.targets import Capability, Version
 from gate.scan.audit import audit_root
 
@@ -33,58 +32,6 @@ SM120 = GOLDEN / "libkernels.so"  # sm_80, sm_120 SASS, compute_80 PTX
 SM90_PTX = GOLDEN / "debug.fatbin"  # sm_90 SASS, compute_90 PTX
 SM90A = GOLDEN / "sm_90a.cubin"  # sm_90a only
 HOST_ONLY = Path(shutil.which("true") or "/bin/true")  # an ELF file with no device code
-
-
-@pytest.mark.parametrize(
-    ("paths", "expected"),
-    [
-        (  # bitsandbytes: the runtime's major.minor in the name; other backends join the set
-            [
-                "bnb/libbitsandbytes_cuda118.so",
-                "bnb/libbitsandbytes_cuda128.so",
-                "bnb/libbitsandbytes_cpu.so",
-                "bnb/libbitsandbytes_rocm64.so",
-                "bnb/other.so",
-            ],
-            [
-                (
-                    "bnb/libbitsandbytes_cuda*.so",
-                    Selector.CUDA_RUNTIME,
-                    ["cuda118", "cuda128", "cpu", "rocm64"],
-                )
-            ],
-        ),
-        (  # sgl-kernel: one extension per GPU folder
-            ["sgl/sm90/common_ops.so", "sgl/sm100/common_ops.so", "sgl/x.so"],
-            [("sgl/sm*/common_ops.so", Selector.GPU, ["sm90", "sm100"])],
-        ),
-        # One build is no choice; other backends alone are none either.
-        (["bnb/libbitsandbytes_cuda128.so", "bnb/libbitsandbytes_cpu.so"], []),
-        (["a/sm90/x.so", "b/sm100/x.so"], []),  # different libraries
-        (["lib/libcudart.so.12", "lib/libcuda118_helper.so"], []),
-    ],
-)
-def test_alternative_builds_are_found_by_their_names(
-    paths: list[str], expected: list[tuple[str, Selector, list[str]]]
-) -> None:
-    found = [(s.family, s.rule.selector, [v.label for v in s.variants]) for s in find_sets(paths)]
-    assert found == expected
-
-
-@pytest.mark.parametrize(
-    ("runtime", "loaded"),
-    [
-        (None, ["cuda118", "cuda121", "cuda132"]),
-        (Version(12, 1), ["cuda121"]),
-        (Version(12, 4), []),
-    ],
-)
-def test_a_cuda_runtime_loads_the_build_named_for_it(
-    runtime: Version | None, loaded: list[str]
-) -> None:
-    (s,) = find_sets([f"libx_cuda{n}.so" for n in ("132", "118", "121")] + ["libx_cpu.so"])
-    assert [v.label for v in s.loaded(runtime)] == loaded
-    assert [str(v.runtime) for v in s.selectable] == ["11.8", "12.1", "13.2"]
 
 
 def test_pinned_requirements() -> None:

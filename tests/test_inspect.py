@@ -145,7 +145,7 @@ def _one_kernel_report(*, names: bool) -> Any:
 
 
 def test_counts_agree_with_their_nouns() -> None:
-    from gate.reader.summary import artifact_json, console
+    from gate.render.inspect import artifact_json, console
     from gate.rules.targets import Capability
 
     text = console(artifact_json(_one_kernel_report(names=True), [Capability(9, 0)]))
@@ -176,7 +176,7 @@ def test_without_names_no_per_kernel_count_is_invented(capsys: pytest.CaptureFix
 def test_missing_kernels_are_shown_demangled_and_kept_mangled_in_json() -> None:
     from gate.reader.listing import DeviceEntry, Kind, Listing
     from gate.reader.read import ArtifactReport
-    from gate.reader.summary import artifact_json, console
+    from gate.render.inspect import artifact_json, console
     from gate.rules.targets import Target
 
     listing = Listing(

@@ -17,7 +17,7 @@ from gate.rules.targets import Capability, Version
 from gate.rules.verdict import CheckState
 from gate.scan.walk import read_paths
 from gate.stages import jitproof, predict
-from gate.stages.inspect import Inspected
+from gate.stages.inspected import Inspected
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "libkernels.so"
 SPARK = Capability(12, 0)

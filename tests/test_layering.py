@@ -50,6 +50,7 @@ LAYERS = (
     ("gate.image", 5),  # container images: reads with gate.reader, saves through gate.proc
     ("gate.container", 5),  # the container runtime, the image it resolves, commands in it
     ("gate.record", 6),
+    ("gate.audit", 6),  # an audit's answers: each artifact and distribution per device
     ("gate.render", 7),
     ("gate.attest", 8),
     ("gate.store", 9),

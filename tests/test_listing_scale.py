@@ -15,7 +15,7 @@ import pytest
 
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import ArtifactReport
-from gate.reader.summary import artifact_json
+from gate.render.inspect import artifact_json
 from gate.rules.routes import Path
 from gate.rules.targets import Capability, Target, Version
 

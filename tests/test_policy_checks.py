@@ -28,7 +28,8 @@ from gate.rules.require import Requirement
 from gate.rules.targets import Capability, Target, Version
 from gate.rules.verdict import Check, CheckState
 from gate.scan.walk import read_paths
-from gate.stages.inspect import Inspected, listing_checks
+from gate.stages.artifactchecks import listing_checks
+from gate.stages.inspected import Inspected
 from gate.stages.launches import judge
 from gate.stages.policycheck import policy_checks
 from gate.stages.runs import Run

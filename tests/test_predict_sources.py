@@ -15,7 +15,7 @@ from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import Route
 from gate.rules.targets import Capability, Target, Version
 from gate.stages import predict
-from gate.stages.inspect import Inspected
+from gate.stages.inspected import Inspected
 from gate.stages.libraries import Judged, Library
 from gate.stages.runs import Run
 

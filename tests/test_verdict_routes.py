@@ -1,4 +1,4 @@
-"""How one library is answered on one device in an environment audit (gate.reader.verdicts).
+"""How one library is answered on one device in an environment audit (gate.audit.verdicts).
 
 Without --strict the audit judges a library as a whole, as the run judges vendor
 libraries: it passes when something in it runs, and its route is the best route any of
@@ -14,10 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gate.audit.verdicts import judge_group, outcome
 from gate.reader.distributions import Distribution, Group, Owner
 from gate.reader.listing import DeviceEntry, Kind, Listing, clear_cache
 from gate.reader.read import ArtifactReport
-from gate.reader.verdicts import Category, judge_group, outcome
+from gate.render.environment import detail
+from gate.rules.environment import Category
 from gate.rules.targets import Capability, Target, Version
 
 pytestmark = pytest.mark.unit
@@ -108,9 +110,9 @@ def test_a_library_is_answered_by_its_best_route_and_with_strict_by_its_worst(
     report = _report(*entries)
     device = Capability.parse(cap)
     got = outcome(report, device, driver=driver)
-    assert (got.detail(), got.passes) == plain
+    assert (detail(got), got.passes) == plain
     got_strict = outcome(report, device, strict=True, driver=driver)
-    assert (got_strict.detail(), got_strict.passes) == strict
+    assert (detail(got_strict), got_strict.passes) == strict
     if not got.passes:
         assert got.category in (Category.NOTHING, Category.OTHER_DEVICES)
 

@@ -15,11 +15,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gate.audit.verdicts import DistributionVerdict
     from gate.commands.stdout import Stdout
     from gate.image.environment import Located
     from gate.reader.distributions import Audit
     from gate.reader.limits import Limits
-    from gate.reader.verdicts import DistributionVerdict
     from gate.rules.targets import Capability, Version
 
 
@@ -61,8 +61,8 @@ def report(
 
     ``located`` (the same audit with the images read and each group's place in one) adds
     the image lines, the layers (``--verbose``) and the JSON's ``images`` and ``image``."""
-    from gate.reader import envview
-    from gate.reader.verdicts import judge_all
+    from gate.audit.verdicts import judge_all
+    from gate.render import environment as envview
 
     names = args.names or args.strict
     runtime = _runtime(args.cuda_runtime)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gate.commands.stdout import Stdout
     from gate.reader.limits import Limits
+    from gate.reader.read import ArtifactReport
     from gate.render.live import Counter
 
 
@@ -274,7 +275,7 @@ def _handle(args: argparse.Namespace) -> int:
     # Imported past that branch: an environment's audit never needs them (start-up).
     from gate.demangle import demangle
     from gate.image.reports import Seen, read_sources, with_images
-    from gate.reader import summary as inspect_view
+    from gate.render import inspect as inspect_view
     from gate.render.live import Counter, LiveLine
 
     read: list[Any] = []  # gate.image.reports.Found: a report and its place in an image
@@ -305,11 +306,9 @@ def _handle(args: argparse.Namespace) -> int:
             if found.origin:
                 text += found.origin.console()
             out.write(text, flush=count.live is not None)
-        for cap in required:
-            reason = inspect_view.unmet(report, cap, per_kernel=args.strict)
-            if reason:
-                unmet.append(reason)
-                _say(f"cuda-gate: error: {reason}")
+        for reason in _unmet(report, required, strict=args.strict):
+            unmet.append(reason)
+            _say(f"cuda-gate: error: {reason}")
     count.clear()
     if held is not None and len(read) > 1:
         _say(held)
@@ -321,6 +320,13 @@ def _handle(args: argparse.Namespace) -> int:
     _exit_status(args, reports, unmet, required)
     out.done()
     return 0
+
+
+def _unmet(report: ArtifactReport, required: list[Any], *, strict: bool) -> list[str]:
+    """Why ``report`` fails each required device it fails, in their order."""
+    from gate.audit.artifact import unmet
+
+    return [why for cap in required if (why := unmet(report, cap, per_kernel=strict))]
 
 
 def _by_distribution(args: argparse.Namespace) -> bool:

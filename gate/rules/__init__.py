@@ -26,6 +26,11 @@ a check's state, the verdict,   :mod:`gate.rules.verdict`
 the test-result lists
 what a release policy lets      :mod:`gate.rules.policy` (``[policy]``: PTX as
 pass, warns on or fails         device code, surplus SASS, PTX for the highest target)
+what answers for an artifact,   :mod:`gate.rules.environment` (``answer``,
+a set of builds and a           ``unmet``: ``--require-device``, ``needs_device``,
+distribution on a device        ``set_part``, ``overall``)
+which of a library's builds a   :mod:`gate.rules.variants` (``RULES``, ``find_sets``,
+package loads at run time       ``VariantSet.loaded``)
 ==============================  ==================================================
 
 This package imports nothing of the gate but :mod:`gate.errors` and

@@ -17,7 +17,7 @@ from gate.container.info import ContainerInfo, inside
 from gate.container.place import HOST, InImage, Place
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir
-from gate.machine import ToolkitInfo
+from gate.machine import DriverInfo, ToolkitInfo
 from gate.record import Environment
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState
@@ -58,59 +58,15 @@ def run(
     host_arch = machine.host_arch()
     evidence.write_text("host-arch.txt", host_arch + "\n")
     evidence.write_text("os.txt", os_text + "\n")
-    checks: list[Check] = []
-    driver, driver_error = None, None
-    try:
-        full, query = _nvidia_smi(place)
-        evidence.write_text("driver.txt", full.output())
-        driver = machine.driver_from(full, query)
-        evidence.write_json(
-            "driver.json",
-            {
-                "version": 1,
-                "name": driver.name,
-                "driver_version": driver.driver_version,
-                "cuda_version": str(driver.cuda_version),
-                "gpu_count": driver.gpu_count,
-            },
-        )
-        checks.append(
-            Check(
-                "driver",
-                "gate.environment",
-                CheckState.PASSED,
-                f"{driver.name}, driver {driver.driver_version}, CUDA {driver.cuda_version}",
-            )
-        )
-    except ToolError as e:
-        driver_error = e.one_line()
-        evidence.write_text("driver.txt", f"nvidia-smi: {driver_error}\n")
-        # Not a failure on its own: a GPU-less machine can still check artifacts statically
-        # (and without a device nothing runs, so the verdict cannot be accepted anyway).
-        checks.append(Check("driver", "gate.environment", CheckState.WARNED, driver_error))
+    driver, driver_error, driver_check = _driver(evidence, place)
+    checks = [driver_check]
     source = git.source_info(project_dir)
     toolkit: ToolkitInfo | None = None
     supported: tuple[Target, ...] = ()
     failure: GateError | None = None
     try:
-        if isinstance(place, InImage):
-            path, version = _image_nvcc(place, nvcc)
-        else:
-            path = machine.nvcc_path(nvcc)
-            version = proc.run_checked(
-                [path, "--version"], what="nvcc --version", timeout=_QUERY_TIMEOUT
-            )
-        commands.append(version)
-        evidence.write_text("toolkit.txt", version.stdout)
-        toolkit = machine.parse_nvcc_version(version.stdout, path)
-        codes = place.run([path, "--list-gpu-code"], timeout=_QUERY_TIMEOUT)
-        commands.append(codes)
-        if not codes.ok:
-            raise ToolError(codes.describe_failure("nvcc --list-gpu-code", _QUERY_TIMEOUT))
-        evidence.write_text("supported-targets.txt", codes.stdout)
-        supported = machine.parse_gpu_code_list(codes.stdout)
-        if not supported:
-            raise ToolError(f"{path} --list-gpu-code listed no targets")
+        path, toolkit = _toolkit(evidence, place, nvcc, commands)
+        supported = _supported_targets(evidence, place, path, commands)
         checks.append(
             Check(
                 "toolkit",
@@ -132,6 +88,67 @@ def run(
     return EnvironmentOutcome(
         environment, source, driver_error, tuple(commands), tuple(checks), failure
     )
+
+
+def _driver(evidence: EvidenceDir, place: Place) -> tuple[DriverInfo | None, str | None, Check]:
+    """The driver as nvidia-smi reports it, or why it could not: driver.txt, driver.json."""
+    try:
+        full, query = _nvidia_smi(place)
+        evidence.write_text("driver.txt", full.output())
+        driver = machine.driver_from(full, query)
+        evidence.write_json(
+            "driver.json",
+            {
+                "version": 1,
+                "name": driver.name,
+                "driver_version": driver.driver_version,
+                "cuda_version": str(driver.cuda_version),
+                "gpu_count": driver.gpu_count,
+            },
+        )
+    except ToolError as e:
+        driver_error = e.one_line()
+        evidence.write_text("driver.txt", f"nvidia-smi: {driver_error}\n")
+        # Not a failure on its own: a GPU-less machine can still check artifacts statically
+        # (and without a device nothing runs, so the verdict cannot be accepted anyway).
+        return (
+            None,
+            driver_error,
+            Check("driver", "gate.environment", CheckState.WARNED, driver_error),
+        )
+    said = f"{driver.name}, driver {driver.driver_version}, CUDA {driver.cuda_version}"
+    return driver, None, Check("driver", "gate.environment", CheckState.PASSED, said)
+
+
+def _toolkit(
+    evidence: EvidenceDir, place: Place, nvcc: str | None, commands: list[proc.Result]
+) -> tuple[str, ToolkitInfo]:
+    """nvcc's path and its ``--version`` parsed (toolkit.txt); the command joins ``commands``."""
+    if isinstance(place, InImage):
+        path, version = _image_nvcc(place, nvcc)
+    else:
+        path = machine.nvcc_path(nvcc)
+        version = proc.run_checked(
+            [path, "--version"], what="nvcc --version", timeout=_QUERY_TIMEOUT
+        )
+    commands.append(version)
+    evidence.write_text("toolkit.txt", version.stdout)
+    return path, machine.parse_nvcc_version(version.stdout, path)
+
+
+def _supported_targets(
+    evidence: EvidenceDir, place: Place, nvcc: str, commands: list[proc.Result]
+) -> tuple[Target, ...]:
+    """The targets ``nvcc --list-gpu-code`` lists (supported-targets.txt); none is an error."""
+    codes = place.run([nvcc, "--list-gpu-code"], timeout=_QUERY_TIMEOUT)
+    commands.append(codes)
+    if not codes.ok:
+        raise ToolError(codes.describe_failure("nvcc --list-gpu-code", _QUERY_TIMEOUT))
+    evidence.write_text("supported-targets.txt", codes.stdout)
+    supported = machine.parse_gpu_code_list(codes.stdout)
+    if not supported:
+        raise ToolError(f"{nvcc} --list-gpu-code listed no targets")
+    return supported
 
 
 def _nvidia_smi(place: Place) -> tuple[proc.Result, proc.Result | None]:

@@ -31,7 +31,7 @@ from gate.rules.targets import Capability, Version
 from gate.rules.verdict import Check, CheckState
 from gate.stages import jitproof, launches, libraries, predict
 from gate.stages.build import SMOKE
-from gate.stages.inspect import Inspected
+from gate.stages.inspected import Inspected
 from gate.stages.recorder import Recorder
 from gate.stages.runs import (
     DEFAULT_TIMEOUT,
@@ -215,14 +215,13 @@ def run(
     launches are recorded and judged (gate.stages.launches). ``smoke_ahead``: the smoke
     program's runs, started earlier (:class:`SmokeAhead`).
     """
-    instrument = recorder
     with libraries.Prefetch(use_cache=use_cache, cap=capability) as prefetch:
         runs = _run_points(
             evidence,
             points,
             prefetch,
             side_by_side=side_by_side,
-            instrument=instrument,
+            instrument=recorder,
             ahead=smoke_ahead,
             runs_in=runs_in,
         )
@@ -237,17 +236,16 @@ def run(
             prefetch=prefetch,
         )
     checks = list(judged.checks)
-    predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)
-    # The PTX loads wait on the driver in processes of their own: write the loaded
-    # libraries' evidence (torch's come to megabytes of JSON) meanwhile.
-    jit_launched = launches.jit_compiled_symbols(runs, artifacts) if recorder else frozenset()
-    pending = jitproof.start(
-        predictions, artifacts, capability, side_by_side=side_by_side, jit_launched=jit_launched
+    predictions, proofs = _predict_and_prove(
+        evidence,
+        runs,
+        artifacts,
+        judged,
+        capability=capability,
+        driver_cuda=driver_cuda,
+        side_by_side=side_by_side,
+        recorder=recorder,
     )
-    try:
-        libraries.write_views(evidence, judged)
-    finally:
-        proofs = pending.finish(evidence)
     proved = proofs.proved_names()
     for done in runs:
         log = str(evidence.path(done.log_name))
@@ -257,30 +255,78 @@ def run(
     checks += libraries.codeless_checks(artifacts, runs, judged)
     recorded = None
     if recorder is not None:
-        recorded = launches.judge(
-            evidence,
-            runs=runs,
-            artifacts=artifacts,
-            capability=capability,
-            required=required_launches(config),
-            launch_coverage=config.policy.launch_coverage,
+        recorded = _judge_launches(
+            evidence, recorder, runs, artifacts, capability=capability, config=config
         )
         checks += recorded.checks
-        evidence.write_text("launches/recorder.txt", recorder.note + "\n")
-    executions = tuple(
-        r.record(
-            sha256_file(evidence.path(r.log_name)) if evidence.path(r.log_name).exists() else None
-        )
-        for r in runs
-    )
     return ExecuteOutcome(
-        executions=executions,
+        executions=_executions(evidence, runs),
         loaded=judged.records,
         checks=tuple(checks),
         diagnoses=tuple(predict.diagnose(runs, predictions)),
         paths_proved=tuple(predict.paths_proved(runs, predictions, proved, proofs.by_launches)),
         commands=proofs.commands,
         launches=recorded,
+    )
+
+
+def _predict_and_prove(
+    evidence: EvidenceDir,
+    runs: Sequence[Run],
+    artifacts: Sequence[Inspected],
+    judged: libraries.Judged,
+    *,
+    capability: Capability,
+    driver_cuda: Version | None,
+    side_by_side: bool,
+    recorder: Recorder | None,
+) -> tuple[tuple[predict.Prediction, ...], jitproof.Proofs]:
+    """What inspection predicted of each run, and the PTX proofs where a run cannot tell.
+
+    The PTX loads wait on the driver in processes of their own: the loaded libraries'
+    evidence (torch's come to megabytes of JSON) is written meanwhile.
+    """
+    predictions = predict.predict_all(runs, artifacts, judged, capability, driver_cuda)
+    jit_launched = launches.jit_compiled_symbols(runs, artifacts) if recorder else frozenset()
+    pending = jitproof.start(
+        predictions, artifacts, capability, side_by_side=side_by_side, jit_launched=jit_launched
+    )
+    try:
+        libraries.write_views(evidence, judged)
+    finally:
+        proofs = pending.finish(evidence)
+    return predictions, proofs
+
+
+def _judge_launches(
+    evidence: EvidenceDir,
+    recorder: Recorder,
+    runs: Sequence[Run],
+    artifacts: Sequence[Inspected],
+    *,
+    capability: Capability,
+    config: Config,
+) -> launches.LaunchOutcome:
+    """Each run's recorded launches judged (gate.stages.launches); the recorder's note written."""
+    recorded = launches.judge(
+        evidence,
+        runs=runs,
+        artifacts=artifacts,
+        capability=capability,
+        required=required_launches(config),
+        launch_coverage=config.policy.launch_coverage,
+    )
+    evidence.write_text("launches/recorder.txt", recorder.note + "\n")
+    return recorded
+
+
+def _executions(evidence: EvidenceDir, runs: Sequence[Run]) -> tuple[Execution, ...]:
+    """Each run as the run record keeps it, with its log's SHA-256 (None: no log written)."""
+    return tuple(
+        r.record(
+            sha256_file(evidence.path(r.log_name)) if evidence.path(r.log_name).exists() else None
+        )
+        for r in runs
     )
 
 

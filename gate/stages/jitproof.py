@@ -33,7 +33,7 @@ from gate.rules.causes import Cause, ExecPath
 from gate.rules.compat import ptx_jits_for
 from gate.rules.targets import Capability
 from gate.rules.verdict import Check, CheckState
-from gate.stages.inspect import Inspected
+from gate.stages.inspected import Inspected
 from gate.stages.predict import Prediction
 
 _TIMEOUT = 600.0

@@ -49,7 +49,7 @@ from gate.rules.routes import Path as RoutePath
 from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, CheckState
 from gate.scan.files import read_buffer
-from gate.stages.inspect import Inspected
+from gate.stages.inspected import Inspected
 from gate.stages.runs import Run
 
 RUNTIME_MODULES = "loaded/runtime-modules"

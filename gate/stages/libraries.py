@@ -33,10 +33,10 @@ from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import read as reader
-from gate.reader import summary
 from gate.reader.listing import Kind, Listing
 from gate.reader.wording import library_on
 from gate.record import LOADED_LIST, LoadedLibrary
+from gate.render import inspect as summary
 from gate.rules.causes import Cause
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import Route
@@ -44,7 +44,7 @@ from gate.rules.targets import Capability, Version
 from gate.rules.verdict import Check, CheckState
 from gate.scan.cache import loaded_library
 from gate.scan.files import read_artifact
-from gate.stages.inspect import Inspected
+from gate.stages.inspected import Inspected
 from gate.stages.runs import Run
 
 # The driver's own libraries: their device code is CUDA's, not the application's.
@@ -162,14 +162,7 @@ def judge(
     ``prefetch``, the libraries it already read (while later entry points ran) are not
     read again.
     """
-    users: dict[Path, list[str]] = {}
-    compilers: dict[str, list[str]] = {}
-    for done in runs:
-        for path in done.loaded:
-            _add(users.setdefault(path, []), done.entry_point.name)
-            found = runtime_compiler(path)
-            if found:
-                _add(compilers.setdefault(done.entry_point.name, []), found)
+    users, compilers = _loaded_by(runs)
     with_code, listed = _with_code(users, use_cache=use_cache, prefetch=prefetch)
     by_digest = {a.sha256: a for a in artifacts}
     by_name = {a.path.name: a for a in artifacts}
@@ -178,42 +171,27 @@ def judge(
     checks: list[Check] = []
     views: list[tuple[str, View]] = []
     for digest, (path, report, entry_names) in with_code.items():
-        artifact = by_digest.get(digest)
-        strict = artifact is None and config.is_strict(path)
-        # Judged per kernel (names needed), or per target (headers are enough).
-        listing = (
-            artifact.listing
-            if artifact
-            else read_artifact(path, names=True).listing
-            if strict
-            else report.listing
-        )
-        prefix = artifact.prefix if artifact else f"loaded/{unique_name(path.name, prefixes)}/"
-        route, runs_here = library_route(listing, cap, driver)
-        if artifact is not None or strict:  # the project's own code: judged per kernel
-            runs_here = listing.predict(cap, driver).runnable
-        library = Library(
-            path, digest, listing, tuple(entry_names), artifact, strict, route, runs_here, prefix
+        library = _library(
+            path,
+            digest,
+            report,
+            tuple(entry_names),
+            artifact=by_digest.get(digest),
+            config=config,
+            cap=cap,
+            driver=driver,
+            prefixes=prefixes,
         )
         libraries.append(library)
-        if artifact is not None:
+        if library.artifact is not None:
             continue  # an artifact was judged by the inspect stage already
         view = prefetch.view(digest, report, cap) if prefetch else render_view(report, cap)
-        views.append((prefix, view))
+        views.append((library.prefix, view))
         checks.append(_check(library, cap))
         twin = by_name.get(path.name)
         if twin is not None:
             checks.append(_not_the_artifact(library, twin))
-    checks += [
-        Check(
-            f"{entry}: code generated at run time",
-            "gate.loaded",
-            CheckState.WARNED,
-            f"loads {', '.join(names)}: kernels it compiles at run time are invisible to "
-            "inspection; only this entry point's runs stand behind them",
-        )
-        for entry, names in compilers.items()
-    ]
+    checks += _compiler_checks(compilers)
     evidence.write_text(LOADED_LIST, _listing_text(listed, libraries, cap))
     by_entry = {
         name: tuple(lib for lib in libraries if name in lib.entry_points)
@@ -226,6 +204,65 @@ def judge(
         tuple(checks),
         tuple(views),
     )
+
+
+def _loaded_by(runs: Sequence[Run]) -> tuple[dict[Path, list[str]], dict[str, list[str]]]:
+    """Per loaded library the entry points that loaded it; per entry point the runtime
+    compilers it loaded."""
+    users: dict[Path, list[str]] = {}
+    compilers: dict[str, list[str]] = {}
+    for done in runs:
+        for path in done.loaded:
+            _add(users.setdefault(path, []), done.entry_point.name)
+            found = runtime_compiler(path)
+            if found:
+                _add(compilers.setdefault(done.entry_point.name, []), found)
+    return users, compilers
+
+
+def _library(
+    path: Path,
+    digest: str,
+    report: reader.ArtifactReport,
+    entry_names: tuple[str, ...],
+    *,
+    artifact: Inspected | None,
+    config: Config,
+    cap: Capability,
+    driver: Version | None,
+    prefixes: set[str],
+) -> Library:
+    """One loaded library with device code, judged: the project's own code (an artifact or
+    named strict) per kernel, any other per target (headers are enough). A library not an
+    artifact gets its evidence folder's name here, unique among ``prefixes``."""
+    strict = artifact is None and config.is_strict(path)
+    listing = (
+        artifact.listing
+        if artifact
+        else read_artifact(path, names=True).listing
+        if strict
+        else report.listing
+    )
+    prefix = artifact.prefix if artifact else f"loaded/{unique_name(path.name, prefixes)}/"
+    route, runs_here = library_route(listing, cap, driver)
+    if artifact is not None or strict:
+        runs_here = listing.predict(cap, driver).runnable
+    return Library(path, digest, listing, entry_names, artifact, strict, route, runs_here, prefix)
+
+
+def _compiler_checks(compilers: dict[str, list[str]]) -> list[Check]:
+    """Per entry point that loaded runtime compilers: a warning that what they compile is
+    invisible to inspection."""
+    return [
+        Check(
+            f"{entry}: code generated at run time",
+            "gate.loaded",
+            CheckState.WARNED,
+            f"loads {', '.join(names)}: kernels it compiles at run time are invisible to "
+            "inspection; only this entry point's runs stand behind them",
+        )
+        for entry, names in compilers.items()
+    ]
 
 
 def write_views(evidence: EvidenceDir, judged: Judged) -> None:

@@ -34,7 +34,7 @@ from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import jit_support, min_driver, ptx_route, sass_route
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import Check, CheckState
-from gate.stages.inspect import Inspected
+from gate.stages.inspected import Inspected
 from gate.stages.libraries import Judged, Library
 from gate.stages.runs import Run
 

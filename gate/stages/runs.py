@@ -167,23 +167,15 @@ def run_entry_point(
     ``runs_in`` says where it runs (:class:`RunsIn`). ``claim_strays=False``: the gate's
     own program beside the project's commands (proc.run).
     """
-    where, scratch, locate = runs_in.where, runs_in.scratch, runs_in.locate
+    where, scratch = runs_in.where, runs_in.scratch
     env_set, env_unset = PATH_ENV[path]
     cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-", dir=scratch))
     log_dir = Path(tempfile.mkdtemp(prefix="cuda-gate-ld-", dir=scratch))
     name = log_name or path.log_name
     try:
         extra = loaded.loader_env(log_dir) if record_loaded else {}
-        launch_folder: str | None = None
-        launch_note = ""
-        if instrument is not None and evidence is not None:
-            launch_folder = f"launches/{Path(name).stem}"
-            folder = evidence.path(launch_folder)
-            folder.mkdir(parents=True, exist_ok=True)
-            launch_env, launch_note = instrument.env_for(folder, dict(entry.env))
-            extra = {**extra, **launch_env}
-            if not launch_env:
-                launch_folder = None
+        launch_env, launch_folder, launch_note = _launch_env(entry, name, evidence, instrument)
+        extra = {**extra, **launch_env}
         with contextlib.ExitStack() as stack:
             live = (
                 stack.enter_context(evidence.live(name, _live_head(entry, path)))
@@ -200,28 +192,18 @@ def run_entry_point(
                 claim_strays=claim_strays,
             )
         cache_clean = not any(cache_dir.rglob("*"))
-        found = (
-            loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or "."), exists=runs_in.exists)
-            if record_loaded
-            else ()
+        found = _what_it_loaded(
+            log_dir if record_loaded else None,
+            entry,
+            runs_in,
+            instrument if launch_folder is not None else None,
         )
-        if locate is not None:
-            here = locate(tuple(lib.path for lib in found))
-            found = tuple(
-                replace(lib, path=p) for lib, p in zip(found, here, strict=True) if p is not None
-            )
-        if launch_folder is not None and instrument is not None:
-            ours = instrument.objects()  # the recorder and its CUPTI: not the program's
-            found = tuple(lib for lib in found if lib.path not in ours)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
         shutil.rmtree(log_dir, ignore_errors=True)
     launches, launch_note = _launches(evidence, launch_folder, launch_note)
     if record_loaded or launch_folder is not None:
-        # The loader and recorder variables are the gate's instruments, not part of the
-        # command to repeat.
-        names = set(loaded.loader_env(log_dir)) | set(LAUNCH_VARIABLES)
-        result = replace(result, env_set=tuple((k, v) for k, v in result.env_set if k not in names))
+        result = _without_instruments(result, log_dir)
     output = result.output()
     return Run(
         entry_point=entry,
@@ -236,6 +218,49 @@ def run_entry_point(
         launch_folder=launch_folder,
         launch_note=launch_note,
     )
+
+
+def _launch_env(
+    entry: EntryPoint, name: str, evidence: EvidenceDir | None, instrument: Instrument | None
+) -> tuple[dict[str, str], str | None, str]:
+    """The launch recorder's variables for one run, the evidence folder it records into
+    (None: it does not record) and its note on why not."""
+    if instrument is None or evidence is None:
+        return {}, None, ""
+    launch_folder = f"launches/{Path(name).stem}"
+    folder = evidence.path(launch_folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    launch_env, launch_note = instrument.env_for(folder, dict(entry.env))
+    return launch_env, launch_folder if launch_env else None, launch_note
+
+
+def _what_it_loaded(
+    log_dir: Path | None, entry: EntryPoint, runs_in: RunsIn, recorder: Instrument | None
+) -> tuple[loaded.LoadedLibrary, ...]:
+    """The libraries the loader log in ``log_dir`` (None: none kept) says the run loaded,
+    found here (in the image's files, where ``runs_in`` says so); less ``recorder``'s own,
+    when it recorded the run."""
+    found = (
+        loaded.parse_loaded(log_dir, cwd=Path(entry.cwd or "."), exists=runs_in.exists)
+        if log_dir is not None
+        else ()
+    )
+    if runs_in.locate is not None:
+        here = runs_in.locate(tuple(lib.path for lib in found))
+        found = tuple(
+            replace(lib, path=p) for lib, p in zip(found, here, strict=True) if p is not None
+        )
+    if recorder is not None:
+        ours = recorder.objects()  # the recorder and its CUPTI: not the program's
+        found = tuple(lib for lib in found if lib.path not in ours)
+    return found
+
+
+def _without_instruments(result: proc.Result, log_dir: Path) -> proc.Result:
+    """The run's command without the loader and recorder variables: they are the gate's
+    instruments, not part of the command to repeat."""
+    names = set(loaded.loader_env(log_dir)) | set(LAUNCH_VARIABLES)
+    return replace(result, env_set=tuple((k, v) for k, v in result.env_set if k not in names))
 
 
 def _launches(

@@ -1,10 +1,11 @@
-"""What `cuda-gate inspect` shows: per-artifact summaries, the JSON document, the console table.
+"""What `cuda-gate inspect` shows for each artifact: the JSON document and the console table.
 
 The JSON document (schema ``gate/schemas/inspect.schema.json``, ``version`` 1) holds,
 per artifact, every entry, the SASS / PTX / LTO IR targets, kernel counts per target
 and kernels missing from some target (when names were read), and per device
-capability the route each kernel takes and a verdict. Without names the routes are
-per target: every kernel is assumed to be in every entry, and the document says so.
+capability the route each kernel takes and a verdict (:mod:`gate.audit.artifact`).
+Without names the routes are per target: every kernel is assumed to be in every entry,
+and the document says so.
 """
 
 from __future__ import annotations
@@ -14,132 +15,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gate import __version__
-from gate.reader.listing import (
-    DevicePrediction,
-    KernelPrediction,
-    Kind,
-    Listing,
-    missing_by_target,
-    totals,
-)
+from gate.audit.artifact import predict, target_text, verdict
+from gate.reader.listing import Kind, Listing, missing_by_target, totals
 from gate.reader.read import ArtifactReport
 from gate.reader.stubs import stubs_of, unread_targets
 from gate.reader.wording import kernels_by, plural
-from gate.rules.routes import Path, Route, judge
+from gate.rules.routes import Path, Route
 from gate.rules.targets import Capability, Target, Version
 
 SCHEMA_VERSION = 1
-ALL_KERNELS = "(every kernel)"
 
 
-def target_text(kind: Kind, target: Target) -> str:
-    """``sm_90``, ``compute_90`` or ``lto_90`` (LTO IR is neither SASS nor PTX)."""
-    if kind is Kind.LTOIR:
-        return f"lto_{target.number}{target.variant.value}"
-    return str(target)
-
-
-def predict(
-    report: ArtifactReport, cap: Capability, driver: Version | None = None
-) -> DevicePrediction:
-    """Per-kernel routes when names were read, else one route standing for every kernel."""
-    listing = report.listing
-    if report.names:
-        return listing.predict(cap, driver)
-    if not listing.targets(Kind.SASS) and not listing.has_ptx:
-        return DevicePrediction(cap, (), driver)
-    route = listing.target_route(cap)
-    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, route),), driver)
-
-
-def routes(report: ArtifactReport, cap: Capability) -> tuple[Route, ...]:
-    """The routes of the report's kernels on ``cap``, one per group of kernels found in
-    the same places (with names; equal routes of two groups both appear), or the one
-    route standing for every kernel (without); empty when there is no kernel to route.
-    Every route :func:`predict` gives, in the order it first gives them: what the rules
-    over routes need, without building a prediction per kernel."""
-    listing = report.listing
-    if report.names:
-        return listing.kernel_routes(cap)
-    if not listing.targets(Kind.SASS) and not listing.has_ptx:
-        return ()
-    return (listing.target_route(cap),)
-
-
-def verdict(report: ArtifactReport, prediction: DevicePrediction) -> str:
-    """The device's verdict; every count in it true (per target, none is given)."""
-    if not prediction.kernels:
-        return _no_kernels(report.listing)
-    if not report.names:
-        # One route stands for every kernel: "no code for 1 of 1 kernels" would be false.
-        path = prediction.kernels[0].route.path
-        if path is Path.NONE:
-            return "no code for any kernel"
-        if path is Path.OTHER_DEVICES:
-            return "nothing built for this device (only a/f builds for other devices)"
-    return prediction.verdict()
-
-
-def _no_kernels(listing: Listing) -> str:
-    """Why an artifact has no kernel to route: no device code, LTO IR only, or stubs."""
-    if not listing.entries:
-        return "no device code"
-    if not listing.targets(Kind.SASS) and not listing.has_ptx:
-        lto = ", ".join(target_text(Kind.LTOIR, t) for t in listing.targets(Kind.LTOIR))
-        return (
-            f"LTO IR only ({lto}): it runs nowhere until it is device-linked; device-link it first"
-        )
-    return "no kernels"
-
-
-def unmet(
-    report: ArtifactReport,
-    cap: Capability,
-    *,
-    per_kernel: bool = False,
-    driver: Version | None = None,
-) -> str | None:
-    """Why ``report`` fails a required device, or None: the rule the run judges loaded
-    libraries by (:func:`gate.rules.routes.judge`).
-
-    As a whole by default (something in it runs on ``cap``); with ``per_kernel`` (the
-    project's own code; needs names) every kernel built for ``cap`` needs code there. A
-    file with nothing to judge (no device code, LTO IR only, no kernels) fails too.
-    """
-    why = failure(report, cap, per_kernel=per_kernel, driver=driver)
-    return None if why is None else why()
-
-
-def failure(
-    report: ArtifactReport,
-    cap: Capability,
-    *,
-    per_kernel: bool = False,
-    driver: Version | None = None,
-) -> Callable[[], str] | None:
-    """:func:`unmet`'s rule, its words put off: None when ``report`` passes, else what
-    says why when called. An environment audit judges every file on every device and
-    prints few of the reasons (flashinfer-cubin: 15,970 cubins that run on neither 12.1
-    nor 9.0, each reason a prediction per kernel)."""
-    if report.error is not None:
-        return None
-    found = routes(report, cap)
-    if not found:
-        return lambda: f"{report.path}: {_no_kernels(report.listing)}: nothing in it runs on {cap}"
-    strict = per_kernel and report.names
-    if judge(found, driver, per_kernel=strict):
-        return None
-
-    def words() -> str:
-        prediction = predict(report, cap, driver)  # to say why, kernel by kernel
-        if not strict:
-            return f"{report.path}: nothing in it runs on {cap}: {verdict(report, prediction)}"
-        return f"{report.path}: on {cap}: {prediction.verdict()}"
-
-    return words
-
-
-def _route_json(r: Route) -> dict[str, Any]:
+def route_json(r: Route) -> dict[str, Any]:
+    """A route as both documents hold it: its words, path, target, PTX ISA, minimum driver."""
     return {
         "route": r.describe(),
         "path": r.path.value,
@@ -228,7 +116,7 @@ def artifact_json(
                 "per_kernel": names,
                 "routes": [
                     {
-                        **_route_json(by_text[text]),
+                        **route_json(by_text[text]),
                         "kernels": len(ks) if names else None,
                         "kernel_names": sorted(ks) if names else None,
                     }

@@ -3,7 +3,8 @@ the libraries behind a mixed answer, the alternatives of runtime-selected builds
 closing summary table; the JSON document (``gate/schemas/environment.schema.json``).
 
 Identical artifacts of a distribution (same targets, same routes on every device) are
-one line with a count; ``verbose`` lists every group and every name.
+one line with a count; ``verbose`` lists every group and every name. The answers are the
+audit's (:mod:`gate.audit.verdicts`); this module only says them.
 """
 
 from __future__ import annotations
@@ -12,21 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from gate import __version__
+from gate.audit.artifact import has_code, targets_text
+from gate.audit.verdicts import DistributionVerdict
 from gate.reader.distributions import Owner
-from gate.reader.variants import Selector, VariantSet
-from gate.reader.verdicts import (
-    Category,
-    DeviceVerdict,
-    DistributionVerdict,
-    Outcome,
-    Part,
-    has_code,
-    selection_text,
-    targets_text,
-)
 from gate.reader.wording import plural
-from gate.rules.routes import Route
+from gate.render.inspect import route_json
+from gate.rules.environment import Category, DeviceVerdict, Outcome, Part
 from gate.rules.targets import Capability, Version
+from gate.rules.variants import Selector, VariantSet
 
 SCHEMA_VERSION = 1
 DOCUMENT = "cuda-gate-environment"
@@ -55,11 +49,30 @@ def verdict_text(dev: DeviceVerdict) -> str:
     return how + (f" {'; '.join(notes)}" if notes else "") + _fails(dev)
 
 
+def detail(o: Outcome) -> str:
+    """``exact SASS (sm_121)``, ``PTX JIT (compute_90, ISA 9.0, driver >= 13.0)``."""
+    if o.route is None:
+        return o.category.value
+    return o.route.describe()
+
+
 def _detail(p: Part) -> str:
     """A part's route; for nothing, what it has instead."""
     if p.outcome.category is Category.NOTHING and p.targets:
         return f"nothing for this device (has {p.targets})"
-    return p.outcome.detail()
+    return detail(p.outcome)
+
+
+def selection_text(part: Part) -> str:
+    """How a set's answer depends on what loads it: ``by CUDA runtime 12.8, 13.0``."""
+    if part.variants is None or len(part.chosen) == len(part.variants.selectable):
+        return ""  # every build gives the same answer: nothing depends on the selection
+    if part.variants.rule.selector is Selector.CUDA_RUNTIME:
+        runtimes = [
+            str(v.runtime) for v in part.variants.selectable if v.label in part.chosen and v.runtime
+        ]
+        return f"with CUDA runtime {', '.join(runtimes)}" if runtimes else ""
+    return f"with {', '.join(f'{c}/' for c in part.chosen)}" if part.chosen else ""
 
 
 def _fails(dev: DeviceVerdict) -> str:
@@ -149,7 +162,7 @@ def _set_lines(s: VariantSet, v: DistributionVerdict, runtime: Version | None) -
         by: dict[str, list[str]] = {}
         ranked = sorted(part.builds, key=lambda b: _COLUMNS.index(b[1].category) if b[1] else 99)
         for label, found in ranked:
-            by.setdefault(found.detail() if found else "no device code", []).append(label)
+            by.setdefault(detail(found) if found else "no device code", []).append(label)
         # Build labels are short: all of them, whatever the verbosity.
         text = "; ".join(f"{what}: {', '.join(labels)}" for what, labels in by.items())
         loads = ""
@@ -164,7 +177,7 @@ def _mixed_lines(dev: DeviceVerdict, verbose: bool) -> list[str]:
     """The libraries behind a mixed answer, one line per route."""
     by: dict[str, list[str]] = {}
     for p in sorted(dev.parts, key=lambda p: _COLUMNS.index(p.outcome.category)):
-        by.setdefault(p.outcome.detail(), []).append(p.name)
+        by.setdefault(detail(p.outcome), []).append(p.name)
     return [
         f"    {dev.capability} {what}: {_count(names)}: {_names(names, verbose)}"
         for what, names in by.items()
@@ -183,11 +196,11 @@ def identical(v: DistributionVerdict) -> list[tuple[str, tuple[str, ...], list[s
     for dev in v.devices:
         for p in dev.parts:
             if p.variants is None:
-                routes.setdefault(p.name, []).append(p.outcome.detail())
+                routes.setdefault(p.name, []).append(detail(p.outcome))
                 continue
             paths = {b.label: b.path for b in p.variants.variants}
             for label, found in p.builds:
-                routes.setdefault(paths[label], []).append(found.detail() if found else "-")
+                routes.setdefault(paths[label], []).append(detail(found) if found else "-")
     same: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for member, report in zip(v.group.members, v.group.reports, strict=True):
         if has_code(report):
@@ -245,22 +258,11 @@ def _summary(verdicts: Sequence[DistributionVerdict], caps: Sequence[Capability]
     return lines
 
 
-def _route_json(route: Route | None) -> dict[str, Any] | None:
-    if route is None:
-        return None
-    return {
-        "route": route.describe(),
-        "path": route.path.value,
-        "target": str(route.target) if route.target else None,
-        "ptx_isa": str(route.ptx_isa) if route.ptx_isa else None,
-        "min_driver": str(route.min_driver) if route.min_driver else None,
-    }
-
-
 def _outcome_json(o: Outcome | None) -> dict[str, Any] | None:
     if o is None:
         return None
-    return {"category": o.category.value, "route": _route_json(o.route), "reason": o.reason}
+    route = route_json(o.route) if o.route is not None else None
+    return {"category": o.category.value, "route": route, "reason": o.reason}
 
 
 def _part_json(p: Part) -> dict[str, Any]:

@@ -10,7 +10,9 @@ look like missing device code. Here they are read as alternatives.
 The rules are data (:data:`RULES`): a pattern over a member's path inside its
 distribution, what selects among the matches, and the sentence the output states.
 Matches that share everything but the selecting part form one :class:`VariantSet`
-when there are at least two selectable builds.
+when there are at least two selectable builds; which of them a CUDA runtime loads is
+:meth:`VariantSet.loaded`. The environment audit answers a set by its best loadable
+build (:func:`gate.rules.environment.set_part`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import enum
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 from gate.rules.targets import Version
 
@@ -118,8 +121,9 @@ class VariantSet:
 
 
 def _natural(v: Variant) -> tuple[bool, int, str]:
-    digits = re.match(r"\d+", v.key)
-    return (v.other_backend, int(digits.group(0)) if digits else 0, v.key)
+    """Builds in the order of their numbers (``sm90`` before ``sm100``), other backends last."""
+    digits = "".join(takewhile(str.isdigit, v.key))
+    return (v.other_backend, int(digits or "0"), v.key)
 
 
 def find_sets(paths: Sequence[str]) -> tuple[VariantSet, ...]:

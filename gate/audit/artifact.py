@@ -1,0 +1,162 @@
+"""One artifact on one device: its routes, its prediction, the verdict phrase, and why it
+fails a required device.
+
+Per kernel when names were read; without them one route per target stands for every
+kernel (:data:`ALL_KERNELS`), and the phrases never count kernels they did not see. The
+decisions are the core's (:func:`gate.rules.environment.unmet`, :func:`gate.rules.routes.judge`);
+this module reads the report for them and words their answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from gate.reader.listing import DevicePrediction, KernelPrediction, Kind, Listing
+from gate.reader.read import ArtifactReport
+from gate.rules import environment
+from gate.rules.environment import Unmet
+from gate.rules.routes import Path, Route
+from gate.rules.targets import Capability, Target, Version
+
+ALL_KERNELS = "(every kernel)"
+
+
+def target_text(kind: Kind, target: Target) -> str:
+    """``sm_90``, ``compute_90`` or ``lto_90`` (LTO IR is neither SASS nor PTX)."""
+    if kind is Kind.LTOIR:
+        return f"lto_{target.number}{target.variant.value}"
+    return str(target)
+
+
+def targets_text(report: ArtifactReport) -> str:
+    """``SASS sm_75..sm_121 (11), PTX compute_90``: an artifact's targets on one line."""
+    listing = report.listing
+    parts = []
+    for kind, label in ((Kind.SASS, "SASS"), (Kind.PTX, "PTX"), (Kind.LTOIR, "LTO IR")):
+        found = sorted(listing.targets(kind), key=lambda t: (t.number, t.variant.value))
+        if not found:
+            continue
+        names = [target_text(kind, t) for t in found]
+        shown = names[0] if len(names) == 1 else f"{names[0]}..{names[-1]} ({len(names)})"
+        parts.append(f"{label} {shown}")
+    return ", ".join(parts) or "no device code"
+
+
+def has_code(report: ArtifactReport) -> bool:
+    """Whether a readable artifact carries any device-code entry."""
+    return report.error is None and bool(report.listing.entries)
+
+
+def needs_device(report: ArtifactReport) -> bool:
+    """Whether an artifact has code a device must run
+    (:func:`gate.rules.environment.needs_device`)."""
+    listing = report.listing
+    return environment.needs_device(
+        has_code=has_code(report),
+        names=report.names,
+        kernels=bool(listing.kernels()),
+        lto=bool(listing.targets(Kind.LTOIR)),
+    )
+
+
+def predict(
+    report: ArtifactReport, cap: Capability, driver: Version | None = None
+) -> DevicePrediction:
+    """Per-kernel routes when names were read, else one route standing for every kernel."""
+    listing = report.listing
+    if report.names:
+        return listing.predict(cap, driver)
+    if not listing.targets(Kind.SASS) and not listing.has_ptx:
+        return DevicePrediction(cap, (), driver)
+    route = listing.target_route(cap)
+    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, route),), driver)
+
+
+def routes(report: ArtifactReport, cap: Capability) -> tuple[Route, ...]:
+    """The routes of the report's kernels on ``cap``, one per group of kernels found in
+    the same places (with names; equal routes of two groups both appear), or the one
+    route standing for every kernel (without); empty when there is no kernel to route.
+    Every route :func:`predict` gives, in the order it first gives them: what the rules
+    over routes need, without building a prediction per kernel."""
+    listing = report.listing
+    if report.names:
+        return listing.kernel_routes(cap)
+    if not listing.targets(Kind.SASS) and not listing.has_ptx:
+        return ()
+    return (listing.target_route(cap),)
+
+
+def verdict(report: ArtifactReport, prediction: DevicePrediction) -> str:
+    """The device's verdict; every count in it true (per target, none is given)."""
+    if not prediction.kernels:
+        return _no_kernels(report.listing)
+    if not report.names:
+        # One route stands for every kernel: "no code for 1 of 1 kernels" would be false.
+        path = prediction.kernels[0].route.path
+        if path is Path.NONE:
+            return "no code for any kernel"
+        if path is Path.OTHER_DEVICES:
+            return "nothing built for this device (only a/f builds for other devices)"
+    return prediction.verdict()
+
+
+def _no_kernels(listing: Listing) -> str:
+    """Why an artifact has no kernel to route: no device code, LTO IR only, or stubs."""
+    if not listing.entries:
+        return "no device code"
+    if not listing.targets(Kind.SASS) and not listing.has_ptx:
+        lto = ", ".join(target_text(Kind.LTOIR, t) for t in listing.targets(Kind.LTOIR))
+        return (
+            f"LTO IR only ({lto}): it runs nowhere until it is device-linked; device-link it first"
+        )
+    return "no kernels"
+
+
+def unmet(
+    report: ArtifactReport,
+    cap: Capability,
+    *,
+    per_kernel: bool = False,
+    driver: Version | None = None,
+) -> str | None:
+    """Why ``report`` fails a required device, or None (:func:`gate.rules.environment.unmet`).
+
+    As a whole by default (something in it runs on ``cap``); with ``per_kernel`` (the
+    project's own code; needs names) every kernel built for ``cap`` needs code there. A
+    file with nothing to judge (no device code, LTO IR only, no kernels) fails too.
+    """
+    why = failure(report, cap, per_kernel=per_kernel, driver=driver)
+    return None if why is None else why()
+
+
+def failure(
+    report: ArtifactReport,
+    cap: Capability,
+    *,
+    per_kernel: bool = False,
+    driver: Version | None = None,
+    found: Sequence[Route] | None = None,
+) -> Callable[[], str] | None:
+    """:func:`unmet`'s rule, its words put off: None when ``report`` passes, else what
+    says why when called. An environment audit judges every file on every device and
+    prints few of the reasons (flashinfer-cubin: 15,970 cubins that run on neither 12.1
+    nor 9.0, each reason a prediction per kernel). ``found``: the report's
+    :func:`routes` on ``cap``, where the caller has them."""
+    readable = report.error is None
+    if found is None:
+        found = routes(report, cap) if readable else ()
+    why = environment.unmet(
+        found, driver, readable=readable, names=report.names, per_kernel=per_kernel
+    )
+    if why is None:
+        return None
+    if why is Unmet.NOTHING_TO_ROUTE:
+        return lambda: f"{report.path}: {_no_kernels(report.listing)}: nothing in it runs on {cap}"
+
+    def words() -> str:
+        prediction = predict(report, cap, driver)  # to say why, kernel by kernel
+        if why is Unmet.NOTHING_RUNS:
+            return f"{report.path}: nothing in it runs on {cap}: {verdict(report, prediction)}"
+        return f"{report.path}: on {cap}: {prediction.verdict()}"
+
+    return words
