@@ -53,6 +53,22 @@ def mark(root: Path) -> None:
     (root / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
 
 
+def evidence_folder(root: Path) -> Path:
+    """``root``'s marker path, once ``root`` is checked to be a folder and no link (the
+    marker itself may be missing); BadInputError naming ``root`` otherwise."""
+    if root.is_symlink():
+        raise BadInputError(f"{root}: the evidence folder is a symbolic link ({_LINK_HINT})")
+    if not root.is_dir():
+        raise BadInputError(f"{root}: evidence folder not found")
+    return root / MARKER
+
+
+def is_plain_or_missing(path: Path) -> bool:
+    """Whether ``path`` is a regular file or nothing: never a link, FIFO or folder (checked
+    before anything reads it)."""
+    return not path.is_symlink() and (path.is_file() or not path.exists())
+
+
 def is_marked(root: Path) -> bool:
     """Whether ``root`` is a folder the gate made for its evidence."""
     try:

@@ -43,8 +43,10 @@ from gate.evidence import (
     MARKER,
     TEST_RESULT_ENVELOPE,
     TEST_RESULT_FILE,
+    evidence_folder,
     is_evidence,
     is_marked,
+    is_plain_or_missing,
     walk,
 )
 from gate.fsutil import open_regular
@@ -84,14 +86,8 @@ def check_folder_is_gate(folder: Path) -> None:
     writes is there); a folder the gate wrote but whose marker was removed or replaced
     by a link is a change (13).
     """
-    if folder.is_symlink():
-        raise BadInputError(
-            f"{folder}: the evidence folder is a symbolic link (links are never followed)"
-        )
-    if not folder.is_dir():
-        raise BadInputError(f"{folder}: evidence folder not found")
-    marker = folder / MARKER
-    if marker.is_symlink() or (marker.exists() and not marker.is_file()):
+    marker = evidence_folder(folder)
+    if not is_plain_or_missing(marker):
         raise changed(f"{marker}: the marker is not a regular file")
     if not marker.exists():
         if any((folder / name).exists() for name in (RESULT_FILE, *_STATEMENTS)):

@@ -40,8 +40,10 @@ from gate.evidence import (
     MARKER,
     TEST_RESULT_ENVELOPE,
     TEST_RESULT_FILE,
+    evidence_folder,
     is_evidence,
     is_marked,
+    is_plain_or_missing,
     walk,
 )
 from gate.fsutil import open_regular
@@ -82,14 +84,8 @@ class Intake:
 def open_evidence(evidence_dir: Path) -> Intake:
     """Check that ``evidence_dir`` is gate evidence (steps 1-4 above); one line if not."""
     # 1. the gate's marker (a link in place of the folder is refused like any other link)
-    if evidence_dir.is_symlink():
-        raise BadInputError(
-            f"{evidence_dir}: the evidence folder is a symbolic link ({_LINK_HINT})"
-        )
-    if not evidence_dir.is_dir():
-        raise BadInputError(f"{evidence_dir}: evidence folder not found")
-    marker = evidence_dir / MARKER
-    if marker.is_symlink() or (marker.exists() and not marker.is_file()):
+    marker = evidence_folder(evidence_dir)
+    if not is_plain_or_missing(marker):
         # Checked before is_marked reads it: a link or FIFO there must not be followed.
         raise BadInputError(f"{marker}: the marker is not a regular file ({_LINK_HINT})")
     if not is_marked(evidence_dir):
