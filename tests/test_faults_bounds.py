@@ -316,7 +316,7 @@ def test_four_megabyte_command_splits_in_linear_time(tmp_path: Path) -> None:
         assert split(command) == list(loaded.builds[0].command)
     with python_lines(limit=200) as short:
         split("nvcc '-DLONG=x' -o out.o")
-    assert lines.amount == short.amount
+    assert abs(lines.amount - short.amount) <= 10, (lines.amount, short.amount)  # a tracer's few
 
 
 SHORT_WORDS = '-I \'inc dir\' "-DA=\\"1\\"" '  # three words, 24 characters
@@ -336,6 +336,9 @@ def test_many_short_words_split_in_linear_time() -> None:
     assert words[:3] == ["-I", "inc dir", '-DA="1"']
     assert len(words) == 600_000
     # The same Python work for every word (shlex runs ~145 lines per word here, a loop
-    # per character): each 500 copies more cost the same lines more.
+    # per character): each 500 copies more cost the same lines more, within 1% (a tracer
+    # such as mutmut's, or the collector, may add a few lines of its own).
     costs = [_lines_to_split(copies) for copies in (500, 1_000, 1_500)]
-    assert costs[2] - costs[1] == costs[1] - costs[0] <= 15 * 3 * 500, costs
+    first, second = costs[1] - costs[0], costs[2] - costs[1]
+    assert abs(second - first) <= first // 100, costs
+    assert max(first, second) <= 15 * 3 * 500, costs

@@ -101,7 +101,8 @@ def test_runs_of_newlines_and_blanks_are_linear() -> None:
         _lines_to_read(b"\n" * runs + b" \t" * runs + b".entry" + b"\n" * runs + b"tail\n")
         for runs in (20_000, 80_000)
     ]
-    assert lines[0] == lines[1] < 200, lines
+    assert abs(lines[0] - lines[1]) <= 10, lines  # a tracer (mutmut's) may add a few
+    assert max(lines) < 200, lines
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
