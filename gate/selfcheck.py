@@ -46,6 +46,7 @@ from types import CodeType, ModuleType
 from gate.errors import ToolError
 
 DISTRIBUTION = "cuda-gate"
+_RECORD_PREFIX = "cuda_gate-"  # its .dist-info folder, as pip names it
 _PACKAGE = "gate"
 # Files of the package that are code or rules (bytecode caches are never trusted, only compiled).
 _SKIPPED_FOLDERS = frozenset({"__pycache__"})
@@ -97,13 +98,18 @@ def record_digests(site: Path, record: str) -> dict[str, str]:
     return found
 
 
-def installed_records(paths: Sequence[str]) -> dict[str, str]:
-    """Every file a ``RECORD`` on ``paths`` (``sys.path``) hashes: absolute path -> SHA-256."""
+def installed_records(paths: Sequence[str], prefix: str = "") -> dict[str, str]:
+    """Every file a ``RECORD`` on ``paths`` (``sys.path``) hashes: absolute path -> SHA-256;
+    with ``prefix``, only the distributions whose ``.dist-info`` folder starts with it."""
     found: dict[str, str] = {}
     for entry in paths:
         site = Path(entry or ".")
         try:
-            infos = [p for p in site.iterdir() if p.name.endswith(".dist-info")]
+            infos = [
+                p
+                for p in site.iterdir()
+                if p.name.endswith(".dist-info") and p.name.startswith(prefix)
+            ]
         except OSError:
             continue
         for info in infos:
@@ -273,7 +279,8 @@ class Guard:
         """Steps 1 and 2: the package as installed (GateChangedError if not), preloading."""
         root = _package_root()
         digests = package_digests(root)
-        found = installed_records(sys.path) if records is None else records
+        # Only the gate's own RECORD here; every distribution's once the hook is armed.
+        found = installed_records(sys.path, _RECORD_PREFIX) if records is None else records
         problem = record_problem(root, digests, found)
         if problem is not None:
             raise GateChangedError(problem, hint=_HINT)

@@ -67,6 +67,8 @@ def test_a_package_file_unlike_its_record_is_named(tmp_path: Path) -> None:
     (site / "cuda_gate-0.1.0.dist-info").mkdir()
     (site / "cuda_gate-0.1.0.dist-info" / "RECORD").write_text(record)
     records = selfcheck.installed_records([str(site)])
+    assert records == selfcheck.installed_records([str(site)], "cuda_gate-")
+    assert selfcheck.installed_records([str(site)], "numpy-") == {}
     package = root / "gate"
     digests = selfcheck.package_digests(package)
     assert set(digests) == {"cli.py", "rules/compat.json"}
