@@ -95,7 +95,7 @@ def _cuda_gate(session: nox.Session, *args: str) -> None:
     """Run the ``cuda-gate`` CLI with its exit status kept (see the module docstring).
 
     nox itself is the gate's parent and holds the environment it was given, secrets
-    included: it makes itself non-dumpable first, as the gate does (gate.vault), so the
+    included: it makes itself non-dumpable first, as the gate does (gate.guard.vault), so the
     project's builds cannot read them from /proc/<nox's pid>/environ either.
     """
     import ctypes  # noqa: PLC0415 - only the sessions that run the gate

@@ -35,8 +35,8 @@ from gate.attest.verify import verify  # noqa: E402
 from gate.cli import main as cli_main  # noqa: E402
 from gate.config.shellsplit import split  # noqa: E402
 from gate.errors import ConfigError  # noqa: E402
+from gate.guard.redact import Redactor  # noqa: E402
 from gate.reader.cubin import read_ptx  # noqa: E402
-from gate.redact import Redactor  # noqa: E402
 from tests.manifest_evidence import make_evidence, matching_machine  # noqa: E402
 
 REPRO = ROOT / "tests" / "repro"

@@ -56,7 +56,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 import bench_inspect  # noqa: E402
 
-from gate import cuobjdump  # noqa: E402
+from gate.tools import cuobjdump  # noqa: E402
 from tests.pypi_wheels import SMALL, Wheel, fetch, folder  # noqa: E402
 
 # The small wheels the tests use and a few more (x86-64), then the kind of corpus issue 23

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import cuobjdump  # noqa: E402
+from gate.tools import cuobjdump  # noqa: E402
 
 DEFAULT = ("libcublasLt.so.13", "nvidia-cublas==13.10.0.20", "nvidia/cu13/lib/libcublasLt.so.13")
 NAMES = "cuda-gate inspect --names (all sections)"

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_inspect  # noqa: E402
 from bench_inspect import bytecode, machine  # noqa: E402
 
-from gate import cuobjdump  # noqa: E402
+from gate.tools import cuobjdump  # noqa: E402
 
 DEFAULT_WHEEL = "nvidia-cublas==13.10.0.20"
 DEFAULT_MEMBER = "nvidia/cu13/lib/libcublasLt.so.13"

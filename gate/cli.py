@@ -77,8 +77,8 @@ def _named_command(argv: Sequence[str] | None) -> str | None:
 
 
 def entry() -> int:
-    """The ``cuda-gate`` command: the secrets sealed away first (gate.vault), then main()."""
-    from gate import vault  # noqa: PLC0415 - the entry point only; main() stays importable
+    """The ``cuda-gate`` command: the secrets sealed away first (gate.guard.vault), then main()."""
+    from gate.guard import vault  # noqa: PLC0415 - the entry point only; main() stays importable
 
     try:
         vault.seal()

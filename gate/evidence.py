@@ -30,7 +30,7 @@ from typing import IO
 from gate import jsonutil
 from gate.errors import BadInputError, EvidenceError
 from gate.fsutil import Lock, write_atomic
-from gate.redact import Redactor, StreamRedactor
+from gate.guard.redact import Redactor, StreamRedactor
 
 DEFAULT_DIR = "gate-evidence"  # the evidence folder every command defaults to
 MARKER = ".cuda-gate"

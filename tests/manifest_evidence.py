@@ -18,7 +18,7 @@ from typing import Any
 
 from gate.attest.verify import MachineFacts
 from gate.evidence import mark
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
 
 DRIVER_VERSION = "580.159.04"
 DRIVER_CUDA = "13.0"

@@ -10,7 +10,7 @@ from pathlib import Path
 from gate.attest.manifest import ENVELOPE_FILE, write_manifest
 from gate.attest.signing import KeyPair, generate_key_pair, signer_from_pem
 from gate.commands import matrix as command
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
 from gate.store import RunMeta, StoreSettings, publish
 from tests.manifest_evidence import make_evidence
 

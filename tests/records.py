@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gate.git import SourceInfo
 from gate.record import Device, Environment, Execution, LoadedLibrary, RunInfo, RunRecord
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.verdict import Check, CheckState, Stage
+from gate.system.git import SourceInfo
 
 WHEN = datetime(2026, 11, 29, 18, 0, 0, tzinfo=UTC)
 RUN = RunInfo("20261129T180000Z-abc123", "h200-01", "h200")

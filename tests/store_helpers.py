@@ -12,10 +12,10 @@ import pytest
 from gate import cli
 from gate.attest.manifest import write_manifest
 from gate.evidence import mark
-from gate.git import SourceInfo
+from gate.guard.redact import Redactor
 from gate.record import RunInfo
-from gate.redact import Redactor
 from gate.store import RunMeta
+from gate.system.git import SourceInfo
 from tests.records import WHEN, verdict_record, write_record
 
 SCHEMA = Path(__file__).parents[1] / "gate" / "schemas" / "evidence-index.schema.json"

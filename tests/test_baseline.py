@@ -22,9 +22,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gate import machine
 from gate.attest.predicate import PREDICATE_VERSION
 from gate.store.settings import STORE_VARIABLES
+from gate.system import machine
 from tests.s3server import WeedServer
 
 pytestmark = pytest.mark.integration

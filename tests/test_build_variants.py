@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from gate import machine as environment
 from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind
 from gate.rules.hosts import HostRule
@@ -20,6 +19,7 @@ from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check
 from gate.stages import build
 from gate.stages import inspect as inspection
+from gate.system import machine as environment
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The gate's own work kept per toolchain (gate.buildcache) and loaded libraries remembered
+"""The gate's own work kept per toolchain (gate.tools.buildcache) and loaded libraries remembered
 by identity (gate.scan.cache.loaded_library): reused only when nothing it depends on
 changed, rebuilt on any doubt, never written with --no-cache."""
 
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gate import buildcache, proc
+from gate import proc
 from gate.scan.cache import loaded_library, settled
+from gate.tools import buildcache
 from tests.work import wait_for
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "libkernels.so"

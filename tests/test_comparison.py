@@ -1,4 +1,4 @@
-"""Listings into the facts the baseline rules compare (gate.comparison), the comparison's
+"""Listings into the facts the baseline rules compare (gate.baseline.comparison), the comparison's
 one JSON form, and which stored run a reference picks (gate.baseline.resolve.choose)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from gate.baseline.comparison import Baseline, diff_from_json, diff_json, facts
 from gate.baseline.resolve import Which, choose, looks_like_folder
-from gate.comparison import Baseline, diff_from_json, diff_json, facts
 from gate.errors import BadInputError
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.baseline import Policy, Rule, TargetCode, compare

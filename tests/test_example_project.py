@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from gate import config, proc
-from gate import machine as environment
 from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind
 from gate.rules.causes import ExecPath, RuntimeFailure
@@ -23,6 +22,7 @@ from gate.rules.targets import Target
 from gate.stages import inspect as inspection
 from gate.stages import probe, runs
 from gate.stages.loaded import loader_env, parse_loaded
+from gate.system import machine as environment
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dlopen-kernels"
 SM90 = Target.parse("sm_90")

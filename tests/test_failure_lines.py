@@ -135,7 +135,7 @@ def test_a_long_build_step_shows_a_heartbeat_with_its_last_line(tmp_path: Path) 
     ],
 )  # fmt: skip
 def test_an_nvcc_without_a_host_compiler_is_told_to_install_one(output: str, hinted: bool) -> None:
-    from gate.machine import HOST_COMPILER_HINT, nvcc_failure_hint
+    from gate.system.machine import HOST_COMPILER_HINT, nvcc_failure_hint
 
     assert nvcc_failure_hint(output) == (HOST_COMPILER_HINT if hinted else None)
 

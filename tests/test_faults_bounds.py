@@ -22,7 +22,7 @@ from gate.attest.verify import MAX_ENVELOPE_BYTES, Outcome, verify
 from gate.config import values
 from gate.config.shellsplit import split
 from gate.errors import BadInputError, ConfigError, ExitCode
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
 from tests.manifest_evidence import make_evidence, matching_machine
 from tests.peak import run_measured
 from tests.work import bytes_read, hang_guard, peak_memory, python_lines

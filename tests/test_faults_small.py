@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gate import config, git, proc
+from gate import config, proc
 from gate.attest.signing import load_public_key
 from gate.errors import ConfigError, ExitCode
 from gate.evidence import mark
-from gate.git import SourceInfo
 from gate.github.matrix import Status, evaluate
 from gate.store import (
     LocalStore,
@@ -28,6 +27,8 @@ from gate.store import (
     run_meta_from_evidence,
 )
 from gate.store.records import split_repository
+from gate.system import git
+from gate.system.git import SourceInfo
 from tests.matrix_helpers import keys
 from tests.records import verdict_record, write_record
 from tests.store_helpers import REVISION, make_evidence, meta, reseal, validate_index

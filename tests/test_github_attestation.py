@@ -9,12 +9,12 @@ import pytest
 
 from gate.attest.manifest import ENVELOPE_FILE, write_manifest
 from gate.attest.signing import generate_key_pair, load_public_key, signer_from_pem
-from gate.checksums import read as read_sums
 from gate.cli import main
 from gate.errors import BadInputError, GateError, SignatureError
 from gate.evidence import TEST_RESULT_ENVELOPE
 from gate.github.attestation import write_attest_inputs
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
+from gate.scan.checksums import read as read_sums
 from tests.manifest_evidence import make_evidence, sha256
 
 pytestmark = pytest.mark.unit

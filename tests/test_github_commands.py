@@ -13,11 +13,11 @@ import pytest
 
 from gate.commands import github as command
 from gate.errors import BadInputError, ConfigError
-from gate.git import SourceInfo
 from gate.github.runners import github_matrix, load_runner_classes, schema, select
 from gate.record import RunInfo
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.verdict import Check, CheckState
+from gate.system.git import SourceInfo
 from tests.githubserver import fake_github
 from tests.records import both, execution, make_record, write_record
 

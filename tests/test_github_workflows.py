@@ -330,7 +330,7 @@ def test_no_step_that_runs_project_code_sees_a_signing_key_or_store_credential()
     workflow (a build can read its step's shell's environment through /proc), and its
     job neither mints OIDC tokens (the runner gives every step the request token) nor
     exports cloud credentials for later steps."""
-    from gate.redact import GATE_SECRETS
+    from gate.guard.redact import GATE_SECRETS
 
     def clean(scope: object, where: str) -> None:
         text = yaml.safe_dump(scope)

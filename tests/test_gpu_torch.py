@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gate import cuobjdump
 from gate.reader.listing import Kind
 from gate.scan.files import read_artifact
+from gate.tools import cuobjdump
 from tests.torchenv import torch_library
 
 pytestmark = pytest.mark.gpu

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gate.errors import BadInputError
-from gate.machine import ld_cache
 from gate.reader.hostelf import dependencies, read_format
+from gate.system.machine import ld_cache
 
 pytestmark = [
     pytest.mark.integration,

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gate import cuobjdump, proc
+from gate import proc
 from gate.errors import ToolError
 from gate.reader.listing import DeviceEntry, Kind
 from gate.reader.read import ArtifactReport, read_archive, read_artifact
 from gate.rules.targets import Target, Variant
+from gate.tools import cuobjdump
 from tests.cuobjdump_names import arch_of_listed_name
 
 pytestmark = pytest.mark.integration

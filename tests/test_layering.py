@@ -27,26 +27,24 @@ LAYERS = (
     ("gate.rules", 2),  # the decision core: below everything that decides
     ("gate.reader", 3),
     ("gate.fsutil", 3),
-    ("gate.redact", 3),
+    ("gate.guard.redact", 3),
     ("gate.jsonutil", 3),
     ("gate.pump", 3),
     ("gate.proc", 4),
     ("gate.scan", 4),  # the engine over the reader: walks, caches, pools, process settings
-    ("gate.vault", 4),
-    ("gate.selfcheck", 4),  # the gate runs only the code it started with
-    ("gate.watchdog", 3),  # ends what a killed gate left running (a process of its own)
+    ("gate.guard.vault", 4),
+    ("gate.guard.selfcheck", 4),  # the gate runs only the code it started with
+    ("gate.guard.watchdog", 3),  # ends what a killed gate left running (a process of its own)
     ("gate.config", 5),
-    ("gate.git", 5),
-    ("gate.ci", 5),
-    ("gate.checksums", 5),
-    ("gate.machine", 5),
-    ("gate.buildcache", 5),
+    ("gate.system.git", 5),
+    ("gate.system.ci", 5),
+    ("gate.system.machine", 5),
+    ("gate.tools.buildcache", 5),
     ("gate.evidence", 5),
     ("gate.launchlog", 4),  # the launch recorder's record, decoded
     ("gate.launchsummary", 4),  # what the recorder showed, as the run record keeps it
     ("gate.launchroutes", 5),  # which code ran a launched kernel: driver or loaded module
-    ("gate.comparison", 5),  # a run compared with a baseline: facts and JSON, no IO
-    ("gate.cuobjdump", 5),
+    ("gate.tools.cuobjdump", 5),
     ("gate.image", 5),  # container images: reads with gate.reader, saves through gate.proc
     ("gate.container", 5),  # the container runtime, the image it resolves, commands in it
     ("gate.record", 6),
@@ -55,6 +53,7 @@ LAYERS = (
     ("gate.attest", 8),
     ("gate.store", 9),
     ("gate.github", 10),
+    ("gate.baseline.comparison", 5),  # a run compared with a baseline: facts and JSON, no IO
     ("gate.baseline", 10),  # finds a baseline run (a folder or the store) and compares
     ("gate.stages", 11),
     ("gate.pipeline", 12),
@@ -134,12 +133,12 @@ def test_the_rule_catches_a_lower_layer_importing_a_higher_one() -> None:
         "gate.attest.verify": {"gate.store.s3"},
         "gate.render.text": {"gate.config.values"},
         "gate.store.s3": {"gate.store.base"},
-        "gate.git": {"gate.machine"},
+        "gate.system.git": {"gate.system.machine"},
     }
     assert violations(graph) == [
         "gate.attest.verify (layer 8) imports gate.store.s3 (layer 9)",
-        "gate.git (layer 5) imports gate.machine (layer 5)",
         "gate.reader.fatbin (layer 3) imports gate.stages.inspect (layer 11)",
+        "gate.system.git (layer 5) imports gate.system.machine (layer 5)",
     ]
 
 

@@ -16,7 +16,7 @@ import pytest
 from gate import proc
 from gate.config import Config, EntryPoint
 from gate.evidence import EvidenceDir
-from gate.redact import REDACTED, Redactor, StreamRedactor
+from gate.guard.redact import REDACTED, Redactor, StreamRedactor
 from gate.render.live import CLEAR, Counter, LiveLine, fit
 from gate.rules.targets import Capability
 from gate.stages import execute

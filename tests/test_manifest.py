@@ -23,8 +23,8 @@ from gate.attest.manifest import (
 )
 from gate.attest.signing import generate_key_pair, parse_envelope, signer_from_pem, verify_envelope
 from gate.errors import ArtifactChangedError, EvidenceError
+from gate.guard.redact import Redactor
 from gate.record import RESULT_VERSION
-from gate.redact import Redactor
 from tests.manifest_evidence import CAPABILITY, DRIVER_VERSION, KERNEL, make_evidence, sha256
 
 pytestmark = pytest.mark.unit

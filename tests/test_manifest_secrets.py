@@ -10,7 +10,7 @@ import pytest
 from gate.attest.manifest import write_manifest
 from gate.attest.signing import KEY_PEM_ENV, generate_key_pair, load_signer_from_env_or_file
 from gate.errors import EvidenceError
-from gate.redact import REDACTED, Redactor, is_secret_name
+from gate.guard.redact import REDACTED, Redactor, is_secret_name
 from tests.manifest_evidence import make_evidence
 
 pytestmark = pytest.mark.unit

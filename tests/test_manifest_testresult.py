@@ -26,7 +26,7 @@ from gate.attest.signing import generate_key_pair, parse_envelope, signer_from_p
 from gate.attest.testresult import PREDICATE_TYPE
 from gate.errors import EvidenceError
 from gate.evidence import TEST_RESULT_ENVELOPE, TEST_RESULT_FILE
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
 from tests.manifest_evidence import make_evidence, sha256
 
 pytestmark = pytest.mark.unit

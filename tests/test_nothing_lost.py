@@ -186,7 +186,7 @@ def test_cuobjdump_output_is_read_whole_or_refused(
 ) -> None:
     # -symbols on libtorch_cuda.so prints 74 MB: cut to proc's head and tail, 627 of its
     # 2,789 cubins went missing from the cross-check. cuobjdump's output is read whole ...
-    from gate import cuobjdump
+    from gate.tools import cuobjdump
 
     monkeypatch.setattr(proc, "OUTPUT_LIMIT", 1000)
     body = "echo 'Fatbin elf code:'\nyes 'FUNC GLOBAL DEFAULT ENTRY k' | head -n 1000\necho END\n"

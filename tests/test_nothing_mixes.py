@@ -28,7 +28,7 @@ from gate.evidence import (
     evidence_files,
     walk,
 )
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
 from gate.store.settings import load_settings
 from tests.s3server import WeedServer
 from tests.store_helpers import REVISION, make_evidence, run_cli

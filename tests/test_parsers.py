@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from gate import cuobjdump, git
-from gate import machine as environment
 from gate.errors import ToolError
 from gate.reader.listing import Kind
 from gate.rules.targets import Target, Version
+from gate.system import git
+from gate.system import machine as environment
+from gate.tools import cuobjdump
 
 pytestmark = pytest.mark.unit
 

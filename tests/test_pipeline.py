@@ -314,7 +314,7 @@ def test_without_cuobjdump_our_reader_alone_inspects(tmp_path: Path) -> None:
 def test_a_cuobjdump_without_nvdisasm_still_lists_and_says_why_sass_is_absent(
     tmp_path: Path,
 ) -> None:
-    from gate import cuobjdump
+    from gate.tools import cuobjdump
 
     alone = tmp_path / "bin"
     alone.mkdir()

@@ -20,8 +20,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gate import checksums
 from gate.errors import BadInputError
+from gate.scan import checksums
 from tests.conftest import gpu_unavailable_reason
 from tests.decision_builds import nvcc
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import ToolError
-from gate.machine import PYTHON_ENV, find_python
+from gate.system.machine import PYTHON_ENV, find_python
 
 pytestmark = pytest.mark.unit
 

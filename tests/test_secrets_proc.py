@@ -1,4 +1,4 @@
-"""Project code cannot read the gate's secrets back from the gate (gate.vault).
+"""Project code cannot read the gate's secrets back from the gate (gate.guard.vault).
 
 A build step walks every ancestor's ``/proc/PID/environ``, ``cmdline`` and
 ``/proc/PID/fd/*`` (each descriptor opened and read) and dumps what it could read; no
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from gate import vault
 from gate.attest.signing import generate_key_pair
-from gate.redact import GATE_SECRETS
+from gate.guard import vault
+from gate.guard.redact import GATE_SECRETS
 
 pytestmark = pytest.mark.integration
 
@@ -195,7 +195,7 @@ def test_the_gate_is_not_dumpable_and_its_start_up_environment_holds_no_secret(
     """What the walk relies on, seen from inside: the sealed, re-executed gate."""
     probe = (
         "import ctypes, json, os, sys\n"
-        "from gate import vault\n"
+        "from gate.guard import vault\n"
         "vault.seal()\n"
         # prctl(PR_GET_DUMPABLE): 0 once the gate has closed its /proc files to its user.
         "dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) != 0\n"

@@ -1,4 +1,4 @@
-"""The gate runs only the code it started with (gate.selfcheck; issue 37, item 3).
+"""The gate runs only the code it started with (gate.guard.selfcheck; issue 37, item 3).
 
 Unit tests of each step on folders of the test's own: RECORD rows as pip writes them, a
 package changed after its digests were noted, and the import hook over a module folder
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from gate import selfcheck
 from gate.errors import ExitCode
+from gate.guard import selfcheck
 
 pytestmark = pytest.mark.unit
 

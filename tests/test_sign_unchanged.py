@@ -28,8 +28,8 @@ from gate.evidence import (
     mark,
 )
 from gate.fsutil import Lock
+from gate.guard.redact import Redactor
 from gate.record import RESULT_FILE
-from gate.redact import Redactor
 from tests.store_helpers import make_evidence
 
 pytestmark = pytest.mark.unit

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gate import git
 from gate.errors import ConfigError
 from gate.store import find_repository, run_meta_from_evidence
+from gate.system import git
 from tests.matrix_helpers import run_matrix
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from gate.attest.manifest import ENVELOPE_FILE, MANIFEST_FILE, write_manifest
 from gate.attest.signing import generate_key_pair, signer_from_pem
 from gate.errors import BadInputError, EvidenceChangedError, ExitCode, GateError
 from gate.evidence import MARKER, TEST_RESULT_ENVELOPE, TEST_RESULT_FILE, mark
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
 from gate.store import LocalStore, StoreSettings, local_settings, pending, publish
 from gate.store.intake import open_evidence
 from gate.store.records import copy_with_digest

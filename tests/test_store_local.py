@@ -19,7 +19,6 @@ from gate.errors import (
     StorageConflictError,
     StorageError,
 )
-from gate.git import parse_remote
 from gate.store import (
     LocalStore,
     ObjectExistsError,
@@ -42,6 +41,7 @@ from gate.store.base import PutOutcome
 from gate.store.progress import StderrProgress
 from gate.store.records import check_file_name
 from gate.store.settings import STORE_VARIABLES, StoreSettings
+from gate.system.git import parse_remote
 from tests.store_helpers import REVISION, make_evidence, meta, reseal, run_cli, validate_index
 
 pytestmark = pytest.mark.unit

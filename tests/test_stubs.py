@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from gate import cuobjdump
 from gate.errors import ToolError
 from gate.reader import sass
 from gate.reader.read import read_artifact
 from gate.rules.stubs import Body, classify
+from gate.tools import cuobjdump
 from tests.conftest import gpu_unavailable_reason
 
 pytestmark = pytest.mark.integration

@@ -41,7 +41,7 @@ from gate.errors import (
     StaleEnvironmentError,
     StaleEvidenceError,
 )
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
 from tests.manifest_evidence import Evidence, make_evidence, matching_machine
 
 pytestmark = pytest.mark.unit

@@ -17,7 +17,7 @@ from gate.attest.manifest import ENVELOPE_FILE, write_manifest
 from gate.attest.signing import generate_key_pair, signer_from_pem
 from gate.attest.verify import MachineFacts, gather_machine_facts
 from gate.errors import ExitCode
-from gate.redact import Redactor
+from gate.guard.redact import Redactor
 from tests.manifest_evidence import (
     CAPABILITY,
     DRIVER_CUDA,

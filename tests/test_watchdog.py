@@ -1,6 +1,6 @@
 """A gate killed with SIGKILL leaves nothing of its commands running (issue 37, item 6).
 
-SIGKILL cannot be caught: the gate's watchdog (gate.watchdog), a process of its own
+SIGKILL cannot be caught: the gate's watchdog (gate.guard.watchdog), a process of its own
 session, ends the sessions of the commands still running when the gate is gone. Real
 processes throughout: the gate as a real process with a build command that is a real
 shell script leaving long sleeps behind, killed with SIGKILL (the gate alone, or its
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from gate import watchdog
-from gate.watchdog import _Command, _end
+from gate.guard import watchdog
+from gate.guard.watchdog import _Command, _end
 from tests.containers import BUSYBOX, missing, need, podman_runner, remove_runner
 
 pytestmark = pytest.mark.integration

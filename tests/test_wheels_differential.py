@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from gate import cuobjdump, proc
+from gate import proc
 from gate.errors import ToolError
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import PRIMARY_SECTIONS, ArtifactReport, read_wheel
 from gate.rules.targets import Variant
 from gate.stages.crosscheck import compare
+from gate.tools import cuobjdump
 from tests.cuobjdump_names import arch_of_listed_name
 from tests.pypi_wheels import SMALL, Wheel, fetch, folder
 

@@ -36,8 +36,8 @@ from gate.evidence import (
     evidence_files,
 )
 from gate.fsutil import sha256_file, write_atomic
+from gate.guard.redact import Redactor
 from gate.record import RESULT_FILE, RunRecord, load
-from gate.redact import Redactor
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 NOT_SIGNED = "manifest not signed: no signing key configured"

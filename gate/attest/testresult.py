@@ -23,7 +23,7 @@ consumers read; this module maps a run onto it:
   project configuration file when one was used. The run record's descriptor carries,
   as annotations (schema :data:`ANNOTATIONS_SCHEMA`, ``gate/schemas/``), where the
   checks ran: ``runnerEnvironment`` (``self-hosted`` or ``github-hosted``, as the
-  Actions runner says; gate.ci.runner_environment), ``runnerClass``, ``runner`` (the
+  Actions runner says; gate.system.ci.runner_environment), ``runnerClass``, ``runner`` (the
   runner's name), ``runId`` and ``cudaGateVersion``. A GitHub artifact attestation's
   Sigstore certificate names the runner of the job that *signed* it (a GitHub-hosted
   control job, never the GPU runner, which holds no OIDC token): so
@@ -43,7 +43,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gate import ci
 from gate.errors import EvidenceError
 from gate.fsutil import sha256_file
 from gate.record import RESULT_FILE, RunRecord
@@ -55,6 +54,7 @@ from gate.rules.verdict import (
     attestation_list,
     attestation_result,
 )
+from gate.system import ci
 
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 # The $id of gate/schemas/test-result-predicate.schema.json: the annotations' layout.

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate import ci, jsonutil
+from gate import jsonutil
 from gate.attest.manifest import ManifestResult, build_statement, evidence_digests, write_statement
 from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import Signer, sign_envelope
@@ -52,6 +52,7 @@ from gate.evidence import (
 from gate.fsutil import open_regular
 from gate.record import RESULT_FILE, RunRecord
 from gate.record import load as load_record
+from gate.system import ci
 
 _FRESH = "run the gate again to write fresh evidence"
 # The files a finished run leaves beside its evidence (the marker is hidden, so no

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from gate import jsonutil, proc
-from gate import machine as environment
 from gate.attest import freshness as fresh
 from gate.attest import image_step
 from gate.attest.evidence_step import step_evidence
@@ -62,6 +61,7 @@ from gate.errors import (
 )
 from gate.fsutil import sha256_file
 from gate.rules.targets import Capability
+from gate.system import machine as environment
 
 __all__ = [
     "Freshness",

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import git
-from gate.comparison import Baseline, facts
+from gate.baseline.comparison import Baseline, facts
 from gate.config import Config
 from gate.errors import BadInputError, ConfigError, EvidenceChangedError
 from gate.record import RESULT_FILE, RunRecord, parse, read_result
@@ -25,6 +24,7 @@ from gate.rules.targets import Capability
 from gate.store import fetch_run, find_repository, list_runs, load_settings, open_store
 from gate.store.readback import list_repository_runs
 from gate.store.records import RunState, RunSummary, check_segment
+from gate.system import git
 
 LATEST_ACCEPTED = "latest-accepted"
 _LINK_HINT = "evidence is plain files; links are never followed"

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from gate.errors import ExitCode
 
 if TYPE_CHECKING:
+    from gate.baseline.comparison import Baseline
     from gate.baseline.resolve import Found, Which
-    from gate.comparison import Baseline
 
 DIFF_VERSION = 1
 
@@ -63,7 +63,7 @@ def which(args: argparse.Namespace) -> Which:
     import os
 
     from gate.baseline.resolve import Which
-    from gate.ci import runner_class
+    from gate.system.ci import runner_class
 
     return Which(args.runner_class or runner_class(os.environ), args.runner)
 
@@ -110,7 +110,7 @@ def _found(args: argparse.Namespace, reference: str, dest: Path, project: Any) -
 def document(compared: Baseline, new: Found) -> dict[str, Any]:
     """``diff --json``: gate/schemas/diff.schema.json, version 1."""
     from gate import __version__
-    from gate.comparison import diff_json
+    from gate.baseline.comparison import diff_json
 
     record, summary = new.record, new.summary
     body = compared.to_json()

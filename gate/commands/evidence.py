@@ -132,8 +132,8 @@ def _open(args: argparse.Namespace) -> tuple[EvidenceStore, str]:
 def list_command(args: argparse.Namespace) -> int:
     """Print the runs stored for the revision, newest first; exit 6 if an index is unreadable."""
     from gate.errors import BadInputError, ConfigError
-    from gate.git import resolve
     from gate.store.readback import list_repository_runs, list_runs
+    from gate.system.git import resolve
 
     if args.all and args.revision != "HEAD":
         raise ConfigError("--all lists every revision; leave out --revision")
@@ -245,10 +245,10 @@ def human_time(iso: str) -> str:
 
 def get_command(args: argparse.Namespace) -> int:
     """Download one run and check every file against its index."""
-    from gate.git import resolve
     from gate.store import fetch_run, latest_run, list_runs
     from gate.store.readback import resolve_run_id
     from gate.store.records import check_segment
+    from gate.system.git import resolve
 
     # Names first: a --run of ../x must never reach a key or a path.
     runner = check_segment(args.runner, "--runner")

@@ -92,10 +92,10 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _status(args: argparse.Namespace) -> int:
-    from gate import ci
-    from gate.git import check_revision
     from gate.github.client import CommitStatus, GitHubClient, State
     from gate.record import load
+    from gate.system import ci
+    from gate.system.git import check_revision
 
     env = os.environ
     repository = args.repository or env.get("GITHUB_REPOSITORY")
@@ -217,10 +217,10 @@ def _runner_matrix(args: argparse.Namespace) -> int:
 
 
 def _attestation(args: argparse.Namespace) -> int:
-    from gate import checksums
     from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
-    from gate.git import check_revision
     from gate.github.attestation import write_attest_inputs
+    from gate.scan import checksums
+    from gate.system.git import check_revision
 
     key = load_public_key(args.key or Path(os.environ.get(PUBLIC_KEY_FILE_ENV) or "cuda-gate.pub"))
     revision = args.revision or os.environ.get("GITHUB_SHA")

@@ -417,8 +417,8 @@ def _unreadable(failed: list[str], read: int) -> str:
 
 def detect_devices() -> list[Any]:
     """Capabilities of the local GPUs from nvidia-smi; none when it is absent or fails."""
-    from gate import machine
     from gate.errors import ToolError
+    from gate.system import machine
 
     try:
         return list(dict.fromkeys(machine.smi_capabilities()))

@@ -64,10 +64,10 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 def _matrix(args: argparse.Namespace) -> int:
     from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
     from gate.fsutil import write_atomic
-    from gate.git import resolve
     from gate.github.matrix import evaluate
     from gate.github.runners import load_runner_classes
     from gate.store import find_repository, load_settings, open_store
+    from gate.system.git import resolve
 
     env = dict(os.environ)
     revision = resolve(args.revision, Path.cwd())

@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gate.baseline.resolve import Found
-    from gate.checksums import Checksums
     from gate.config import Config
     from gate.container.place import InImage
     from gate.pipeline import Outcome, RunOptions
     from gate.rules.targets import Target
+    from gate.scan.checksums import Checksums
 
 STAGE_CHOICES = ("environment", "probe", "build", "inspect", "execute")
 
@@ -429,7 +429,7 @@ def _prebuilt(path: Path | None) -> Checksums | None:
     bytes that are not the built ones are one line and exit 6, never a gate run."""
     if path is None:
         return None
-    from gate import checksums
+    from gate.scan import checksums
 
     listed = checksums.read(path)
     listed.verify()
@@ -459,8 +459,8 @@ def _baseline(args: argparse.Namespace, project: Config, dest: Path) -> Found | 
         return None
     import os
 
-    from gate import ci
     from gate.baseline.resolve import Which, from_folder, from_store, looks_like_folder
+    from gate.system import ci
 
     if looks_like_folder(args.baseline):
         return from_folder(Path(args.baseline), args.baseline)

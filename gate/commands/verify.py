@@ -104,7 +104,7 @@ def _public_key_path(given: Path | None) -> Path:
 def _freshness(args: argparse.Namespace) -> Freshness:
     """The freshness checks the options ask for, every value checked before anything runs."""
     from gate.attest.freshness import Freshness, parse_duration, parse_time
-    from gate.git import resolve
+    from gate.system.git import resolve
 
     return Freshness(
         revision=None if args.revision is None else resolve(args.revision, Path.cwd()),

@@ -8,14 +8,14 @@ The command line recorded is the runtime's, exactly as run.
 
 What reaches the container: the image's own environment, and only the variables the
 caller names (the entry point's configured ``env``, the path's CUDA variables), never
-one of the gate's own secrets (:data:`gate.redact.GATE_SECRETS`); podman's default of
+one of the gate's own secrets (:data:`gate.guard.redact.GATE_SECRETS`); podman's default of
 passing this machine's proxy variables (which may carry credentials) is turned off.
 The gate's work folder is mounted at its own path, read-write, so the probe, the smoke
 program, JIT caches and loader logs are where the gate looks for them; nothing else of
 this machine is, unless the configuration's ``[container] options`` says so.
 
 A command that runs past its timeout is killed with its container (``rm --force``), and
-so is one still running when the gate is killed (SIGKILL: :mod:`gate.watchdog` removes it).
+so is one still running when the gate is killed (SIGKILL: :mod:`gate.guard.watchdog` removes it).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Protocol
 from gate import proc
 from gate.container.reference import parse
 from gate.container.runtime import ImageFacts, Runtime, find, gpu_options, inspect, runtime_environ
-from gate.redact import GATE_SECRETS
+from gate.guard.redact import GATE_SECRETS
 
 _REMOVE_TIMEOUT = 60.0
 # The runtime's monitor (podman's conmon) removes the container just after `run` returns.

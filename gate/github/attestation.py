@@ -31,10 +31,10 @@ from gate.attest import testresult
 from gate.attest.predicate import PREDICATE_TYPE
 from gate.attest.predicate import read as read_predicate
 from gate.attest.signing import PAYLOAD_TYPE, PublicKey, parse_envelope, verify_envelope
-from gate.checksums import Checksums
 from gate.errors import BadInputError, GateError, SignatureError
 from gate.evidence import ENVELOPE_FILE, TEST_RESULT_ENVELOPE
 from gate.fsutil import write_atomic
+from gate.scan.checksums import Checksums
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SUBJECTS_FILE = "subjects.sha256"

@@ -31,7 +31,7 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util import Retry
 
 from gate.errors import ConfigError, GitHubError
-from gate.git import check_revision
+from gate.system.git import check_revision
 
 log = logging.getLogger(__name__)
 

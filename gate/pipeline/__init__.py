@@ -14,16 +14,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate import __version__, selfcheck
+from gate import __version__
 from gate.config import Config
 from gate.errors import ConfigError, EvidenceError, GateError, Interrupted
 from gate.evidence import EvidenceDir
 from gate.fsutil import Lock
+from gate.guard import selfcheck
+from gate.guard.redact import Redactor
 from gate.pipeline.options import RunOptions, records_launches, tools
 from gate.pipeline.progress import Progress, StageProgress
 from gate.pipeline.stages import INTERNAL_ERROR_FILE, run_stages
 from gate.record import RunRecord
-from gate.redact import Redactor
 from gate.render.diff import headline
 from gate.render.live import LiveLine
 from gate.rules.baseline import CLASSNAME
@@ -71,7 +72,7 @@ def run(options: RunOptions, say: Progress, live: LiveLine | None = None) -> Out
     mix with this one's files, and what the manifest digests is what is stored.
     """
     # Before anything runs: the gate's own files as installed, all of its modules imported
-    # while the first stages wait on their commands (gate.selfcheck).
+    # while the first stages wait on their commands (gate.guard.selfcheck).
     guard = selfcheck.Guard.begin()
     try:
         return _guarded_run(options, say, live, guard)
@@ -116,8 +117,8 @@ def _locked_run(
     *,
     guard: selfcheck.Guard,
 ) -> Outcome:
-    from gate.attest import manifest  # noqa: PLC0415 - preloaded (gate.selfcheck)
-    from gate.stages import report  # noqa: PLC0415 - preloaded (gate.selfcheck)
+    from gate.attest import manifest  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
+    from gate.stages import report  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
     started = datetime.now(UTC)
     config = options.project_config or Config(project_dir=options.project_dir.resolve())

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate import machine
 from gate.attest.signing import Signer
-from gate.checksums import Checksums
 from gate.config import Config
 from gate.container.place import InImage
 from gate.rules.targets import Target
+from gate.scan.checksums import Checksums
 from gate.stages.runs import DEFAULT_TIMEOUT
 from gate.store.settings import StoreSettings
+from gate.system import machine
 
 if TYPE_CHECKING:
     from gate.baseline.resolve import Found
@@ -52,7 +52,7 @@ def tools(
     nvcc: str, python: str | None, configured: str | None = None, *, in_image: bool = False
 ) -> dict[str, str]:
     """What ``{nvcc}`` and ``{python}`` stand for in this run (``python``: ``--python``;
-    ``configured``: the config's ``python``; gate.machine.find_python orders them). In the
+    ``configured``: the config's ``python``; gate.system.machine.find_python orders them). In the
     image they name the image's: its nvcc, and ``--python``, the config's or ``python3``
     on the image's PATH."""
     found = {"nvcc": nvcc}

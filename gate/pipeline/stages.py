@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from gate import ci, git, machine, proc
+from gate import proc
 from gate.config import Config, EntryPoint, ResolvedArtifact
 from gate.container.info import of_place
 from gate.container.place import HOST, InImage, Place
@@ -38,6 +38,7 @@ from gate.rules.verdict import Check, Stage, StageStatus
 from gate.stages import build, environment, inspect, probe, recorder
 from gate.stages.build import SMOKE_KERNEL
 from gate.stages.runs import RunsIn
+from gate.system import ci, git, machine
 
 if TYPE_CHECKING:
     from gate.stages import execute, inimage
@@ -134,7 +135,7 @@ class Stages:
             else f"the {stage} stage failed"
         )
         if "execute" in self.remaining:
-            from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.selfcheck)
+            from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
             names = execute.entry_names(self.config)
             self.p.checks += execute.skipped_checks(names, f"not run: {reason}")
@@ -308,7 +309,7 @@ class Stages:
     ) -> Found:
         """Stage 5: every entry point on both paths (skipped without a device); ``prepared``:
         what ``{nvcc}``/``{python}`` stand for, and the launch recorder being built."""
-        from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.selfcheck)
+        from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
         tool_paths, pending = prepared
 
@@ -370,7 +371,7 @@ class Stages:
             or self.options.stop_after in ("build", "inspect")
         ):
             return None
-        from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.selfcheck)
+        from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
         timeout, evidence = self.options.timeout, self.evidence
 

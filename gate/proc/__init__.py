@@ -17,9 +17,9 @@ Three things a careless wrapper gets wrong, done right here:
   cuobjdump cross-check does): a process another thread is running is never taken
   for a stray.
 * What the commands run leaves is ended even when the gate cannot end it itself
-  (SIGKILL, the OOM killer): a watchdog process (:mod:`gate.watchdog`), started with
+  (SIGKILL, the OOM killer): a watchdog process (:mod:`gate.guard.watchdog`), started with
   the first command, ends the sessions of the commands still running when the gate dies.
-* Children never see the gate's own secrets (:func:`gate.redact.child_environment`):
+* Children never see the gate's own secrets (:func:`gate.guard.redact.child_environment`):
   the signing key and its file, store credentials, GitHub and Actions tokens.
 
 The parts: :mod:`gate.proc.result` (what a command did, and the one failure message),
@@ -42,13 +42,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from gate import watchdog
 from gate.errors import ToolError, ToolTimeoutError
+from gate.guard import watchdog
+from gate.guard.redact import child_environment
 from gate.proc.result import Result, command_line, which
 from gate.proc.running import ended, live, live_lock, start_watchdog, started, watchdog_pid
 from gate.proc.waiting import read_back, tail_line, wait_for_exit
 from gate.pump import Pump
-from gate.redact import child_environment
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -118,7 +118,7 @@ def run(
     container is removed through its runtime first, while its monitor still tends it.
     ``on_abandon`` is the command the watchdog runs, with this one's environment, if the
     gate dies (SIGKILL) while this one runs, before it kills the command's session: a
-    container's removal (:mod:`gate.watchdog`).
+    container's removal (:mod:`gate.guard.watchdog`).
 
     ``env_set`` and ``env_unset`` change the environment of this child only, on top
     of ``base_env`` (default: this process's environment without the gate's secrets).

@@ -44,7 +44,7 @@ class Result:
     cwd: str | None = None
     # Processes the command left running after it exited (killed by the gate), as "pid cmd".
     strays: tuple[str, ...] = ()
-    # Not run: an identical earlier build was reused (gate.buildcache); its cache key.
+    # Not run: an identical earlier build was reused (gate.tools.buildcache); its cache key.
     reused: str | None = None
     # Some output was cut (more than the run's output limit): the middle is missing.
     cut: bool = False

@@ -1,7 +1,7 @@
 """The commands running now, from every thread, and the watchdog told of each.
 
 What the commands run leaves is ended even when the gate cannot end it itself (SIGKILL,
-the OOM killer): a watchdog process (:mod:`gate.watchdog`), started with the first
+the OOM killer): a watchdog process (:mod:`gate.guard.watchdog`), started with the first
 command, hears of each command started and ended, and ends the sessions of the commands
 still running when the gate dies (first running a command's ``on_abandon``).
 """
@@ -18,14 +18,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gate import watchdog
-from gate.redact import child_environment
+from gate.guard import watchdog
+from gate.guard.redact import child_environment
 
 # The children running now, from every thread: never strays of another command.
 live: set[int] = set()
 live_lock = threading.Lock()
 
-# The watchdog (gate.watchdog): its pid, the pipe's end the gate writes, the environment it
+# The watchdog (gate.guard.watchdog): its pid, the pipe's end the gate writes, the environment it
 # started with (a cleanup's is said as changes to it). Started once; -2: gone, not restarted.
 _watchdog_pid = -1
 _watchdog_fd = -1

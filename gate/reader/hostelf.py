@@ -29,7 +29,7 @@ HOST_MACHINES = {
 _MACHINE_TEXT = dict(HOST_MACHINES.values())
 _DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64")
 _LDCONFIG_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$", re.MULTILINE)
-# (soname, flags) -> path, as `ldconfig -p` lists the loader's cache (gate.machine.ld_cache).
+# (soname, flags) -> path, as `ldconfig -p` lists the loader's cache (gate.system.machine.ld_cache).
 LdCache = Mapping[tuple[str, str], str]
 # e_machine -> the ABI word `ldconfig -p` prints for it.
 _CACHE_ABI = {62: "x86-64", 183: "AArch64", 21: "64bit"}

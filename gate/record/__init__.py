@@ -24,7 +24,7 @@ loaded libraries, how the device runs them; 3 gives each check one ``state``
 and records each required target with its form (``requirements``) and what the run
 did not do, with no check standing for it (``notes``: no cuobjdump to cross-check
 with); 4 adds each entry's ``size`` (bytes of device code) and, for a run compared
-with a baseline (``--baseline``), the comparison (``baseline``: gate.comparison); 5
+with a baseline (``--baseline``), the comparison (``baseline``: gate.baseline.comparison); 5
 adds the effective release policy (``policy``); 6 records the delivery image a run was
 in (``environment.container``: how it ran there, ``runtime`` for ``--image`` or
 ``inside``, the reference, the manifest digest and where it came from, the image id,

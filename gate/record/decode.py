@@ -13,7 +13,6 @@ from typing import Any
 
 from gate.container.info import ContainerInfo
 from gate.errors import BadInputError, ConfigError
-from gate.machine import DriverInfo, ToolkitInfo
 from gate.reader.hostelf import Dependency
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.record.parts import Artifact, Build, CrossCheck, Environment, Execution, LoadedLibrary
@@ -22,6 +21,7 @@ from gate.rules.compat import Form
 from gate.rules.require import Requirement
 from gate.rules.targets import Target, Version
 from gate.rules.verdict import Check, CheckState, Stage, StageStatus, Verdict
+from gate.system.machine import DriverInfo, ToolkitInfo
 
 
 class Reader:

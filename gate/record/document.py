@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from gate import jsonutil
-from gate.comparison import Baseline
+from gate.baseline.comparison import Baseline
 from gate.errors import BadInputError
 from gate.fsutil import open_regular
-from gate.git import SourceInfo
 from gate.launchsummary import Launches
 from gate.record.decode import Reader
 from gate.record.parts import (
@@ -34,6 +33,7 @@ from gate.rules.policy import ReleasePolicy
 from gate.rules.require import Requirement
 from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, Stage, Verdict, decide
+from gate.system.git import SourceInfo
 
 RESULT_FILE = "result.json"
 LOADED_LIST = "loaded-libraries.txt"  # every library the runs loaded, how each runs here

@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gate.container.info import ContainerInfo
-from gate.machine import DriverInfo, ToolkitInfo
 from gate.reader.hostelf import Dependency
 from gate.reader.listing import Listing
 from gate.rules.causes import ExecPath, RunFacts, RuntimeFailure
 from gate.rules.targets import Capability, Target
+from gate.system.machine import DriverInfo, ToolkitInfo
 
 # The reader's name for a listing a loaded library's JSON gives (they are all ours).
 READER = "cuda-gate reader"

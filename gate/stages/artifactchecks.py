@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from gate import cuobjdump
 from gate.demangle import demangle
 from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind, Listing
@@ -29,6 +28,7 @@ from gate.rules.verdict import Check, CheckState
 from gate.stages.inspected import Inspected
 from gate.stages.policycheck import policy_checks, sass_optional, stand_in_entries
 from gate.stages.stubcheck import stub_check
+from gate.tools import cuobjdump
 
 _SASS_FUNCTION = re.compile(r"^\s*Function : \S", re.MULTILINE)
 

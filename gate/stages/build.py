@@ -3,7 +3,7 @@
 The smoke program (the seed's ``check.cu``, shipped as ``gate/cuda/smoke.cu``) is built
 with ``-gencode arch=compute_XY,code=[sm_XY,compute_XY]``: native SASS and PTX of the
 same target in one fat binary; an identical earlier build of it is reused
-(gate.buildcache) and still run and inspected. It compiles beside the project's own
+(gate.tools.buildcache) and still run and inspected. It compiles beside the project's own
 build commands, which run in order with the required targets substituted
 (gate.config.placeholders). Every command is recorded exactly as it ran; the first
 failing one stops the pipeline, its log kept. With prebuilt
@@ -23,8 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import machine, proc
-from gate.checksums import Checksums
+from gate import proc
 from gate.config import SMOKE_NAME, Config
 from gate.config.placeholders import gencode
 from gate.container.place import HOST, Place
@@ -35,8 +34,10 @@ from gate.rules.causes import Cause
 from gate.rules.require import Requirement
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState
+from gate.scan.checksums import Checksums
 from gate.stages import prebuilt as prebuilt_stage
 from gate.stages.probe import BUILD_TIMEOUT, compile_gate_program, cuda_source
+from gate.system import machine
 
 SMOKE = SMOKE_NAME
 SMOKE_KERNEL = "write_value"
@@ -87,7 +88,7 @@ def build_smoke(
     """Compile smoke.cu with the given targets into ``workdir/smoke``.
 
     The gate's own program: an identical earlier build (same toolchain, source and
-    targets) is reused when the build cache holds it (gate.buildcache).
+    targets) is reused when the build cache holds it (gate.tools.buildcache).
     """
     source = workdir / f"{SMOKE}.cu"
     source.write_text(cuda_source(f"{SMOKE}.cu"), encoding="utf-8")

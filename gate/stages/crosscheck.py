@@ -12,12 +12,13 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gate import buildcache, cuobjdump, proc
+from gate import proc
 from gate.errors import ToolError
 from gate.evidence import EvidenceDir
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.targets import Variant
 from gate.stages.sassdump import Deferred, write_sass
+from gate.tools import buildcache, cuobjdump
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
 SASS_DUMP_LIMIT = 16 * 1024 * 1024
@@ -59,7 +60,7 @@ def cuobjdump_listing(
     checked: bool = True,
 ) -> tuple[Listing, tuple[cuobjdump.PtxText, ...]]:
     """cuobjdump's view of one artifact: its calls run side by side, and an output already
-    kept for these bytes and this cuobjdump is not asked again (gate.buildcache).
+    kept for these bytes and this cuobjdump is not asked again (gate.tools.buildcache).
 
     With ``deferred``, the full SASS dump is left running there (its SASS checked when
     ``checked``); without, it is waited for and written here.

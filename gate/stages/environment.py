@@ -12,15 +12,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import git, machine, proc
+from gate import proc
 from gate.container.info import ContainerInfo, inside
 from gate.container.place import HOST, InImage, Place
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir
-from gate.machine import DriverInfo, ToolkitInfo
 from gate.record import Environment
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState
+from gate.system import git, machine
+from gate.system.machine import DriverInfo, ToolkitInfo
 
 _QUERY_TIMEOUT = 60.0
 

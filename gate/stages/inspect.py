@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gate import cuobjdump, fsutil, machine
+from gate import fsutil
 from gate.config import Config, ResolvedArtifact, resolve_artifact_specs
 from gate.demangle import demangle
 from gate.errors import BadInputError, GateError
@@ -45,6 +45,8 @@ from gate.stages.crosscheck import compare, cuobjdump_listing, find_cuobjdump, o
 from gate.stages.inspected import Inspected
 from gate.stages.policycheck import sass_optional
 from gate.stages.sassdump import Deferred
+from gate.system import machine
+from gate.tools import cuobjdump
 
 # The stage as the pipeline reaches it (inspect.run, inspect.Deferred), and the checks
 # and the record it is read with, from the modules that hold them.

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import cuobjdump
 from gate.reader.hostelf import Dependency, HostFormat
 from gate.reader.listing import Listing
 from gate.record import Artifact, CrossCheck
+from gate.tools import cuobjdump
 
 INSPECTOR = "cuda-gate reader"
 

@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import jsonutil, machine
+from gate import jsonutil
 from gate.config import Config
 from gate.demangle import demangle
 from gate.errors import BadInputError
@@ -46,6 +46,7 @@ from gate.scan.cache import loaded_library
 from gate.scan.files import read_artifact
 from gate.stages.inspected import Inspected
 from gate.stages.runs import Run
+from gate.system import machine
 
 # The driver's own libraries: their device code is CUDA's, not the application's.
 _DRIVER_PARTS = re.compile(r"^lib(cuda|nvidia-|cudadebugger)")

@@ -4,7 +4,7 @@ A release builds its artifacts once, on a build machine, and gates those very by
 every runner class. Here the project's build commands are not run; instead, in order:
 
 1. every file ``SHA256SUMS`` lists is read and must have its listed SHA-256
-   (gate.checksums; the CLI checked this once before anything ran, this is the
+   (gate.scan.checksums; the CLI checked this once before anything ran, this is the
    record of it);
 2. the configured artifacts (``[[artifact]]`` globs) must be exactly the listed files:
    an artifact the list lacks did not come from the build, and a listed file no
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.checksums import Checksums, Verified
 from gate.config import Config, resolve_artifact_specs
 from gate.errors import BadInputError, GateError
 from gate.evidence import EvidenceDir
 from gate.reader.artifacts import shown
 from gate.rules.causes import Cause
 from gate.rules.verdict import Check, CheckState
+from gate.scan.checksums import Checksums, Verified
 
 PREBUILT_FILE = "prebuilt.json"
 PREBUILT_VERSION = 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from gate import buildcache, machine, proc
+from gate import proc
 from gate.container.place import HOST, InImage, Place
 from gate.errors import GateError, NoDeviceError, ToolError, UnsupportedTargetError
 from gate.evidence import EvidenceDir
@@ -27,6 +27,8 @@ from gate.rules.causes import Cause
 from gate.rules.compat import sass_runs_on
 from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, CheckState
+from gate.system import machine
+from gate.tools import buildcache
 
 PROBE_TIMEOUT = 120.0
 # The probe and the smoke program compile in seconds; a hung nvcc must not take ten minutes.
@@ -96,7 +98,7 @@ def build_probe(
     """Compile the probe (runtime API calls only, so any device can run it).
 
     The same toolchain compiles the same probe the same way: a warm run reuses it
-    (gate.buildcache).
+    (gate.tools.buildcache).
     """
     source = workdir / "probe.cu"
     source.write_text(cuda_source("probe.cu"), encoding="utf-8")

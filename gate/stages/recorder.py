@@ -6,7 +6,7 @@ an entry point, and it writes what it saw into ``CUDA_GATE_LAUNCH_DIR``
 (gate.launchlog reads it). Building it needs CUPTI's headers and library, which come
 with the toolkit (``extras/CUPTI``, or ``targets/<arch>`` in some packagings) or from
 the ``nvidia-cuda-cupti`` wheel (``nvidia/cu13/include`` and ``lib``; cuda-gate's
-``launches`` extra installs it). The built library is kept by gate.buildcache under a
+``launches`` extra installs it). The built library is kept by gate.tools.buildcache under a
 key that covers the toolchain, the source and the CUPTI it links (named on the
 command line, its header as an input), and it finds that CUPTI by its run path.
 
@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from gate import buildcache, proc
+from gate import proc
 from gate.stages.probe import BUILD_TIMEOUT, cuda_source
+from gate.tools import buildcache
 
 INJECTION = "CUDA_INJECTION64_PATH"
 FOLDER = "CUDA_GATE_LAUNCH_DIR"

@@ -10,14 +10,14 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from gate import ci
 from gate.evidence import EvidenceDir
 from gate.record import RESULT_FILE, RunInfo, RunRecord
 from gate.render import diff, junit, text
+from gate.system import ci
 
 
 def run_info(started: datetime) -> RunInfo:
-    """Which run this is: its id, this machine, the runner class (gate.ci)."""
+    """Which run this is: its id, this machine, the runner class (gate.system.ci)."""
     env = os.environ
     return RunInfo(ci.run_id(env, started), ci.runner_name(env), ci.runner_class(env))
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from gate import machine, proc
+from gate import proc
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir
 from gate.rules.causes import Cause
 from gate.rules.verdict import Check, CheckState
 from gate.stages.artifactchecks import SASS_HOLDS, holds_checks
+from gate.system import machine
 
 # A dump under way: its future, the evidence, the artifact's name and prefix, checked?
 _Dump = tuple[Future[proc.Result | ToolError], EvidenceDir, str, str, bool]

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gate import ci, git
 from gate.errors import BadInputError, ConfigError
 from gate.evidence import evidence_files
 from gate.fsutil import sha256_file
 from gate.record import RESULT_FILE, load
 from gate.store.records import RunMeta, check_segment, safe_segment, split_repository
+from gate.system import ci, git
 
 
 def find_repository(env: Mapping[str, str], cwd: Path) -> str:

@@ -23,7 +23,7 @@ from gate.store.records import (
     split_repository,
 )
 
-# A revision folder: a full commit id, SHA-1 or SHA-256 (gate.git.check_revision).
+# A revision folder: a full commit id, SHA-1 or SHA-256 (gate.system.git.check_revision).
 _REVISION = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from gate import jsonutil
 from gate.errors import BadInputError, ConfigError
 from gate.fsutil import open_regular
-from gate.git import check_revision
+from gate.system.git import check_revision
 
 INDEX_NAME = "index.json"
 INDEX_VERSION = 1
@@ -225,7 +225,7 @@ def copy_with_digest(source: Path, dest: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-# The id `cuda-gate run` gives a run outside CI (gate.ci.run_id): its UTC start, then
+# The id `cuda-gate run` gives a run outside CI (gate.system.ci.run_id): its UTC start, then
 # random hex digits. The digits are the short id a person types; any other id is short.
 _LOCAL_RUN_ID = re.compile(r"(\d{8}T\d{6}Z)-([0-9a-f]{4,})")
 

@@ -1,6 +1,6 @@
 """Keep the gate's secrets out of reach of the project code it runs.
 
-Children never inherit the secrets (:func:`gate.redact.child_environment`), but a build
+Children never inherit the secrets (:func:`gate.guard.redact.child_environment`), but a build
 step running as the same user could still read them from the gate itself:
 ``/proc/PID/environ`` shows the environment the gate was *started* with, whatever Python
 later removes from ``os.environ``, and ``/proc/PID/mem`` and ``/proc/PID/fd/*`` show the
@@ -9,7 +9,7 @@ rest. So the command-line entry point calls :func:`seal` before anything else:
 1. The gate makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): the kernel then
    gives ``/proc/PID/environ``, ``mem``, ``fd``, ``maps`` and ``ptrace`` only to a
    process holding ``CAP_SYS_PTRACE`` (root), never to another process of the same user.
-2. When its start-up environment holds any of :data:`gate.redact.GATE_SECRETS`, it
+2. When its start-up environment holds any of :data:`gate.guard.redact.GATE_SECRETS`, it
    re-executes itself (same interpreter, same arguments, same process id) with an
    environment without them. The secrets travel through a pipe the new image reads and
    closes first thing, after making itself non-dumpable again (``execve`` resets the
@@ -35,7 +35,7 @@ import sys
 from collections.abc import Mapping, MutableMapping
 
 from gate.errors import ConfigError
-from gate.redact import GATE_SECRETS
+from gate.guard.redact import GATE_SECRETS
 
 # The re-executed image finds its secrets here (and checks it is the process they were for).
 FD_VARIABLE = "CUDA_GATE_SEALED_FD"
