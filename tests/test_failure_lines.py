@@ -44,6 +44,37 @@ LINK = """\
 main.cc:(.text+0x12): undefined reference to `launch_kernel'
 collect2: error: ld returned 1 exit status
 """
+# A toolkit installed from NVIDIA's wheels: its libraries are in lib/, nvcc looks in lib64/.
+NO_LIB = """\
+/usr/bin/ld: cannot find -lcudart_static: No such file or directory
+/usr/bin/ld: cannot find -lcudadevrt: No such file or directory
+collect2: error: ld returned 1 exit status
+"""
+NO_OUTPUT = """\
+/usr/bin/ld: cannot open output file build/libmyk.so: No such file or directory
+collect2: error: ld returned 1 exit status
+"""
+SETUPTOOLS = """\
+/usr/local/cuda/bin/nvcc -c k.cu -o build/k.o
+k.cu(3): error: expected a ";"
+1 error detected in the compilation of "k.cu".
+error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1
+"""
+TORCH = """\
+FAILED: /tmp/b/k.cuda.o
+k.cu(7): error: identifier "blockIdx_x" is undefined
+1 error detected in the compilation of "k.cu".
+ninja: build stopped: subcommand failed.
+Traceback (most recent call last):
+subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.
+RuntimeError: Error compiling objects for extension
+"""
+MAKE = """\
+nvcc -c k.cu
+k.cu:1:10: fatal error: missing.h: No such file or directory
+compilation terminated.
+make: *** [Makefile:3: k.o] Error 1
+"""
 # nvcc (CUDA 13.0) where PATH has no gcc.
 NO_GCC = """\
 gcc: No such file or directory
@@ -57,8 +88,23 @@ nvcc fatal   : Failed to preprocess host compiler properties.
     [
         (PIP, "ModuleNotFoundError: No module named 'torch'"),
         (NVCC, 'kernels.cu(12): error: identifier "undefined_thing" is undefined'),
-        (CMAKE, "CMake Error at CMakeLists.txt:3 (project):"),
-        (LINK, "collect2: error: ld returned 1 exit status"),
+        (
+            CMAKE,
+            "CMake Error at CMakeLists.txt:3 (project): No CMAKE_CUDA_COMPILER could be found.",
+        ),
+        (LINK, "main.cc:(.text+0x12): undefined reference to `launch_kernel'"),
+        (NO_LIB, "/usr/bin/ld: cannot find -lcudadevrt: No such file or directory"),
+        (
+            NO_OUTPUT,
+            "/usr/bin/ld: cannot open output file build/libmyk.so: No such file or directory",
+        ),
+        (SETUPTOOLS, 'k.cu(3): error: expected a ";"'),
+        (TORCH, 'k.cu(7): error: identifier "blockIdx_x" is undefined'),
+        (MAKE, "k.cu:1:10: fatal error: missing.h: No such file or directory"),
+        (
+            "collect2: error: ld returned 1 exit status\n",
+            "collect2: error: ld returned 1 exit status",
+        ),
         ("compiling\nsomething odd happened\n", "something odd happened"),
         ("", ""),
     ],

@@ -21,10 +21,23 @@ _ERROR_LINES = (
     re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception): \S"),  # a Python exception
     re.compile(
         r"(?:^|: )(?:fatal )?error(?: [A-Z]*\d+)?: |undefined reference to|"
-        r"^CMake Error|^nvcc fatal|^ld: |collect2: error|"
+        r"^CMake Error|^nvcc fatal|(?:^|/)ld(?:\.\w+)?: |collect2: error|"
         r"\bCUDA error\b|\bcuda\w*Error\w+|\bCUDA_ERROR_[A-Z_]+"
     ),
     re.compile(r"(?i)\berror\b(?!: subprocess-exited-with-error)(?!s? originates)"),
+)
+# Lines that only say that something failed, written after the line that says what: the
+# linker driver's, the build tool's and the Python packaging front end's epilogues. They
+# are quoted only when nothing else says more (`ld: cannot find -lcudart_static` rather
+# than `collect2: error: ld returned 1 exit status`).
+_EPILOGUE = re.compile(
+    r"collect2: error: ld returned|\bld returned \d+ exit status|clang\S*: error: linker "
+    r"command failed|^ninja: build stopped|^FAILED: |^g?make(?:\[\d+\])?: \*\*\*|"
+    r"^error: command '[^']*' failed with exit (?:code|status)|\bCalledProcessError: Command|"
+    r"returned non-zero exit status|Error compiling objects for extension|"
+    r"^error: (?:metadata-generation-failed|subprocess-exited-with-error)|"
+    r"^\d+ errors? detected in the compilation|^-- Configuring incomplete|"
+    r"^CMake Error: (?:Generator|The following)"
 )
 LINE_SHOWN = 300  # characters of a line quoted (an error line, a heartbeat's last line)
 
@@ -78,17 +91,20 @@ class Result:
         The last line is often a tool's epilogue ("hint: See above for details.", "ninja:
         build stopped"); the error is the last line holding ``containing`` (any case: a
         known CUDA runtime message), else the last Python exception line, else the last
-        compiler or linker error or CUDA error, else the last line mentioning an error.
+        compiler or linker error or CUDA error, else the last line mentioning an error; a
+        line that only says a step failed (:data:`_EPILOGUE`) counts only when no other does.
         """
         lines = [line.strip() for line in self.output().splitlines() if line.strip()]
         if containing:
             held = [line for line in lines if containing.lower() in line.lower()]
             if held:
                 return held[-1][:LINE_SHOWN]
-        for pattern in _ERROR_LINES:
-            found = [line for line in lines if pattern.search(line)]
-            if found:
-                return found[-1][:LINE_SHOWN]
+        telling = [i for i, line in enumerate(lines) if not _EPILOGUE.search(line)]
+        for candidates in (telling, range(len(lines))):
+            for pattern in _ERROR_LINES:
+                found = [i for i in candidates if pattern.search(lines[i])]
+                if found:
+                    return _with_message(lines, found[-1])[:LINE_SHOWN]
         return self.last_line()[:LINE_SHOWN]
 
     def describe_failure(
@@ -102,6 +118,15 @@ class Result:
             return f"{label} did not finish{limit}; its processes were killed{where}"
         said = self.error_line() or "no output"
         return f"{label} failed with exit status {self.returncode}: {said}{where}"
+
+
+def _with_message(lines: Sequence[str], at: int) -> str:
+    """Line ``at``, with the next line joined where the tool writes its message below a
+    heading (``CMake Error at CMakeLists.txt:3 (project):`` then the message)."""
+    line = lines[at]
+    if line.startswith("CMake Error") and line.endswith(":") and at + 1 < len(lines):
+        return f"{line} {lines[at + 1]}"
+    return line
 
 
 def command_line(
