@@ -14,7 +14,7 @@ py=/tmp/cg-test/bin/python
 source ci/device-install.sh
 /tmp/cg-test/bin/pip install -q 'nvidia-cuda-cupti~=13.0.0' || exit 3
 "$py" - <<'PY' | tee "$out/cupti.txt"
-from gate.stages import recorder
+from gate.launch import recorder
 print("toolkit or wheel CUPTI:", recorder.find_cupti("nvcc"))
 PY
 ls -d "$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")"/extras/CUPTI 2>&1 | tee -a "$out/cupti.txt"

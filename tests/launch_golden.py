@@ -8,8 +8,8 @@ from pathlib import Path
 
 from gate.config import EntryPoint
 from gate.evidence import EvidenceDir
-from gate.launchlog import read_folder
-from gate.launchroutes import Held
+from gate.launch.log import read_folder
+from gate.launch.routes import Held
 from gate.proc import Result
 from gate.reader.hostelf import HostFormat
 from gate.rules.causes import ExecPath

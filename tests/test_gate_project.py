@@ -157,8 +157,8 @@ def test_the_project_passes_on_the_device_and_records_the_dlopened_library(proje
 def test_a_wheel_artifact_is_inspected_library_by_library(tmp_path: Path) -> None:
     import zipfile
 
-    from gate.stages.probe import cuda_source
     from gate.system import machine as environment
+    from gate.tools.programs import cuda_source
 
     source = tmp_path / "k.cu"
     source.write_text(

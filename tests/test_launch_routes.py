@@ -20,13 +20,13 @@ import jsonschema
 import pytest
 
 from gate.evidence import EvidenceDir
-from gate.launchlog import launch_counts, read_folder, read_record
-from gate.launchroutes import UNNAMED, jit_compiled, route_text
+from gate.launch.coverage import jit_compiled_symbols, judge
+from gate.launch.log import launch_counts, read_folder, read_record
+from gate.launch.routes import UNNAMED, jit_compiled, route_text
 from gate.reader.elffile import ElfFile
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability
 from gate.scan.walk import read_paths
-from gate.stages.launches import jit_compiled_symbols, judge
 from tests.launch_golden import GOLDEN, RECORDS, ROOT, SM120_SASS, held, library, run_of
 
 pytestmark = pytest.mark.unit

@@ -18,12 +18,12 @@ from gate.attest import predicate
 from gate.attest.manifest import build_statement
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
-from gate.launchsummary import ArtifactCoverage, KernelLaunch, Launches
+from gate.launch.coverage import judge
+from gate.launch.summary import ArtifactCoverage, KernelLaunch, Launches
 from gate.reader.elffile import ElfFile
 from gate.record import RunRecord, load
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability
-from gate.stages.launches import judge
 from tests.launch_golden import GOLDEN, library, run_of
 from tests.manifest_evidence import make_evidence
 from tests.records import make_record

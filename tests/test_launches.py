@@ -15,11 +15,11 @@ import jsonschema
 import pytest
 
 from gate.errors import BadInputError
-from gate.launchlog import launch_counts, read_folder, read_record
+from gate.launch.coverage import RuntimeModule, module_check, read_image
+from gate.launch.log import launch_counts, read_folder, read_record
 from gate.rules.coverage import ALL, Unmet, coverage, unmet
 from gate.rules.targets import Capability
 from gate.scan.walk import read_paths
-from gate.stages.launches import RuntimeModule, module_check, read_image
 
 pytestmark = pytest.mark.unit
 

@@ -41,9 +41,12 @@ LAYERS = (
     ("gate.system.machine", 5),
     ("gate.tools.buildcache", 5),
     ("gate.evidence", 5),
-    ("gate.launchlog", 4),  # the launch recorder's record, decoded
-    ("gate.launchsummary", 4),  # what the recorder showed, as the run record keeps it
-    ("gate.launchroutes", 5),  # which code ran a launched kernel: driver or loaded module
+    ("gate.tools.programs", 4),  # the gate's own CUDA sources and their build timeout
+    # The launch recorder, end to end; below the stages that run and judge with it.
+    ("gate.launch", 4),  # its record decoded (log), what the run record keeps (summary)
+    ("gate.launch.routes", 5),  # which code ran a launched kernel: driver or loaded module
+    ("gate.launch.recorder", 6),  # the CUPTI injection library, built like the probe
+    ("gate.launch.coverage", 6),  # the coverage, runtime-module and recorded-route checks
     ("gate.tools.cuobjdump", 5),
     ("gate.image", 5),  # container images: reads with gate.reader, saves through gate.proc
     ("gate.container", 5),  # the container runtime, the image it resolves, commands in it
@@ -309,3 +312,29 @@ def test_the_cycle_check_names_a_circle_made_by_a_function_level_import() -> Non
 def test_configuration_does_not_pull_in_the_stages() -> None:
     reached = closure("gate.config", imports())
     assert not {m for m in reached if m.startswith("gate.stages")}
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_only_its_callers_import_the_launch_recorder() -> None:
+    # The stages that build, run and judge with it, the pipeline that starts its build, and
+    # the records that keep its summary; nothing else reaches into gate/launch/.
+    callers = (
+        "gate.launch",
+        "gate.stages.execute",
+        "gate.stages.runs",
+        "gate.stages.policycheck",
+        "gate.pipeline",
+        "gate.record",
+        "gate.attest",
+    )
+    outside = sorted(
+        f"{source} imports {target}"
+        for source, targets in imports().items()
+        if not _within(source, callers)
+        for target in targets
+        if _within(target, ("gate.launch",))
+    )
+    assert outside == []

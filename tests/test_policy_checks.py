@@ -17,7 +17,8 @@ import pytest
 
 from gate.config import EntryPoint
 from gate.evidence import EvidenceDir
-from gate.launchlog import read_record
+from gate.launch.coverage import judge
+from gate.launch.log import read_record
 from gate.proc import Result
 from gate.reader.hostelf import HostFormat
 from gate.reader.listing import DeviceEntry, Kind, Listing
@@ -30,7 +31,6 @@ from gate.rules.verdict import Check, CheckState
 from gate.scan.walk import read_paths
 from gate.stages.artifactchecks import listing_checks
 from gate.stages.inspected import Inspected
-from gate.stages.launches import judge
 from gate.stages.policycheck import policy_checks
 from gate.stages.runs import Run
 from gate.stages.stubcheck import stub_check

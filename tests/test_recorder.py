@@ -17,8 +17,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gate.launchlog import read_folder
-from gate.stages import recorder
+from gate.launch import recorder
+from gate.launch.log import read_folder
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,7 @@ from gate.attest.signing import generate_key_pair, signer_from_pem
 from gate.attest.verify import verify
 from gate.errors import ArtifactChangedError
 from gate.guard.redact import Redactor
-from gate.stages.probe import cuda_source
+from gate.tools.programs import cuda_source
 from tests.manifest_evidence import make_evidence, matching_machine, sha256
 
 pytestmark = pytest.mark.integration

@@ -32,7 +32,7 @@ from typing import Any
 import jsonschema
 
 from gate.errors import BadInputError
-from gate.launchsummary import Launches
+from gate.launch.summary import Launches
 from gate.record import Execution
 from gate.rules.causes import Cause, ExecPath, RuntimeFailure
 from gate.rules.verdict import Check, CheckState

@@ -17,7 +17,8 @@ from gate.container.info import of_place
 from gate.container.place import HOST, InImage, Place
 from gate.errors import ExitCode, GateError, Interrupted, NoDeviceError
 from gate.evidence import EvidenceDir
-from gate.launchsummary import Launches
+from gate.launch import recorder
+from gate.launch.summary import Launches
 from gate.pipeline.options import RunOptions, records_launches, tools
 from gate.pipeline.progress import StageProgress, beat_interval
 from gate.reader.hostelf import Dependency, HostFormat
@@ -35,7 +36,7 @@ from gate.rules.causes import Cause
 from gate.rules.hosts import host_for
 from gate.rules.require import Requirement
 from gate.rules.verdict import Check, Stage, StageStatus
-from gate.stages import build, environment, inspect, probe, recorder
+from gate.stages import build, environment, inspect, probe
 from gate.stages.build import SMOKE_KERNEL
 from gate.stages.runs import RunsIn
 from gate.system import ci, git, machine

@@ -17,7 +17,7 @@ from gate import jsonutil
 from gate.baseline.comparison import Baseline
 from gate.errors import BadInputError
 from gate.fsutil import open_regular
-from gate.launchsummary import Launches
+from gate.launch.summary import Launches
 from gate.record.decode import Reader
 from gate.record.parts import (
     Artifact,

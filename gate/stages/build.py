@@ -36,8 +36,9 @@ from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState
 from gate.scan.checksums import Checksums
 from gate.stages import prebuilt as prebuilt_stage
-from gate.stages.probe import BUILD_TIMEOUT, compile_gate_program, cuda_source
+from gate.stages.probe import compile_gate_program
 from gate.system import machine
+from gate.tools.programs import BUILD_TIMEOUT, cuda_source
 
 SMOKE = SMOKE_NAME
 SMOKE_KERNEL = "write_value"

@@ -6,8 +6,8 @@ child only; the libraries with device code that the runs loaded are judged
 (gate.stages.predict), and where the whole program cannot run under forced JIT
 because of a library outside the project, the project's own PTX is loaded by the
 driver's JIT module by module (gate.stages.jitproof). With the launch recorder
-(gate.stages.recorder) every run also records its modules and kernel launches, judged
-for coverage, runtime modules and recorded routes (gate.stages.launches).
+(gate.launch.recorder) every run also records its modules and kernel launches, judged
+for coverage, runtime modules and recorded routes (gate.launch.coverage).
 """
 
 from __future__ import annotations
@@ -25,14 +25,15 @@ from gate.config import Config, EntryPoint, resolve_artifact_specs
 from gate.errors import GateError
 from gate.evidence import EvidenceDir, safe_name
 from gate.fsutil import sha256_file
+from gate.launch import coverage as launches
+from gate.launch.recorder import Recorder
 from gate.record import Execution, LoadedLibrary
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import Check, CheckState
-from gate.stages import jitproof, launches, libraries, predict
+from gate.stages import jitproof, libraries, predict
 from gate.stages.build import SMOKE
 from gate.stages.inspected import Inspected
-from gate.stages.recorder import Recorder
 from gate.stages.runs import (
     DEFAULT_TIMEOUT,
     Instrument,
@@ -212,7 +213,7 @@ def run(
     With ``side_by_side`` (the device is in the default compute mode) the gate's own
     programs, the smoke program's two paths and the PTX proofs, run at once; else one
     process at a time, as exclusive-process mode admits. With ``recorder`` each run's
-    launches are recorded and judged (gate.stages.launches). ``smoke_ahead``: the smoke
+    launches are recorded and judged (gate.launch.coverage). ``smoke_ahead``: the smoke
     program's runs, started earlier (:class:`SmokeAhead`).
     """
     with libraries.Prefetch(use_cache=use_cache, cap=capability) as prefetch:
@@ -307,7 +308,7 @@ def _judge_launches(
     capability: Capability,
     config: Config,
 ) -> launches.LaunchOutcome:
-    """Each run's recorded launches judged (gate.stages.launches); the recorder's note written."""
+    """Each run's recorded launches judged (gate.launch.coverage); the recorder's note written."""
     recorded = launches.judge(
         evidence,
         runs=runs,

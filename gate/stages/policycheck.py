@@ -11,7 +11,7 @@ Per configured artifact with device code, each only where its key asks for it:
 ``missing_sass``, ``missing_ptx`` and ``ptx_as_device_code`` change the target checks
 themselves (gate.stages.artifactchecks.listing_checks, through :func:`stand_in_entries`);
 ``trap_stubs`` the stub check (gate.stages.stubcheck); ``launch_coverage`` the launch
-checks (gate.stages.launches). The smoke program never ships: no policy applies to it.
+checks (gate.launch.coverage). The smoke program never ships: no policy applies to it.
 """
 
 from __future__ import annotations

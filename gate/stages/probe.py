@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from gate import proc
@@ -29,10 +28,9 @@ from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, CheckState
 from gate.system import machine
 from gate.tools import buildcache
+from gate.tools.programs import BUILD_TIMEOUT, cuda_source
 
 PROBE_TIMEOUT = 120.0
-# The probe and the smoke program compile in seconds; a hung nvcc must not take ten minutes.
-BUILD_TIMEOUT = 180.0
 _CAPABILITY_RE = re.compile(r"^\s*(\d{2,3})\s*$", re.MULTILINE)
 _COMPUTE_MODE_RE = re.compile(r"^compute mode (\d+)$", re.MULTILINE)
 _JIT_VARIABLES = ("CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT")
@@ -58,11 +56,6 @@ def shared_device(probe_stderr: str) -> bool:
     """Whether the probe saw compute mode 0 (default), or said nothing about it."""
     match = _COMPUTE_MODE_RE.search(probe_stderr)
     return match is None or match.group(1) == "0"
-
-
-def cuda_source(name: str) -> str:
-    """The text of a CUDA source shipped in gate/cuda (probe.cu, smoke.cu, ...)."""
-    return resources.files("gate").joinpath(f"cuda/{name}").read_text(encoding="utf-8")
 
 
 def compile_gate_program(

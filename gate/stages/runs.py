@@ -11,8 +11,8 @@ folder, checked empty afterwards, so the run neither reuses nor leaves cache sta
 
 Each run is a fresh process; the variables apply to that child only. glibc's loader
 log records every shared library it really loaded (gate.stages.loaded); the launch
-recorder, when the caller hands in its ``instrument`` (gate.stages.recorder), records
-every module and kernel launch into the evidence (gate.launchlog). Whether it
+recorder, when the caller hands in its ``instrument`` (gate.launch.recorder), records
+every module and kernel launch into the evidence (gate.launch.log). Whether it
 passed, and why not, is the decision core's (gate.rules.causes). This module imports
 no other stage: the stages that judge runs (libraries, predict) import it.
 
@@ -38,7 +38,7 @@ from gate.config import EntryPoint
 from gate.container.place import HOST, Place
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
-from gate.launchlog import ProcessRecord, read_folder
+from gate.launch.log import ProcessRecord, read_folder
 from gate.record import Execution
 from gate.rules.causes import Cause, ExecPath, RuntimeFailure, classify
 from gate.stages import loaded
@@ -47,9 +47,9 @@ DEFAULT_TIMEOUT = 300.0
 
 
 # The launch recorder's variables for a run recording into a folder, or none and why not
-# (gate.stages.recorder.Recorder.env_for).
+# (gate.launch.recorder.Recorder.env_for).
 class Instrument(Protocol):
-    """What records a run (gate.stages.recorder.Recorder): the variables for one run, and the
+    """What records a run (gate.launch.recorder.Recorder): the variables for one run, and the
     objects it brings into the process, which are the gate's and not the program's."""
 
     def env_for(

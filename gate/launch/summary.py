@@ -2,8 +2,8 @@
 
 Per artifact with kernels and per path: how many kernels it carries, each kernel an
 entry point launched (how often, and which code ran it: ``sm_90 SASS``, ``JIT-compiled
-(sm_90) from PTX``; gate.launchroutes), and the kernels never launched; and every
-module the driver was handed that no inspected file accounts for (gate.stages.launches
+(sm_90) from PTX``; gate.launch.routes), and the kernels never launched; and every
+module the driver was handed that no inspected file accounts for (gate.launch.coverage
 keeps and reads them). The stage judges; this module owns the one JSON form, the
 ``launches`` member of result.json (version 6) and of the gate-run predicate (version 4).
 """

@@ -3,7 +3,7 @@
 The recorder (``gate/cuda/launchrec.cpp``) is a CUPTI injection library: the driver
 loads the file named by ``CUDA_INJECTION64_PATH`` at ``cuInit`` in every process of
 an entry point, and it writes what it saw into ``CUDA_GATE_LAUNCH_DIR``
-(gate.launchlog reads it). Building it needs CUPTI's headers and library, which come
+(gate.launch.log reads it). Building it needs CUPTI's headers and library, which come
 with the toolkit (``extras/CUPTI``, or ``targets/<arch>`` in some packagings) or from
 the ``nvidia-cuda-cupti`` wheel (``nvidia/cu13/include`` and ``lib``; cuda-gate's
 ``launches`` extra installs it). The built library is kept by gate.tools.buildcache under a
@@ -29,8 +29,8 @@ from importlib import metadata
 from pathlib import Path
 
 from gate import proc
-from gate.stages.probe import BUILD_TIMEOUT, cuda_source
 from gate.tools import buildcache
+from gate.tools.programs import BUILD_TIMEOUT, cuda_source
 
 INJECTION = "CUDA_INJECTION64_PATH"
 FOLDER = "CUDA_GATE_LAUNCH_DIR"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gate.launchlog import LaunchedKernel
+from gate.launch.log import LaunchedKernel
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.causes import ExecPath
 

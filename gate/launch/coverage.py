@@ -32,14 +32,16 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from gate import launchsummary
+from gate.config import EntryPoint
 from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
-from gate.launchlog import LaunchedKernel, ProcessRecord, launch_counts
-from gate.launchroutes import Held, jit_compiled, route_text
-from gate.launchsummary import ArtifactCoverage, KernelLaunch, Launches
+from gate.launch import summary as launchsummary
+from gate.launch.log import LaunchedKernel, ProcessRecord, launch_counts
+from gate.launch.routes import Held, jit_compiled, route_text
+from gate.launch.summary import ArtifactCoverage, KernelLaunch, Launches
 from gate.reader.cubin import read_ptx
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.causes import Cause, ExecPath
@@ -49,11 +51,39 @@ from gate.rules.routes import Path as RoutePath
 from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, CheckState
 from gate.scan.files import read_buffer
-from gate.stages.inspected import Inspected
-from gate.stages.runs import Run
 
 RUNTIME_MODULES = "loaded/runtime-modules"
 Required = str | tuple[str, ...]
+
+
+class InspectedArtifact(Protocol):
+    """An inspected final artifact, as the checks read it (gate.stages.inspected.Inspected)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def smoke(self) -> bool: ...
+    @property
+    def listing(self) -> Listing: ...
+
+
+class RecordedRun(Protocol):
+    """One entry point run on one path, as the checks read it (gate.stages.runs.Run)."""
+
+    @property
+    def entry_point(self) -> EntryPoint: ...
+    @property
+    def path(self) -> ExecPath: ...
+    @property
+    def launches(self) -> Sequence[ProcessRecord]: ...
+    @property
+    def launch_folder(self) -> str | None: ...
+    @property
+    def launch_note(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +114,7 @@ class LaunchOutcome:
     accounted: tuple[str, ...] = ()  # images the driver was handed that inspected files hold
 
     def summary(self) -> Launches:
-        """As the run record and the signed predicate keep it (gate.launchsummary)."""
+        """As the run record and the signed predicate keep it (gate.launch.summary)."""
         return Launches(
             self.coverage,
             tuple(
@@ -99,8 +129,8 @@ class LaunchOutcome:
 def judge(
     evidence: EvidenceDir,
     *,
-    runs: Sequence[Run],
-    artifacts: Sequence[Inspected],
+    runs: Sequence[RecordedRun],
+    artifacts: Sequence[InspectedArtifact],
     capability: Capability,
     required: Mapping[Path, Required],
     launch_coverage: Action = Action.OFF,
@@ -146,9 +176,11 @@ def judge(
     return LaunchOutcome(tuple(checks), tuple(modules), tuple(table), tuple(accounted))
 
 
-def jit_compiled_symbols(runs: Sequence[Run], artifacts: Sequence[Inspected]) -> frozenset[str]:
+def jit_compiled_symbols(
+    runs: Sequence[RecordedRun], artifacts: Sequence[InspectedArtifact]
+) -> frozenset[str]:
     """The kernels some process of a forced-JIT run launched from the driver's JIT output,
-    as the launch recorder saw them (gate.launchroutes.jit_compiled)."""
+    as the launch recorder saw them (gate.launch.routes.jit_compiled)."""
     held = Held.of((a.name, a.listing) for a in artifacts)
     return frozenset(
         k.name
@@ -161,9 +193,9 @@ def jit_compiled_symbols(runs: Sequence[Run], artifacts: Sequence[Inspected]) ->
 
 
 def coverage_check(
-    artifact: Inspected,
+    artifact: InspectedArtifact,
     path: ExecPath,
-    runs: Sequence[Run],
+    runs: Sequence[RecordedRun],
     required: Required | None,
     held: Held | None = None,
     *,
@@ -238,7 +270,7 @@ def code_ran(
 
 
 def route_checks(
-    artifact: Inspected, path: ExecPath, runs: Sequence[Run], cap: Capability
+    artifact: InspectedArtifact, path: ExecPath, runs: Sequence[RecordedRun], cap: Capability
 ) -> list[Check]:
     """Where inspection predicted SASS, the SASS the driver ran must be of that target."""
     if path is not ExecPath.NATIVE:
@@ -275,8 +307,8 @@ def route_checks(
 
 def keep_modules(
     evidence: EvidenceDir,
-    runs: Sequence[Run],
-    artifacts: Sequence[Inspected],
+    runs: Sequence[RecordedRun],
+    artifacts: Sequence[InspectedArtifact],
     held: Held | None = None,
     accounted: list[str] | None = None,
 ) -> list[RuntimeModule]:
@@ -343,7 +375,9 @@ def _with_run(old: RuntimeModule, where: str, refused: str) -> RuntimeModule:
     )
 
 
-def _images(evidence: EvidenceDir, run: Run, record: ProcessRecord) -> list[tuple[bytes, str, str]]:
+def _images(
+    evidence: EvidenceDir, run: RecordedRun, record: ProcessRecord
+) -> list[tuple[bytes, str, str]]:
     """(bytes, origin, the driver's refusal) of each image one process handed the driver."""
     folder = evidence.path(run.launch_folder or ".")
     out: list[tuple[bytes, str, str]] = []
@@ -368,7 +402,7 @@ def _images(evidence: EvidenceDir, run: Run, record: ProcessRecord) -> list[tupl
     return out
 
 
-def _resolve(name: str, run: Run) -> Path:
+def _resolve(name: str, run: RecordedRun) -> Path:
     path = Path(name)
     return path if path.is_absolute() else Path(run.entry_point.cwd or ".") / path
 
