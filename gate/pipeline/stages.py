@@ -1,5 +1,11 @@
-"""Stages 1-5 (environment, probe, build, inspect, execute) in order, each recorded as it
-ends: ran, failed or skipped, with what it found kept for the run record."""
+"""Stages 1-5 (environment, probe, build, inspect, execute) as a fold over their outcomes.
+
+Each step is a function of the outcomes before it (gate.pipeline.fold.Outcomes) returning
+a frozen outcome; a step that ends a stage returns gate.pipeline.fold.Ended, which the
+fold records (ran, failed or skipped) before it decides whether the rest runs. What the
+run record gets is derived from the outcomes at the end (gate.pipeline.outcomes.found);
+what runs beside the stages is started and joined through gate.pipeline.beside.
+"""
 
 from __future__ import annotations
 
@@ -7,433 +13,295 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 from gate import proc
-from gate.config import Config, EntryPoint, ResolvedArtifact
+from gate.config import Config, EntryPoint
 from gate.container.info import of_place
-from gate.container.place import HOST, InImage, Place
+from gate.container.place import HOST, InImage
 from gate.errors import ExitCode, GateError, Interrupted, NoDeviceError
 from gate.evidence import EvidenceDir
-from gate.launch import recorder
-from gate.launch.summary import Launches
+from gate.pipeline import beside
+from gate.pipeline.beside import Beside
+from gate.pipeline.fold import Context, Ended, NotRun, Outcomes, Step, fold, internal
 from gate.pipeline.options import RunOptions, records_launches, tools
+from gate.pipeline.outcomes import Found, ImageRead, Prepared, Ready, found
 from gate.pipeline.progress import StageProgress, beat_interval
-from gate.reader.hostelf import Dependency, HostFormat
-from gate.record import (
-    STAGES,
-    Artifact,
-    Build,
-    Device,
-    Environment,
-    Execution,
-    LoadedLibrary,
-)
+from gate.record import Environment
 from gate.render.live import REDRAW_EVERY, Counter
 from gate.rules.causes import Cause
 from gate.rules.hosts import host_for
 from gate.rules.require import Requirement
-from gate.rules.verdict import Check, Stage, StageStatus
 from gate.stages import build, environment, inspect, probe
 from gate.stages.build import SMOKE_KERNEL
 from gate.stages.runs import RunsIn
-from gate.system import ci, git, machine
+from gate.system import ci
 
-if TYPE_CHECKING:
-    from gate.stages import execute, inimage
+__all__ = ["INTERNAL_ERROR_FILE", "STEPS", "Found", "image_notes", "in_image", "run_stages"]
 
 # In the evidence folder when a stage raised instead of failing: the traceback.
 INTERNAL_ERROR_FILE = "internal-error.txt"
 
 
-@dataclass(frozen=True)
-class Found:
-    """What stages 1-5 found, as the run record's fields; replaced, never changed."""
+def environment_step(ctx: Context, _: Outcomes) -> Ended:
+    """Stage 1: the toolkit, the driver and the source, here or in the image."""
+    began = ctx.progress.start("environment")
+    place = ctx.place
+    env = environment.run(
+        ctx.evidence,
+        nvcc=ctx.options.nvcc,
+        project_dir=ctx.options.project_dir,
+        place=place,
+        container=of_place(place) if isinstance(place, InImage) else None,
+    )
+    if isinstance(place, InImage):
+        start = (place.runtime.version_command, place.image.command)
+        env = replace(env, commands=(*(c for c in start if c is not None), *env.commands))
+    return Ended("environment", env, began)
 
-    source: git.SourceInfo
-    environment: Environment
-    device: Device
-    builds: tuple[Build, ...] = ()
-    requirements: tuple[Requirement, ...] = ()
-    artifacts: tuple[Artifact, ...] = ()
-    executions: tuple[Execution, ...] = ()
-    loaded_libraries: tuple[LoadedLibrary, ...] = ()
-    diagnoses: tuple[str, ...] = ()
-    paths_proved: tuple[str, ...] = ()
+
+def probe_step(ctx: Context, done: Outcomes) -> Ended:
+    """Stage 2: the device in front, and the target the run builds and checks for."""
+    env = _environment(done)
+    assert env.toolkit is not None  # noqa: S101 - no failure means a toolkit
+    began = ctx.progress.start("probe")
+    probed = probe.run(
+        ctx.evidence,
+        nvcc=env.toolkit.nvcc,
+        supported=env.supported_targets,
+        workdir=ctx.workdir,
+        explicit_target=ctx.options.target,
+        use_cache=ctx.options.use_cache,
+        place=ctx.place,
+    )
+    no_device = isinstance(probed.failure, NoDeviceError)
+    cause = Cause.TOOLCHAIN if no_device else Cause.WRONG_TARGET
+    return Ended("probe", probed, began, cause, ExitCode.NO_DEVICE if no_device else None)
+
+
+def prepare_step(ctx: Context, done: Outcomes) -> Prepared:
+    """Before the project's first command: what ``{nvcc}`` and ``{python}`` stand for,
+    the requirement of the device in front, and the launch recorder started."""
+    ctx.before_project()
+    probed, env = _probed(done), _environment(done)
+    assert probed.target is not None  # noqa: S101 - the probe stage ran
+    assert env.toolkit is not None  # noqa: S101 - the environment stage ran
+    options, config, place = ctx.options, ctx.config, ctx.place
+    nvcc = env.toolkit.nvcc
+    tool_paths = tools(nvcc, options.python, config.python, in_image=place.in_image)
+    # The device in front needs code built for it; a target named with --target
+    # keeps its own form (sm_90a needs sm_90a).
+    first = (
+        Requirement.of_device(probed.capability)
+        if probed.target_source == "probe" and probed.capability is not None
+        else Requirement.of_target(probed.target)
+    )
+    if place.in_image:
+        return Prepared(tool_paths, first, Beside(), image_notes(config))
+    wanted = records_launches(options, config) and probed.capability is not None
+    started = Beside.start(nvcc, ctx.workdir, record=wanted, use_cache=options.use_cache)
+    return Prepared(tool_paths, first, started)
+
+
+def build_step(ctx: Context, done: Outcomes) -> Ended:
+    """Stage 3: the smoke program and the project's builds."""
+    probed, prepared = _probed(done), done.of("prepare", Prepared)
+    assert probed.target is not None  # noqa: S101 - the probe stage ran
+    options = ctx.options
+    began = ctx.progress.start("build")
+    built = build.run(
+        ctx.evidence,
+        config=ctx.config,
+        target=probed.target,
+        requirement=prepared.first,
+        workdir=ctx.workdir,
+        tools=prepared.tools,
+        sass=options.sass,
+        ptx=options.ptx,
+        use_cache=options.use_cache,
+        prebuilt=options.prebuilt,
+        on_smoke=smoke_starter(ctx, probed, prepared.beside),
+        place=ctx.place,
+    )
+    return Ended("build", built, began)
+
+
+def smoke_starter(
+    ctx: Context, probed: probe.ProbeOutcome, started: Beside
+) -> Callable[[Path], None] | None:
+    """What starts the smoke program's runs as soon as it is built, or None.
+
+    On a device in the default compute mode both paths run then, beside the project's
+    build, which is no GPU work; not in the delivery image (no build there, and the runs
+    need its files read first), nor when the run stops before execute.
+    """
+    if (
+        probed.capability is None
+        or not probed.shared
+        or ctx.place.in_image
+        or ctx.options.stop_after in ("build", "inspect")
+    ):
+        return None
+    return started.smoke_starter(ctx.evidence, ctx.options.timeout)
+
+
+def image_step(ctx: Context, _: Outcomes) -> ImageRead | Ended:
+    """Stage 4 begun: in the image, its artifacts read from its layers, and its loader's
+    dependencies (a failure to read them ends the stage)."""
+    p, place = ctx.progress, ctx.place
+    began = p.start("inspect")
+    count = Counter(p.where(), say=p.say, live=p.live)
+    if not isinstance(place, InImage):
+        return ImageRead(began, count)
+    from gate.stages import inimage  # noqa: PLC0415 - only a run in an image reads one
+
+    try:
+        files = inimage.ImageFiles.open(place, ctx.workdir / "image")
+    except GateError as e:
+        return _unread(began, count, e)
+    try:
+        artifacts = files.artifacts(ctx.config)
+    except BaseException as e:
+        files.close()
+        if not isinstance(e, GateError):
+            raise
+        return _unread(began, count, e)
+    shown = {resolved.path: label for resolved, label in artifacts}
+    return ImageRead(began, count, files, artifacts, inimage.image_dependencies(place, shown))
+
+
+def _unread(began: float, count: Counter, error: GateError) -> Ended:
+    count.clear()
+    return Ended("inspect", inspect.InspectOutcome((), (), error), began, Cause.EVIDENCE)
+
+
+def inspect_step(ctx: Context, done: Outcomes) -> Ended:
+    """Stage 4: the final artifacts and what they carry."""
+    env, probed, image = _environment(done), _probed(done), done.of("image", ImageRead)
+    built, prepared = _built(done), done.of("prepare", Prepared)
+    assert probed.target is not None  # noqa: S101 - the probe stage ran
+    options, config = ctx.options, ctx.config
+    device = probed.capability or probed.target.capability
+    inspected = inspect.run(
+        ctx.evidence,
+        config=config,
+        smoke=built.smoke,
+        smoke_kernels=(SMOKE_KERNEL,),
+        smoke_requirement=prepared.first,
+        required=built.required,
+        capability=probed.capability,
+        driver_cuda=env.driver.cuda_version if env.driver else None,
+        host=host_for(device, configured=config.host, here=env.host_arch),
+        host_arch=env.host_arch,
+        workdir=ctx.workdir,
+        built_since=built.built_since,
+        dump_sass=options.dump_sass,
+        use_cuobjdump=options.use_cuobjdump,
+        use_cache=options.use_cache,
+        progress=image.count,
+        runner_class=ci.runner_class(os.environ),
+        from_image=image.from_image,
+        deps_of=image.deps_of,
+    )
+    image.count.clear()
+    return Ended("inspect", inspected, image.began, Cause.EVIDENCE)
+
+
+def ready_step(ctx: Context, done: Outcomes) -> Ready | Ended:
+    """Stage 5 begun: the entry points, and the launch recorder waited for; without a
+    device the stage is skipped, every run with it."""
+    from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
+
+    probed, built, prepared = _probed(done), _built(done), done.of("prepare", Prepared)
+    config, place = ctx.config, ctx.place
+    points = execute.entry_points(config, built.smoke, ctx.options.timeout, prepared.tools)
+    if isinstance(place, InImage):
+        points = [in_image(entry, config, place) for entry in points]
+    if probed.capability is None:
+        artifacts = _inspected(done).artifacts
+        why = "not run: no CUDA device"
+        checks = tuple(execute.skipped(ctx.evidence, points, artifacts, why))
+        reason = "no CUDA device; see the probe stage"
+        return Ended("execute", NotRun(checks), exit_code=ExitCode.NO_DEVICE, skipped=reason)
+    began = ctx.progress.start("execute")
+    launch_recorder = prepared.beside.recorder_ready()
     notes: tuple[str, ...] = ()
-    launches: Launches | None = None
+    if launch_recorder is not None:
+        # Said once: no CUPTI, or the user's own injection library kept in place.
+        _, unused = launch_recorder.env_for(ctx.workdir, {})
+        if launch_recorder.library is None or unused:
+            notes = (unused or launch_recorder.note,)
+    return Ready(began, tuple(points), launch_recorder, notes)
 
 
-class Stages:
-    """Stages 1-5 in order; every stage ends up in the progress: ran, failed or skipped."""
+def execute_step(ctx: Context, done: Outcomes) -> Ended:
+    """Stage 5: every entry point on both paths."""
+    from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
-    def __init__(
-        self,
-        options: RunOptions,
-        config: Config,
-        evidence: EvidenceDir,
-        workdir: Path,
-        p: StageProgress,
-        *,
-        before_project: Callable[[], None],
-    ) -> None:
-        self.options, self.config, self.evidence, self.workdir, self.p = (
-            options,
-            config,
-            evidence,
-            workdir,
-            p,
-        )
-        self.before_project = before_project  # called before the project's first command
-        self.remaining = list(STAGES[:5])
-        # In the delivery image: every command in containers of it, the work folder mounted.
-        self.place: Place = (
-            HOST if options.image is None else replace(options.image, mounts=(workdir,))
-        )
-        self.files: inimage.ImageFiles | None = None  # the image's files, once read
-        self.deferred: inspect.Deferred | None = None  # SASS dumps running beside execute
-        self.smoke_ahead: execute.SmokeAhead | None = None  # until the execute stage takes it
-        self.inspect_checks_end = 0
-        self.found = Found(
-            git.SourceInfo(None, None, None),
-            Environment(machine.host_arch(), machine.os_description(), None, None, (), None),
-            Device(None, options.target, "--target" if options.target else None, None),
-        )
+    env, probed, ready = _environment(done), _probed(done), done.of("ready", Ready)
+    assert probed.capability is not None  # noqa: S101 - else the ready step skipped the stage
+    ran = execute.run(
+        ctx.evidence,
+        config=ctx.config,
+        points=ready.points,
+        artifacts=_inspected(done).artifacts,
+        capability=probed.capability,
+        driver_cuda=env.driver.cuda_version if env.driver else None,
+        use_cache=ctx.options.use_cache,
+        side_by_side=probed.shared,
+        recorder=ready.recorder,
+        smoke_ahead=done.of("prepare", Prepared).beside.take_smoke_ahead(),
+        runs_in=runs_in(ctx, done.of("image", ImageRead)),
+    )
+    return Ended("execute", ran, ready.began, Cause.INTERNAL)
 
-    def finish(
-        self,
-        name: str,
-        began: float,
-        outcome: StageResult,
-        cause: Cause = Cause.TOOLCHAIN,
-    ) -> bool:
-        """Record one stage's outcome; True when the next stage may run."""
-        p = self.p
-        self.remaining.remove(name)
-        p.commands += getattr(outcome, "commands", ())
-        p.checks += outcome.checks
-        self.evidence.write_text(
-            "commands.txt", "".join(f"{r.command_line()}\n" for r in p.commands)
-        )
-        p.done(name, began, outcome.failure)
-        if outcome.failure is not None:
-            p.failed_check(name, outcome.failure, cause)
-            return False
-        return self.options.stop_after != name
 
-    def take_smoke_ahead(self) -> execute.SmokeAhead | None:
-        """The smoke program's runs started beside the build, handed over once."""
-        ahead, self.smoke_ahead = self.smoke_ahead, None
-        return ahead
+# The steps in order, each named; a stage's steps run until one ends it.
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("environment", environment_step),
+    ("probe", probe_step),
+    ("prepare", prepare_step),
+    ("build", build_step),
+    ("image", image_step),
+    ("inspect", inspect_step),
+    ("ready", ready_step),
+    ("execute", execute_step),
+)
 
-    def skip_rest(self, stage: str, exit_code: ExitCode | None = None) -> None:
-        """Every stage not run yet, skipped with the reason; the runs too, in JUnit."""
-        reason = (
-            f"stopped after the {stage} stage (--stop-after)"
-            if self.options.stop_after == stage
-            else f"the {stage} stage failed"
-        )
-        if "execute" in self.remaining:
-            from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
-            names = execute.entry_names(self.config)
-            self.p.checks += execute.skipped_checks(names, f"not run: {reason}")
-        for name in self.remaining:
-            self.p.skip(name, reason, exit_code)
-        self.remaining.clear()
+def _environment(done: Outcomes) -> Environment:
+    env = done.result("environment", environment.EnvironmentOutcome)
+    assert env is not None  # noqa: S101 - the environment stage ran
+    return env.environment
 
-    def run(self) -> Found:
-        """Environment, then probe, then the rest (stopping where a stage says so)."""
-        options, found = self.options, self.found
-        began = self.p.start("environment")
-        place = self.place
-        env = environment.run(
-            self.evidence,
-            nvcc=options.nvcc,
-            project_dir=options.project_dir,
-            place=place,
-            container=of_place(place) if isinstance(place, InImage) else None,
-        )
-        if isinstance(place, InImage):
-            start = (place.runtime.version_command, place.image.command)
-            env = replace(env, commands=(*(c for c in start if c is not None), *env.commands))
-        found = self.found = replace(found, environment=env.environment, source=env.source)
-        if not self.finish("environment", began, env):
-            self.skip_rest("environment")
-            return found
-        assert env.environment.toolkit is not None  # noqa: S101 - no failure means a toolkit
-        began = self.p.start("probe")
-        probed = probe.run(
-            self.evidence,
-            nvcc=env.environment.toolkit.nvcc,
-            supported=env.environment.supported_targets,
-            workdir=self.workdir,
-            explicit_target=options.target,
-            use_cache=options.use_cache,
-            place=place,
-        )
-        found = self.found = replace(
-            found,
-            device=Device(
-                probed.capability, probed.target, probed.target_source, probed.device_error
-            ),
-        )
-        no_device = isinstance(probed.failure, NoDeviceError)
-        cause = Cause.TOOLCHAIN if no_device else Cause.WRONG_TARGET
-        if not self.finish("probe", began, probed, cause):
-            self.skip_rest("probe", ExitCode.NO_DEVICE if no_device else None)
-            return found
-        return self.build_to_execute(env.environment, probed)
 
-    def build_to_execute(self, env: Environment, probed: probe.ProbeOutcome) -> Found:
-        """Build, inspect and execute for the probed (or named) target."""
-        self.before_project()
-        assert probed.target is not None  # noqa: S101 - the probe stage ran
-        assert env.toolkit is not None  # noqa: S101 - the environment stage ran
-        tool_paths, pending = self.prepare(env.toolkit.nvcc, probed)
-        # The device in front needs code built for it; a target named with --target
-        # keeps its own form (sm_90a needs sm_90a).
-        first = (
-            Requirement.of_device(probed.capability)
-            if probed.target_source == "probe" and probed.capability is not None
-            else Requirement.of_target(probed.target)
-        )
-        built = self.run_build(probed, first, tool_paths, pending)
-        if built is None:
-            return self.found
-        inspected = self.run_inspect(env, probed, built, first)
-        if inspected is None:
-            return self.found
-        return self.run_execute(env, probed, built, inspected, prepared=(tool_paths, pending))
+def _probed(done: Outcomes) -> probe.ProbeOutcome:
+    probed = done.result("probe", probe.ProbeOutcome)
+    assert probed is not None  # noqa: S101 - the probe stage ran
+    return probed
 
-    def run_build(
-        self,
-        probed: probe.ProbeOutcome,
-        first: Requirement,
-        tool_paths: dict[str, str],
-        pending: recorder.PendingBuild | None,
-    ) -> build.BuildOutcome | None:
-        """Stage 3: the smoke program and the project's builds; None when the run stops."""
-        assert probed.target is not None  # noqa: S101 - the probe stage ran
-        options = self.options
-        began = self.p.start("build")
-        built = build.run(
-            self.evidence,
-            config=self.config,
-            target=probed.target,
-            requirement=first,
-            workdir=self.workdir,
-            tools=tool_paths,
-            sass=options.sass,
-            ptx=options.ptx,
-            use_cache=options.use_cache,
-            prebuilt=options.prebuilt,
-            on_smoke=self.smoke_starter(probed, pending),
-            place=self.place,
-        )
-        self.found = replace(self.found, builds=built.builds, requirements=built.required)
-        if not self.finish("build", began, built):
-            self.skip_rest("build")
-            return None
-        return built
 
-    def run_inspect(
-        self,
-        env: Environment,
-        probed: probe.ProbeOutcome,
-        built: build.BuildOutcome,
-        first: Requirement,
-    ) -> inspect.InspectOutcome | None:
-        """Stage 4: the final artifacts and what they carry; None when the run stops."""
-        assert probed.target is not None  # noqa: S101 - the probe stage ran
-        options, config = self.options, self.config
-        began = self.p.start("inspect")
-        self.inspect_checks_end = len(self.p.checks)
-        device = probed.capability or probed.target.capability
-        count = Counter(self.p.where(), say=self.p.say, live=self.p.live)
-        try:
-            from_image, deps_of = self.image_artifacts()
-        except GateError as e:
-            count.clear()
-            self.finish("inspect", began, inspect.InspectOutcome((), (), e), Cause.EVIDENCE)
-            self.skip_rest("inspect")
-            return None
-        inspected = inspect.run(
-            self.evidence,
-            config=config,
-            smoke=built.smoke,
-            smoke_kernels=(SMOKE_KERNEL,),
-            smoke_requirement=first,
-            required=built.required,
-            capability=probed.capability,
-            driver_cuda=env.driver.cuda_version if env.driver else None,
-            host=host_for(device, configured=config.host, here=env.host_arch),
-            host_arch=env.host_arch,
-            workdir=self.workdir,
-            built_since=built.built_since,
-            dump_sass=options.dump_sass,
-            use_cuobjdump=options.use_cuobjdump,
-            use_cache=options.use_cache,
-            progress=count,
-            runner_class=ci.runner_class(os.environ),
-            from_image=from_image,
-            deps_of=deps_of,
-        )
-        count.clear()
-        self.deferred = inspected.deferred
-        notes = tuple(
-            dict.fromkeys(a.cross_check_note for a in inspected.artifacts if a.cross_check_note)
-        )
-        found = self.found
-        self.found = replace(
-            found,
-            artifacts=tuple(a.record() for a in inspected.artifacts),
-            notes=(*found.notes, *notes),
-        )
-        inspected_ok = self.finish("inspect", began, inspected, Cause.EVIDENCE)
-        self.inspect_checks_end = len(self.p.checks)  # the SASS dump checks go here later
-        if not inspected_ok:
-            self.skip_rest("inspect")
-            return None
-        return inspected
+def _built(done: Outcomes) -> build.BuildOutcome:
+    built = done.result("build", build.BuildOutcome)
+    assert built is not None  # noqa: S101 - the build stage ran
+    return built
 
-    def run_execute(
-        self,
-        env: Environment,
-        probed: probe.ProbeOutcome,
-        built: build.BuildOutcome,
-        inspected: inspect.InspectOutcome,
-        *,
-        prepared: tuple[dict[str, str], recorder.PendingBuild | None],
-    ) -> Found:
-        """Stage 5: every entry point on both paths (skipped without a device); ``prepared``:
-        what ``{nvcc}``/``{python}`` stand for, and the launch recorder being built."""
-        from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
-        tool_paths, pending = prepared
+def _inspected(done: Outcomes) -> inspect.InspectOutcome:
+    inspected = done.result("inspect", inspect.InspectOutcome)
+    assert inspected is not None  # noqa: S101 - the inspect stage ran
+    return inspected
 
-        config, place = self.config, self.place
-        points = execute.entry_points(config, built.smoke, self.options.timeout, tool_paths)
-        if isinstance(place, InImage):
-            points = [in_image(entry, config, place) for entry in points]
-        if probed.capability is None:
-            self.p.checks += execute.skipped(
-                self.evidence, points, inspected.artifacts, "not run: no CUDA device"
-            )
-            self.remaining.remove("execute")
-            self.p.skip("execute", "no CUDA device; see the probe stage", ExitCode.NO_DEVICE)
-            return self.found
-        began = self.p.start("execute")
-        launch_recorder = pending.result() if pending is not None else None
-        if launch_recorder is not None:
-            # Said once: no CUPTI, or the user's own injection library kept in place.
-            _, unused = launch_recorder.env_for(self.workdir, {})
-            if launch_recorder.library is None or unused:
-                note = unused or launch_recorder.note
-                self.found = replace(self.found, notes=(*self.found.notes, note))
-        ran = execute.run(
-            self.evidence,
-            config=config,
-            points=points,
-            artifacts=inspected.artifacts,
-            capability=probed.capability,
-            driver_cuda=env.driver.cuda_version if env.driver else None,
-            use_cache=self.options.use_cache,
-            side_by_side=probed.shared,
-            recorder=launch_recorder,
-            smoke_ahead=self.take_smoke_ahead(),
-            runs_in=self.runs_in(),
-        )
-        self.finish("execute", began, ran, Cause.INTERNAL)
-        return replace(
-            self.found,
-            executions=ran.executions,
-            loaded_libraries=ran.loaded,
-            diagnoses=ran.diagnoses,
-            paths_proved=ran.paths_proved,
-            launches=ran.launches.summary() if ran.launches is not None else None,
-        )
 
-    def smoke_starter(
-        self, probed: probe.ProbeOutcome, pending: recorder.PendingBuild | None
-    ) -> Callable[[Path], None] | None:
-        """What starts the smoke program's runs as soon as it is built, or None.
-
-        On a device in the default compute mode both paths run then, beside the project's
-        build, which is no GPU work; not in the delivery image (no build there, and the runs
-        need its files read first), nor when the run stops before execute.
-        """
-        if (
-            probed.capability is None
-            or not probed.shared
-            or self.place.in_image
-            or self.options.stop_after in ("build", "inspect")
-        ):
-            return None
-        from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
-
-        timeout, evidence = self.options.timeout, self.evidence
-
-        def start(smoke: Path) -> None:
-            self.smoke_ahead = execute.SmokeAhead(
-                execute.smoke_entry(smoke, timeout),
-                evidence,
-                pending.result if pending is not None else lambda: None,
-            )
-
-        return start
-
-    def prepare(
-        self, nvcc: str, probed: probe.ProbeOutcome
-    ) -> tuple[dict[str, str], recorder.PendingBuild | None]:
-        """What ``{nvcc}`` and ``{python}`` stand for, and the launch recorder started."""
-        options, config, place = self.options, self.config, self.place
-        tool_paths = tools(nvcc, options.python, config.python, in_image=place.in_image)
-        if place.in_image:
-            found = self.found
-            self.found = replace(found, notes=(*found.notes, *image_notes(config)))
-            return tool_paths, None
-        # The launch recorder compiles while the project builds and is inspected.
-        wanted = records_launches(options, config) and probed.capability is not None
-        pending = (
-            recorder.PendingBuild(nvcc, self.workdir, use_cache=options.use_cache)
-            if wanted
-            else None
-        )
-        return tool_paths, pending
-
-    def image_artifacts(
-        self,
-    ) -> tuple[
-        tuple[tuple[ResolvedArtifact, str], ...] | None,
-        Callable[[Path, HostFormat], tuple[Dependency, ...]] | None,
-    ]:
-        """In the image: its artifacts read from its layers, and its loader's dependencies."""
-        place = self.place
-        if not isinstance(place, InImage):
-            return None, None
-        from gate.stages import inimage  # noqa: PLC0415 - only a run in an image reads one
-
-        self.files = inimage.ImageFiles.open(place, self.workdir / "image")
-        found = self.files.artifacts(self.config)
-        shown = {resolved.path: label for resolved, label in found}
-        return found, inimage.image_dependencies(place, shown)
-
-    def runs_in(self) -> RunsIn:
-        """Where the entry points run: here, or in containers of the image."""
-        if not isinstance(self.place, InImage) or self.files is None:
-            return RunsIn()
-        scratch = self.workdir / "runs"
-        scratch.mkdir(parents=True, exist_ok=True)
-        return RunsIn(self.place, scratch, self.files.host_paths, self.files.exists)
-
-    def close(self) -> None:
-        """The image's saved archive closed (its files go with the build folder)."""
-        if self.files is not None:
-            self.files.close()
-            self.files = None
+def runs_in(ctx: Context, image: ImageRead) -> RunsIn:
+    """Where the entry points run: here, or in containers of the image."""
+    place = ctx.place
+    if not isinstance(place, InImage) or image.files is None:
+        return RunsIn()
+    scratch = ctx.workdir / "runs"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return RunsIn(place, scratch, image.files.host_paths, image.files.exists)
 
 
 def image_notes(config: Config) -> tuple[str, ...]:
@@ -460,16 +328,6 @@ def in_image(entry: EntryPoint, config: Config, place: InImage) -> EntryPoint:
     return entry
 
 
-class StageResult(Protocol):
-    """What every stage outcome has."""
-
-    @property
-    def checks(self) -> tuple[Check, ...]: ...
-
-    @property
-    def failure(self) -> GateError | None: ...
-
-
 def run_stages(
     options: RunOptions,
     config: Config,
@@ -487,60 +345,50 @@ def run_stages(
     A bug's traceback goes to ``internal-error.txt`` in the evidence (and to stderr
     with ``options.debug``).
 
-    The SASS dumps the inspect stage left running are waited for here, on every path,
-    so the evidence (and the check on each dump) is whole before the report and the
-    manifest are written.
+    What runs beside the stages is settled here, on every path (gate.pipeline.beside):
+    so the evidence (and the check on each SASS dump) is whole before the report and
+    the manifest are written.
     """
-    stages = Stages(options, config, evidence, workdir, p, before_project=before_project)
-    interrupted = None
-    every = beat_interval()
+    # In the delivery image: every command in containers of it, the work folder mounted.
+    place = HOST if options.image is None else replace(options.image, mounts=(workdir,))
+    ctx = Context(options, config, evidence, workdir, p, place, before_project)
+    done, interrupted = Outcomes(), None
     # On a terminal the live line takes the heartbeat lines' place.
     beats = (
         proc.heartbeats(p.show, REDRAW_EVERY, end=p.live.clear)
         if p.live is not None and p.live.enabled
-        else proc.heartbeats(p.beat, every)
+        else proc.heartbeats(p.beat, beat_interval())
     )
     try:
         with beats:
-            return stages.run(), None
+            for done in fold(ctx, STEPS):  # noqa: B007 - the outcomes so far, kept on a raise
+                pass
+            return found(done, options), None
     except GateError as e:
-        _internal(p, stages.remaining, e)
+        internal(p, done.remaining(), e)
     except Interrupted as e:
         interrupted = e
-        _internal(p, stages.remaining, GateError(f"interrupted by {e.name}"))
+        internal(p, done.remaining(), GateError(f"interrupted by {e.name}"))
     except Exception as e:  # noqa: BLE001  (a bug must still leave the evidence and a report)
         trace = traceback.format_exc()
         evidence.write_text(INTERNAL_ERROR_FILE, trace)
         if options.debug:
             print(trace, file=sys.stderr, end="")
         where = f"; traceback in {evidence.path(INTERNAL_ERROR_FILE)}"
-        _internal(
-            p,
-            stages.remaining,
-            GateError(f"internal error: {type(e).__name__}: {e}{where}"),
-        )
+        error = GateError(f"internal error: {type(e).__name__}: {e}{where}")
+        internal(p, done.remaining(), error)
     finally:
-        ahead = stages.take_smoke_ahead()
-        if ahead is not None:  # started, but the execute stage never ran
-            ahead.discard()
-        stages.close()
-        if stages.deferred is not None:
-            # Among the inspect stage's checks, where a reader of the table looks for them.
-            at = stages.inspect_checks_end
-            p.checks[at:at] = stages.deferred.finish()  # never raises: failures are checks
-    return stages.found, interrupted
+        settle(done, p)
+    return found(done, options), interrupted
 
 
-def _internal(p: StageProgress, remaining: list[str], error: GateError) -> None:
-    """A stage raised instead of returning its failure: record it, skip the rest."""
-    if remaining:
-        name = remaining.pop(0)
-        p.stages.append(
-            Stage(name, StageStatus.FAILED, error.one_line(), 0.0, int(error.exit_code))
-        )
-        p.failed_check(name, error, Cause.INTERNAL)
-        p.say(f"{name} stopped: {error.one_line()}")
-    failed = p.stages[-1].name if p.stages else "first"
-    for name in list(remaining):
-        p.skip(name, f"the {failed} stage failed")
-    remaining.clear()
+def settle(done: Outcomes, p: StageProgress) -> None:
+    """What ran beside the stages, ended in order: the smoke program's runs the execute
+    stage never took, the image's saved archive, the SASS dumps (their checks kept)."""
+    prepared, image = done.get("prepare", Prepared), done.get("image", ImageRead)
+    beside.discard_unclaimed(prepared.beside if prepared is not None else None)
+    if image is not None and image.files is not None:
+        image.files.close()  # its files go with the build folder
+    inspected = done.result("inspect", inspect.InspectOutcome)
+    deferred = inspected.deferred if inspected is not None else None
+    beside.join_dumps(deferred, p.checks, done.checks_end("inspect"))
