@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.audit.artifact import phrase
 from gate.evidence import EvidenceDir
 from gate.reader.listing import Kind
 from gate.rules.hosts import HostRule
@@ -74,7 +75,7 @@ def test_ptx_only_build_fails_the_sass_checks(build_and_inspect: Builder) -> Non
     assert failed(found) == {"SASS for sm_90", "kernel write_value in sm_90 SASS"}
     prediction = art.listing.predict(Capability(9, 0))
     assert not prediction.native
-    assert prediction.verdict() == "runs only through PTX JIT"
+    assert phrase(prediction) == "runs only through PTX JIT"
 
 
 def test_multi_arch_build_routes_per_device(build_and_inspect: Builder) -> None:
@@ -103,7 +104,7 @@ def test_foreign_target_build_has_nothing_for_this_device(build_and_inspect: Bui
     art = build_and_inspect("foreign", ("sm_120",), ("compute_120",))
     found = inspection.listing_checks(art.name, art.listing, SM90, ("write_value",))
     assert len(failed(found)) == 4
-    assert art.listing.predict(Capability(9, 0)).verdict() == "no code for its 1 kernel"
+    assert phrase(art.listing.predict(Capability(9, 0))) == "no code for its 1 kernel"
 
 
 def test_evidence_holds_the_listings(build_and_inspect: Builder) -> None:

@@ -53,6 +53,7 @@ LAYERS = (
     ("gate.record", 6),
     ("gate.audit", 6),  # an audit's answers: each artifact and distribution per device
     ("gate.render", 7),
+    ("gate.render.wording", 3),  # the phrases (counts, kernels, routes): images, audits say them
     ("gate.attest", 8),
     ("gate.store", 9),
     ("gate.github", 10),

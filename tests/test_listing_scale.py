@@ -16,6 +16,7 @@ import pytest
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.reader.read import ArtifactReport
 from gate.render.inspect import artifact_json
+from gate.render.text import routes_line
 from gate.rules.routes import Path
 from gate.rules.targets import Capability, Target, Version
 
@@ -112,8 +113,8 @@ def test_routes_count_every_kernel_once_and_name_the_best() -> None:
     assert future.any_runs
     assert not future.all_run
     assert future.count(Path.NONE) == future.unusable > 0
-    assert future.line().startswith("13.0: 3,000 kernels: ")
-    assert " kernels with no code" in future.line()  # never "500 nothing"
+    assert routes_line(future).startswith("13.0: 3,000 kernels: ")
+    assert " kernels with no code" in routes_line(future)  # never "500 nothing"
 
 
 def test_headers_only_library_routes_per_target_and_says_so() -> None:
@@ -132,7 +133,7 @@ def test_headers_only_library_routes_per_target_and_says_so() -> None:
     assert not on_gb10.per_kernel
     assert on_gb10.best.path is Path.PTX_JIT
     assert not on_gb10.any_runs  # the driver is older than ISA 8.8 needs
-    assert "per target" in on_gb10.line()
+    assert "per target" in routes_line(on_gb10)
     assert headers.routes(Capability(9, 0)).any_runs
     assert not Listing().has_ptx
     assert not Listing().routes(Capability(9, 0)).any_runs

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gate.audit.artifact import phrase
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.reader.wording import (
+from gate.render.wording import (
     kernels_by,
     library_on,
     no_code_for,
@@ -86,15 +87,15 @@ def test_kernels_are_named_short_and_the_rest_counted() -> None:
 
 def test_a_verdict_never_says_1_of_1_or_nothing() -> None:
     one = Listing((DeviceEntry(Kind.SASS, Target.parse("sm_80"), ("_Z3onePi",)),))
-    assert one.predict(Capability(9, 0)).verdict() == "no code for its 1 kernel"
+    assert phrase(one.predict(Capability(9, 0))) == "no code for its 1 kernel"
     two = Listing(
         (
             DeviceEntry(Kind.SASS, Target.parse("sm_90"), ("_Z1av", "_Z1bv")),
             DeviceEntry(Kind.SASS, Target.parse("sm_80"), ("_Z1cv",)),
         )
     )
-    assert two.predict(Capability(9, 0)).verdict() == "no code for 1 of 3 kernels (c)"
-    assert two.predict(Capability(7, 5)).verdict() == "no code for any of its 3 kernels"
+    assert phrase(two.predict(Capability(9, 0))) == "no code for 1 of 3 kernels (c)"
+    assert phrase(two.predict(Capability(7, 5))) == "no code for any of its 3 kernels"
 
 
 H200 = Capability(9, 0)

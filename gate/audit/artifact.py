@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 from gate.reader.listing import DevicePrediction, KernelPrediction, Kind, Listing
 from gate.reader.read import ArtifactReport
+from gate.render.wording import no_code_for, plural
 from gate.rules import environment
 from gate.rules.environment import Unmet
 from gate.rules.routes import Path, Route
@@ -97,7 +98,28 @@ def verdict(report: ArtifactReport, prediction: DevicePrediction) -> str:
             return "no code for any kernel"
         if path is Path.OTHER_DEVICES:
             return "nothing built for this device (only a/f builds for other devices)"
-    return prediction.verdict()
+    return phrase(prediction)
+
+
+def phrase(prediction: DevicePrediction) -> str:
+    """One phrase: native, JIT only, JIT needs a newer driver, or no code; and how many
+    kernels were built only for other devices."""
+    if not prediction.kernels:
+        return "no kernels"
+    elsewhere = prediction.elsewhere
+    note = f"; {plural(elsewhere, 'kernel')} only for other devices" if elsewhere else ""
+    expected = len(prediction.kernels) - elsewhere
+    if not expected:
+        return f"nothing built for this device ({plural(elsewhere, 'kernel')} only for others)"
+    if prediction.native:
+        return "native" + note
+    missing = [k for r, ks in prediction.by_route if r.path is Path.NONE for k in ks]
+    if missing:
+        return no_code_for(missing, expected) + note
+    if not prediction.runnable:
+        return "PTX JIT needs a newer driver" + note
+    jit_only = all(k.route.path is Path.PTX_JIT for k in prediction.kernels if k.route.expected())
+    return ("runs only through PTX JIT" if jit_only else "partly through PTX JIT") + note
 
 
 def _no_kernels(listing: Listing) -> str:
@@ -157,6 +179,6 @@ def failure(
         prediction = predict(report, cap, driver)  # to say why, kernel by kernel
         if why is Unmet.NOTHING_RUNS:
             return f"{report.path}: nothing in it runs on {cap}: {verdict(report, prediction)}"
-        return f"{report.path}: on {cap}: {prediction.verdict()}"
+        return f"{report.path}: on {cap}: {phrase(prediction)}"
 
     return words

@@ -390,7 +390,7 @@ def _exit_status(
     """BadInputError when nothing was read or a file could not be; NotAcceptedError when a
     required device lacks code."""
     from gate.errors import BadInputError, NotAcceptedError
-    from gate.reader.wording import plural
+    from gate.render.wording import plural
 
     if not reports:
         shown = ", ".join(str(p) for p in args.paths)

@@ -21,7 +21,7 @@ from gate.image.source import Source, opened, parse
 from gate.reader.artifacts import shown
 from gate.reader.limits import Limits
 from gate.reader.read import ArtifactReport, Progress
-from gate.reader.wording import plural
+from gate.render.wording import plural
 from gate.scan.walk import read_paths
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from gate.reader.entries import DeviceEntry, EntryPacker, Kind, PackedEntries, Totals, totals
-from gate.reader.wording import kernels_by, no_code_for, plural
 from gate.rules.routes import Path, Route, best_route, general, judge, ptx_route, route
 from gate.rules.targets import Capability, Target, Version
 
@@ -54,7 +53,8 @@ class KernelPrediction:
 
 @dataclass(frozen=True)
 class DevicePrediction:
-    """Per-kernel routes of one artifact on one device capability, with a verdict."""
+    """Per-kernel routes of one artifact on one device capability (its verdict phrase is
+    :func:`gate.audit.artifact.phrase`)."""
 
     capability: Capability
     kernels: tuple[KernelPrediction, ...]
@@ -94,26 +94,6 @@ class DevicePrediction:
         for r, names in by_id.values():
             merged.setdefault(r, []).extend(names)
         return tuple((r, tuple(names)) for r, names in merged.items())
-
-    def verdict(self) -> str:
-        """One phrase: native, JIT only, JIT needs a newer driver, or no code; and how many
-        kernels were built only for other devices."""
-        if not self.kernels:
-            return "no kernels"
-        elsewhere = self.elsewhere
-        note = f"; {plural(elsewhere, 'kernel')} only for other devices" if elsewhere else ""
-        expected = len(self.kernels) - elsewhere
-        if not expected:
-            return f"nothing built for this device ({plural(elsewhere, 'kernel')} only for others)"
-        if self.native:
-            return "native" + note
-        missing = [k for r, ks in self.by_route if r.path is Path.NONE for k in ks]
-        if missing:
-            return no_code_for(missing, expected) + note
-        if not self.runnable:
-            return "PTX JIT needs a newer driver" + note
-        jit_only = all(k.route.path is Path.PTX_JIT for k in self.kernels if k.route.expected())
-        return ("runs only through PTX JIT" if jit_only else "partly through PTX JIT") + note
 
 
 def missing_by_target(
@@ -176,16 +156,6 @@ class LibraryRoutes:
     def all_run(self) -> bool:
         """Every kernel built for the device has code for it (without names: ``any_runs``)."""
         return judge(self.routes or (self.best,), self.driver, per_kernel=self.per_kernel)
-
-    def line(self) -> str:
-        """One short line: counts per path (or the per-target route) and the best route."""
-        if not self.per_kernel:
-            return f"{self.capability}: {self.best.describe()} (per target; no kernel names read)"
-        if not self.kernels:
-            return f"{self.capability}: no kernels"
-        parts = ", ".join(kernels_by(path, n) for path, n in self.counts)
-        head = f"{self.capability}: {plural(self.kernels, 'kernel')}"
-        return f"{head}: {parts}; best {self.best.describe()}"
 
 
 _Key = tuple[Kind, Target]

@@ -9,7 +9,7 @@ all read it from here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gate.reader.listing import Kind, Listing
@@ -20,7 +20,8 @@ from gate.rules.targets import Capability, Target
 
 @dataclass(frozen=True)
 class Stub:
-    """One kernel that does nothing in some targets' SASS, and the devices that run those."""
+    """One kernel that does nothing in some targets' SASS, and the devices that run those
+    (said by :func:`gate.render.text.stub_line`)."""
 
     kernel: str
     trap: bool  # a trap stub; else an empty body
@@ -32,19 +33,6 @@ class Stub:
         """How much it matters (gate.rules.stubs.severity)."""
         body = Body.TRAP if self.trap else Body.EMPTY
         return severity(body, runs_here=bool(self.devices), code_elsewhere=self.has_code, own=own)
-
-    def describe(self, demangle: Callable[[str], str]) -> str:
-        """``guarded(float*): trap stub in sm_121 SASS, present but traps on 12.1``."""
-        what = "trap stub" if self.trap else "empty"
-        where = " ".join(str(t) for t in self.targets)
-        caps = ", ".join(str(c) for c in self.devices)
-        if self.trap:
-            runs = f", present but traps on {caps}" if caps else ", run by no checked device"
-        else:
-            runs = f", present but does nothing on {caps}" if caps else ""
-            if not self.has_code:
-                runs += " (empty on every target)"
-        return f"{demangle(self.kernel)}: {what} in {where} SASS{runs}"
 
 
 def stubs_of(listing: Listing, devices: Sequence[Capability]) -> tuple[Stub, ...]:

@@ -16,8 +16,8 @@ from gate import __version__
 from gate.audit.artifact import has_code, targets_text
 from gate.audit.verdicts import DistributionVerdict
 from gate.reader.distributions import Owner
-from gate.reader.wording import plural
 from gate.render.inspect import route_json
+from gate.render.wording import plural
 from gate.rules.environment import Category, DeviceVerdict, Outcome, Part
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import Selector, VariantSet

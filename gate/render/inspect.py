@@ -19,7 +19,7 @@ from gate.audit.artifact import predict, target_text, verdict
 from gate.reader.listing import Kind, Listing, missing_by_target, totals
 from gate.reader.read import ArtifactReport
 from gate.reader.stubs import stubs_of, unread_targets
-from gate.reader.wording import kernels_by, plural
+from gate.render.wording import kernels_by, plural
 from gate.rules.routes import Path, Route
 from gate.rules.targets import Capability, Target, Version
 

@@ -14,13 +14,14 @@ import re
 import shutil
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from gate.reader.listing import Kind
-from gate.reader.wording import library_on, reached
+from gate.reader.listing import Kind, LibraryRoutes
+from gate.reader.stubs import Stub
 from gate.record import LOADED_LIST, LoadedLibrary, RunRecord
+from gate.render.wording import kernels_by, library_on, plural, reached
 from gate.rules.targets import Capability
 from gate.rules.verdict import Check, StageStatus, Verdict
 
@@ -258,3 +259,28 @@ def append_step_summary(text: str) -> Path | None:
     except OSError:
         return None
     return path
+
+
+def routes_line(lib: LibraryRoutes) -> str:
+    """One short line: counts per path (or the per-target route) and the best route."""
+    if not lib.per_kernel:
+        return f"{lib.capability}: {lib.best.describe()} (per target; no kernel names read)"
+    if not lib.kernels:
+        return f"{lib.capability}: no kernels"
+    parts = ", ".join(kernels_by(path, n) for path, n in lib.counts)
+    head = f"{lib.capability}: {plural(lib.kernels, 'kernel')}"
+    return f"{head}: {parts}; best {lib.best.describe()}"
+
+
+def stub_line(stub: Stub, demangle: Callable[[str], str]) -> str:
+    """``guarded(float*): trap stub in sm_121 SASS, present but traps on 12.1``."""
+    what = "trap stub" if stub.trap else "empty"
+    where = " ".join(str(t) for t in stub.targets)
+    caps = ", ".join(str(c) for c in stub.devices)
+    if stub.trap:
+        runs = f", present but traps on {caps}" if caps else ", run by no checked device"
+    else:
+        runs = f", present but does nothing on {caps}" if caps else ""
+        if not stub.has_code:
+            runs += " (empty on every target)"
+    return f"{demangle(stub.kernel)}: {what} in {where} SASS{runs}"

@@ -28,15 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate import jsonutil
+from gate.audit.artifact import phrase
 from gate.config import Config
 from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import read as reader
 from gate.reader.listing import Kind, Listing
-from gate.reader.wording import library_on
 from gate.record import LOADED_LIST, LoadedLibrary
 from gate.render import inspect as summary
+from gate.render.wording import library_on
 from gate.rules.causes import Cause
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import Route
@@ -444,7 +445,7 @@ def _check(library: Library, cap: Capability) -> Check:
             name,
             "gate.loaded",
             state,
-            f"strict library: {prediction.verdict()} on {cap}: {where}",
+            f"strict library: {phrase(prediction)} on {cap}: {where}",
             cause=Cause.LOADED_LIBRARY if state is CheckState.FAILED else None,
         )
     how = library.route.describe()

@@ -5,6 +5,9 @@ summary share: a count agrees with its noun (``1 kernel``, ``3 kernels``), "no c
 says of how many kernels and which (``no code for 3 of 12 kernels (k1, k2, k3)``), and
 a route reads as what a kernel does on the device (``3 kernels from exact SASS
 (sm_90)``, ``1 kernel with no code``), never a bare ``nothing: 1 kernel``.
+
+Presentation, yet below the other renderers (layer 3, over the rules alone): the
+container images' lines and an audit's verdict phrases are said in these words too.
 """
 
 from __future__ import annotations
