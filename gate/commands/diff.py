@@ -63,9 +63,9 @@ def which(args: argparse.Namespace) -> Which:
     import os
 
     from gate.baseline.resolve import Which
-    from gate.system.ci import runner_class
+    from gate.config.options import RUNNER_CLASS, resolve
 
-    return Which(args.runner_class or runner_class(os.environ), args.runner)
+    return Which(resolve(RUNNER_CLASS, args, os.environ).value, args.runner)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -217,12 +217,13 @@ def _runner_matrix(args: argparse.Namespace) -> int:
 
 
 def _attestation(args: argparse.Namespace) -> int:
-    from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
+    from gate.attest.signing import load_public_key
+    from gate.config.options import PUBLIC_KEY, resolve
     from gate.github.attestation import write_attest_inputs
     from gate.scan import checksums
     from gate.system.git import check_revision
 
-    key = load_public_key(args.key or Path(os.environ.get(PUBLIC_KEY_FILE_ENV) or "cuda-gate.pub"))
+    key = load_public_key(resolve(PUBLIC_KEY, args, os.environ).value)
     revision = args.revision or os.environ.get("GITHUB_SHA")
     written = write_attest_inputs(
         args.evidence,

@@ -176,20 +176,17 @@ def _env(field: str) -> str:
 
 
 def _limits(args: argparse.Namespace) -> Limits:
-    """The reader's bounds: defaults, then CUDA_GATE_MAX_* variables, then options."""
-    from gate.reader.limits import Limits, parse_value
+    """The reader's bounds: options, then CUDA_GATE_MAX_* variables, then the defaults
+    (every value given is checked, options first: gate.config.options)."""
+    import os
 
-    given = {
-        field: parse_value(value, option)
-        for field, option, value in (
-            ("entry", "--max-entry-mb", args.max_entry_mb),
-            ("artifact", "--max-artifact-mb", args.max_artifact_mb),
-            ("member", "--max-member-mb", args.max_member_mb),
-            ("ratio", "--max-ratio", args.max_ratio),
-        )
-        if value is not None
-    }
-    return Limits.from_env().overridden(**given)
+    from gate.config import options as o
+    from gate.reader.limits import Limits
+
+    fields = ("entry", "artifact", "member", "ratio")
+    bounds = (o.MAX_ENTRY_MB, o.MAX_ARTIFACT_MB, o.MAX_MEMBER_MB, o.MAX_RATIO)
+    found = o.resolve_all(bounds, args, os.environ)
+    return Limits().overridden(**dict(zip(fields, (r.value for r in found), strict=True)))
 
 
 def _platform(text: str) -> Any:  # noqa: ANN401  (a Platform: imported only when used)

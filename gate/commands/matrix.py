@@ -62,7 +62,8 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from gate.attest.signing import PUBLIC_KEY_FILE_ENV, load_public_key
+    from gate.attest.signing import load_public_key
+    from gate.config import options
     from gate.fsutil import write_atomic
     from gate.github.matrix import evaluate
     from gate.github.runners import load_runner_classes
@@ -77,8 +78,7 @@ def _matrix(args: argparse.Namespace) -> int:
     if not required:
         raise ConfigError(f"{args.runner_classes}: no runner class is marked required")
     repository = args.repository or env.get("GITHUB_REPOSITORY") or find_repository(env, Path.cwd())
-    key_path = args.key or Path(env.get(PUBLIC_KEY_FILE_ENV) or DEFAULT_PUBLIC_KEY)
-    key = load_public_key(key_path)
+    key = load_public_key(options.resolve(options.PUBLIC_KEY, args, env).value)
     if args.store:
         env["CUDA_GATE_STORE"] = args.store
     store = open_store(load_settings(env=env))

@@ -254,10 +254,12 @@ def handle(args: argparse.Namespace) -> int:
 def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
     """What was asked, with the configuration, store, key and baseline read before anything
     runs: a bad one fails at once."""
+    import os
     import tempfile
 
     from gate import config
-    from gate.attest.signing import load_signer_from_env_or_file
+    from gate.commands.sign import load_signer
+    from gate.config.options import NVCC, SIGNING_KEY, resolve
     from gate.pipeline import RunOptions
     from gate.rules.targets import Target
     from gate.store.settings import load_settings
@@ -266,16 +268,18 @@ def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
     project = config.load(Path.cwd(), args.config)
     _refuse_unrecorded(args, project)
     image = _image(args, project)
+    # In the image, its own nvcc is asked: CUDA_GATE_NVCC names one of this machine's.
+    nvcc = args.nvcc if image is not None else resolve(NVCC, args, os.environ).value
     if target is not None and image is None:
         from gate.stages.probe import refuse_unbuildable
 
         # In the image, its own toolkit is asked, in the probe stage.
-        refuse_unbuildable(target, args.nvcc)
+        refuse_unbuildable(target, nvcc)
     prebuilt = _prebuilt(args.prebuilt)
     store = None if args.no_store else load_settings(url=args.store, config=project)
     if store is not None and store.local_dir is not None:
         _check_local_store(store.local_dir)
-    signer = load_signer_from_env_or_file(args.signing_key, configured=project.signing_key)
+    signer = load_signer(resolve(SIGNING_KEY, args, os.environ, project))
     if signer is not None and signer.file is not None:
         err.line(
             f"cuda-gate: warning: the signing key file {signer.file} stays readable to the "
@@ -294,7 +298,7 @@ def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
         timeout=args.timeout,
         stop_after=args.stop_after,
         dump_sass=args.dump_sass,
-        nvcc=args.nvcc,
+        nvcc=nvcc,
         python=args.python,
         use_cuobjdump=not args.no_cuobjdump,
         use_cache=not args.no_cache,
@@ -382,10 +386,12 @@ def _image(args: argparse.Namespace, project: Config) -> InImage | None:
     """``--image`` (else the config's ``image``) resolved through the runtime before anything
     runs: a bad reference, an image the runtime lacks or a pin it holds under another
     digest is one line, exit 6; no runtime, exit 3; what cannot work in an image, exit 7."""
-    text = args.image if args.image is not None else project.image
+    from gate.config.options import IMAGE, resolve
+
+    text = resolve(IMAGE, args, None, project).value
     if text is None:
         return None
-    from gate.container.place import resolve
+    from gate.container.place import resolve as resolve_image
     from gate.errors import ConfigError
 
     if args.prebuilt is not None:
@@ -399,7 +405,9 @@ def _image(args: argparse.Namespace, project: Config) -> InImage | None:
             "inside an image"
         )
     settings = project.container
-    return resolve(text, runtime=settings.runtime, gpus=settings.gpus, options=settings.options)
+    return resolve_image(
+        text, runtime=settings.runtime, gpus=settings.gpus, options=settings.options
+    )
 
 
 def _which_config(project: Config) -> str:
@@ -460,6 +468,7 @@ def _baseline(args: argparse.Namespace, project: Config, dest: Path) -> Found | 
     import os
 
     from gate.baseline.resolve import Which, from_folder, from_store, looks_like_folder
+    from gate.config.options import RUNNER_CLASS, resolve
     from gate.system import ci
 
     if looks_like_folder(args.baseline):
@@ -470,6 +479,7 @@ def _baseline(args: argparse.Namespace, project: Config, dest: Path) -> Found | 
         raise ConfigError(
             f"--baseline {args.baseline} is read from the store; --no-store says none"
         )
-    runner_class = ci.runner_class(os.environ)
+    # No --runner-class here: the variable, else this runner.
+    runner_class = resolve(RUNNER_CLASS, None, os.environ).value
     which = Which(runner_class, None if runner_class else ci.runner_name(os.environ))
     return from_store(args.baseline, which, dest, store_url=args.store, config=project)

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.errors import ExitCode
 from gate.evidence import DEFAULT_DIR
+
+if TYPE_CHECKING:
+    from gate.attest.signing import Signer
+    from gate.config.options import Resolved
 
 
 def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
@@ -57,14 +61,17 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 def handle(args: argparse.Namespace) -> int:
     """Sign the folder's statements, then store it when asked."""
-    from gate.attest.signing import load_signer_from_env_or_file
+    import os
+
     from gate.attest.unchanged import check_folder_is_gate, sign_unchanged
+    from gate.config.options import SIGNING_KEY, resolve
     from gate.errors import ConfigError
     from gate.evidence import MARKER
     from gate.fsutil import Lock
     from gate.store import load_settings, publish, run_meta_from_evidence
 
-    signer = load_signer_from_env_or_file(args.signing_key)
+    # No configuration here (as always): --signing-key, else the variables.
+    signer = load_signer(resolve(SIGNING_KEY, args, os.environ))
     if signer is None:
         raise ConfigError(
             "no signing key configured",
@@ -86,3 +93,12 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         lock.release()
     return int(ExitCode.OK)
+
+
+def load_signer(key: Resolved[Path | str | None]) -> Signer | None:
+    """The signer the resolved signing key names: a key file, or the PEM a variable held."""
+    from gate.attest.signing import KEY_PEM_ENV, load_signer_from_env_or_file
+
+    if isinstance(key.value, str):
+        return load_signer_from_env_or_file(None, {KEY_PEM_ENV: key.value})
+    return load_signer_from_env_or_file(key.value, {})

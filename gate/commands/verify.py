@@ -86,15 +86,12 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _public_key_path(given: Path | None) -> Path:
-    from gate.attest.signing import PUBLIC_KEY_FILE_ENV
+    from gate.config.options import PUBLIC_KEY, PUBLIC_KEY_FILE_ENV, Layer, resolve
     from gate.errors import ConfigError
 
-    if given is not None:
-        return given
-    if os.environ.get(PUBLIC_KEY_FILE_ENV):
-        return Path(os.environ[PUBLIC_KEY_FILE_ENV])
-    if Path(DEFAULT_PUBLIC_KEY).is_file():
-        return Path(DEFAULT_PUBLIC_KEY)
+    key = resolve(PUBLIC_KEY, argparse.Namespace(key=given), os.environ)
+    if key.layer is not Layer.DEFAULT or key.value.is_file():
+        return key.value
     raise ConfigError(
         "no public key to verify with",
         hint=f"pass --key PUB, set {PUBLIC_KEY_FILE_ENV}, or put {DEFAULT_PUBLIC_KEY} here",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from gate.attest.signing import Signer
 from gate.config import Config
+from gate.config.options import RECORD_LAUNCHES, resolve
 from gate.container.place import InImage
 from gate.rules.targets import Target
 from gate.scan.checksums import Checksums
@@ -71,6 +72,4 @@ def records_launches(options: RunOptions, config: Config) -> bool:
     holds CUDA_INJECTION64_PATH, the recorder stage says so and the runs go on without it.)"""
     if config.recorder_needs():
         return True
-    if options.record_launches is not None:
-        return options.record_launches
-    return config.record_launches is not False
+    return resolve(RECORD_LAUNCHES, options, None, config).value is not False
