@@ -150,3 +150,82 @@ def test_describe_lists_the_layers_in_order() -> None:
     assert o.describe(o.SIGNING_KEY) == (
         "--signing-key, CUDA_GATE_SIGNING_KEY_FILE, CUDA_GATE_SIGNING_KEY, config signing.key_file"
     )
+
+
+# The commands' own option handling, through the cascade (no process started).
+
+
+def _limits_args(**given: str | None) -> argparse.Namespace:
+    names = ("max_entry_mb", "max_artifact_mb", "max_member_mb", "max_ratio")
+    return ns(**{name: given.get(name) for name in names})
+
+
+def test_inspect_bounds_take_the_option_over_the_variable_over_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gate.commands.inspect import _limits
+    from gate.reader.limits import MB, Limits
+
+    monkeypatch.setenv("CUDA_GATE_MAX_RATIO", "9")
+    monkeypatch.setenv("CUDA_GATE_MAX_ENTRY_MB", "3")
+    found = _limits(_limits_args(max_ratio="7"))
+    assert found == Limits(entry=3 * MB, ratio=7)
+    monkeypatch.setenv("CUDA_GATE_MAX_MEMBER_MB", "many")
+    with pytest.raises(ConfigError, match=r"^CUDA_GATE_MAX_MEMBER_MB: not a positive"):
+        _limits(_limits_args(max_member_mb="5"))
+
+
+def test_diff_runner_class_takes_the_flag_else_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gate.commands.diff import which
+
+    monkeypatch.setenv(o.RUNNER_CLASS_ENV, "h100")
+    assert which(ns(runner_class="gb10", runner=None)).runner_class == "gb10"
+    assert which(ns(runner_class="", runner=None)).runner_class == "h100"
+    monkeypatch.delenv(o.RUNNER_CLASS_ENV)
+    assert which(ns(runner_class=None, runner="r1")).runner_class is None
+
+
+def test_verify_public_key_takes_the_flag_the_variable_else_an_existing_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from gate.commands.verify import _public_key_path
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(o.PUBLIC_KEY_FILE_ENV, "env.pub")
+    assert _public_key_path(Path("cli.pub")) == Path("cli.pub")
+    assert _public_key_path(None) == Path("env.pub")  # named: need not exist yet
+    monkeypatch.setenv(o.PUBLIC_KEY_FILE_ENV, "")
+    with pytest.raises(ConfigError, match="no public key to verify with"):
+        _public_key_path(None)
+    (tmp_path / "cuda-gate.pub").write_text("", encoding="utf-8")
+    assert _public_key_path(None) == Path("cuda-gate.pub")
+
+
+def test_records_launches_flag_over_config_over_on() -> None:
+    from gate.pipeline.options import RunOptions, records_launches
+
+    off = Config(Path(), record_launches=False)
+    assert records_launches(RunOptions(record_launches=True), off) is True
+    assert records_launches(RunOptions(), off) is False
+    assert records_launches(RunOptions(), Config(Path())) is True
+    assert records_launches(RunOptions(record_launches=False), Config(Path())) is False
+
+
+def test_the_signer_comes_from_the_resolved_key(tmp_path: Path) -> None:
+    from gate.commands.sign import load_signer
+
+    pair = signing.generate_key_pair()
+    key = tmp_path / "k.pem"
+    key.write_bytes(pair.private_pem)
+    pem = pair.private_pem.decode("ascii")
+    from_pem = load_signer(o.resolve(o.SIGNING_KEY, None, {o.KEY_PEM_ENV: f"\n{pem}  "}))
+    from_file = load_signer(o.resolve(o.SIGNING_KEY, None, {o.KEY_FILE_ENV: str(key)}))
+    assert from_pem is not None
+    assert from_file is not None
+    assert (from_pem.keyid, from_pem.file) == (pair.keyid, None)
+    assert (from_file.keyid, from_file.file) == (pair.keyid, key)
+    assert load_signer(o.resolve(o.SIGNING_KEY, None, {})) is None
+    with pytest.raises(ConfigError, match=r"cannot read the signing key"):
+        load_signer(o.resolve(o.SIGNING_KEY, None, {o.KEY_FILE_ENV: str(tmp_path / "no")}))
