@@ -1,4 +1,4 @@
-"""The one atomic file writer, the one SHA-256 of a file, and the one folder lock.
+"""The one atomic file writer, the one SHA-256 of a file and its record, and the one folder lock.
 
 Every machine-readable file cuda-gate writes (evidence, result.json, manifests,
 indexes, keys, reports) goes through :func:`write_atomic` (or, streamed,
@@ -18,8 +18,9 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from gate.errors import BadInputError, EvidenceError
 
@@ -67,13 +68,51 @@ def atomic_file(target: Path, *, mode: int = 0o644) -> Iterator[BinaryIO]:
 
 def digest_file(path: Path) -> tuple[str, int]:
     """Hex SHA-256 and size of a file, read in 1 MiB blocks."""
+    with path.open("rb") as handle:
+        return _digest(handle)
+
+
+def _digest(handle: BinaryIO) -> tuple[str, int]:
     digest = hashlib.sha256()
     size = 0
-    with path.open("rb") as handle:
-        while block := handle.read(_BLOCK):
-            digest.update(block)
-            size += len(block)
+    while block := handle.read(_BLOCK):
+        digest.update(block)
+        size += len(block)
     return digest.hexdigest(), size
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    """One file as evidence records it: its name (a relative POSIX path), SHA-256 and size.
+
+    The one record of a digested file: the manifest's predicate lists the evidence with
+    these, and so does the store's index. Each document keeps its own key for the name
+    (the predicate ``name``, the index ``path``): :meth:`to_json` takes it.
+    """
+
+    name: str
+    sha256: str
+    size: int
+
+    @classmethod
+    def of_file(cls, name: str, path: Path, *, plain: bool = False) -> FileDigest:
+        """The digest of the file at ``path``, recorded as ``name`` (OSError when unreadable).
+
+        ``plain``: opened through :func:`open_regular` (a link or a special file is a
+        BadInputError), for a folder that may have been tampered with.
+        """
+        with open_regular(path) if plain else path.open("rb") as handle:
+            sha256, size = _digest(handle)
+        return cls(name, sha256, size)
+
+    @classmethod
+    def of_bytes(cls, name: str, data: bytes) -> FileDigest:
+        """The digest of ``data``, recorded as ``name``."""
+        return cls(name, hashlib.sha256(data).hexdigest(), len(data))
+
+    def to_json(self, key: str = "name") -> dict[str, Any]:
+        """``{key: name, "sha256": ..., "size": ...}``: the document's key for the name."""
+        return {key: self.name, "sha256": self.sha256, "size": self.size}
 
 
 def sha256_file(path: Path) -> str:

@@ -146,7 +146,7 @@ def test_multipart_upload_verifies_the_whole_file(
         run_id=meta().run_id,
         dest=tmp_path / "back",
     )
-    assert {f.path: f.size for f in index.files}["libkernels.so"] == BIG
+    assert {f.name: f.size for f in index.files}["libkernels.so"] == BIG
     assert hashlib.sha256((tmp_path / "back" / "libkernels.so").read_bytes()).hexdigest() == digest
 
 

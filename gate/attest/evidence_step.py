@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.attest.predicate import SignedFile
 from gate.attest.steps import Outcome, StepResult, failed
 from gate.errors import BadInputError, EvidenceChangedError
 from gate.evidence import MANIFEST_FILE, MARKER, evidence_files, is_marked
+from gate.fsutil import FileDigest as SignedFile
 from gate.fsutil import sha256_file
 
 

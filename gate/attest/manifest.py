@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.attest.predicate import PREDICATE_TYPE, PREDICATE_VERSION
+from gate.attest.predicate import PREDICATE_TYPE, predicate_of
 from gate.attest.predicate import validate as validate_predicate
 from gate.attest.signing import Envelope, Signer, load_signer_from_env_or_file, sign_envelope
 from gate.attest.testresult import build_test_result
@@ -35,7 +35,7 @@ from gate.evidence import (
     TEST_RESULT_FILE,
     evidence_files,
 )
-from gate.fsutil import sha256_file, write_atomic
+from gate.fsutil import FileDigest, sha256_file, write_atomic
 from gate.guard.redact import Redactor
 from gate.record import RESULT_FILE, RunRecord, load
 
@@ -56,15 +56,6 @@ __all__ = [
     "write_manifest",
     "write_statement",
 ]
-
-
-@dataclass(frozen=True)
-class EvidenceDigest:
-    """One evidence file: its path relative to the folder, SHA-256 and size."""
-
-    name: str
-    sha256: str
-    size: int
 
 
 @dataclass(frozen=True)
@@ -92,7 +83,7 @@ class ManifestResult:
         return f"manifest signed with key {self.keyid}: {self.envelope_path}"
 
 
-def evidence_digests(evidence_dir: Path) -> tuple[EvidenceDigest, ...]:
+def evidence_digests(evidence_dir: Path) -> tuple[FileDigest, ...]:
     """Every evidence file (:func:`gate.evidence.evidence_files`: no hidden file, no
     statement), with its digest and size. A symbolic link or a special file is refused:
     evidence is plain files, and a link could point anywhere after signing."""
@@ -100,11 +91,11 @@ def evidence_digests(evidence_dir: Path) -> tuple[EvidenceDigest, ...]:
         names = evidence_files(evidence_dir)
     except BadInputError as e:
         raise EvidenceError(e.message) from e
-    found: list[EvidenceDigest] = []
+    found: list[FileDigest] = []
     for name in names:
         path = evidence_dir / name
         try:
-            found.append(EvidenceDigest(name, sha256_file(path), path.stat().st_size))
+            found.append(FileDigest.of_file(name, path))
         except OSError as e:
             raise EvidenceError(f"{path}: cannot read evidence: {e.strerror or e}") from e
     return tuple(found)
@@ -112,14 +103,15 @@ def evidence_digests(evidence_dir: Path) -> tuple[EvidenceDigest, ...]:
 
 def build_statement(
     evidence_dir: Path,
-    digests: tuple[EvidenceDigest, ...] | None = None,
+    digests: tuple[FileDigest, ...] | None = None,
     record: RunRecord | None = None,
 ) -> dict[str, Any]:
     """The in-toto Statement for the run recorded in ``evidence_dir``.
 
-    ``record`` is its result.json, read by the caller (else read here). Each artifact
-    still at its recorded path is hashed again: an artifact that changed after
-    inspection is an ArtifactChangedError, never signed.
+    ``record`` is its result.json, read by the caller (else read here); the predicate
+    is its projection (:func:`gate.attest.predicate.predicate_of`). Each artifact still
+    at its recorded path is hashed again: an artifact that changed after inspection is
+    an ArtifactChangedError, never signed.
     """
     if record is None:
         record = _record(evidence_dir)
@@ -130,13 +122,13 @@ def build_statement(
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise EvidenceError(f"{source}: artifact names must be unique: {', '.join(duplicates)}")
-    data = record.to_json(loaded_listings=False)
-    artifacts = [_artifact_provenance(a, source) for a in data["artifacts"]]
-    predicate = _predicate(data, artifacts, digests)
+    for artifact in record.artifacts:
+        _check_unchanged(artifact.path, artifact.sha256, source)
+    predicate = predicate_of(record, digests)
     problem = validate_predicate(predicate)
     if problem:
         raise EvidenceError(f"{source}: {problem}")
-    subjects = [{"name": a["name"], "digest": {"sha256": a["sha256"]}} for a in artifacts]
+    subjects = [{"name": a.name, "digest": {"sha256": a.sha256}} for a in record.artifacts]
     container = record.environment.container
     image = container.subject() if container is not None else None
     if image is not None:
@@ -149,73 +141,6 @@ def build_statement(
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
         "predicate": predicate,
-    }
-
-
-def _predicate(
-    data: dict[str, Any], artifacts: list[dict[str, Any]], digests: tuple[EvidenceDigest, ...]
-) -> dict[str, Any]:
-    """The signed predicate: a projection of the run record (``data``, its JSON) onto the
-    seed's four evidence sets, the verdict and the evidence files' digests."""
-    env = data["environment"]
-    return {
-        "version": PREDICATE_VERSION,
-        "tool": data["tool"],
-        "run": {**data["run"], "started": data["started"], "finished": data["finished"]},
-        "environment": {
-            **_pick(env, "host_arch", "os", "supported_targets", "container"),
-            "driver": env["driver"],
-            "toolkit": env["toolkit"],
-            "builds": [
-                _pick(b, "name", "command", "argv", "cwd", "returncode", "duration")
-                for b in data["builds"]
-            ],
-        },
-        "device_code": {
-            "device": data["device"],
-            "artifacts": [
-                _pick(a, "name", "host_format", "elf_machine", "listing") for a in data["artifacts"]
-            ],
-        },
-        "execution": [
-            _pick(
-                e,
-                "entry_point",
-                "path",
-                "command",
-                "returncode",
-                "expected_returncode",
-                "timed_out",
-                "duration",
-                "log",
-                "log_sha256",
-                "output_ok",
-                "cache_clean",
-                "passed",
-                "failure",
-            )
-            for e in data["executions"]
-        ],
-        "provenance": {"source": data["source"], "artifacts": artifacts},
-        "checks": [
-            _pick(c, "name", "classname", "state", "message", "cause", "path")
-            for c in data["checks"]
-        ],
-        "verdict": _pick(data["verdict"], "accepted", "statement", "reasons"),
-        "evidence": [{"name": d.name, "sha256": d.sha256, "size": d.size} for d in digests],
-        "baseline": _baseline(data["baseline"]),
-        "launches": data["launches"],
-    }
-
-
-def _baseline(compared: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The baseline as signed: which run (its result.json's digest) and what was lost."""
-    if compared is None:
-        return None
-    keys = ("reference", "location", "result_sha256", "revision", "runner", "run_id")
-    return {
-        **_pick(compared, *keys, "regressions", "warnings"),
-        "changes": compared["changes"],
     }
 
 
@@ -303,9 +228,7 @@ def write_statement(path: Path, envelope: Envelope) -> Path:
     return write_atomic(path, envelope.dumps().encode("utf-8"))
 
 
-def _refuse_leaks(
-    evidence_dir: Path, digests: tuple[EvidenceDigest, ...], redactor: Redactor
-) -> None:
+def _refuse_leaks(evidence_dir: Path, digests: tuple[FileDigest, ...], redactor: Redactor) -> None:
     """EvidenceError naming the first evidence file that holds a secret (never its value)."""
     for digest in digests:
         leaked = redactor.leaked_names((evidence_dir / digest.name).read_bytes())
@@ -329,32 +252,19 @@ def _record(evidence_dir: Path) -> RunRecord:
         raise EvidenceError(e.message) from e
 
 
-def _artifact_provenance(artifact: dict[str, Any], source: Path) -> dict[str, Any]:
-    """An artifact's name, path, hash, size and dependencies, re-hashed where it still is."""
-    record = _pick(artifact, "name", "path", "sha256", "size", "dependencies")
-    record["dependencies"] = [
-        _pick(d, "name", "resolved")
-        for d in record.get("dependencies") or ()
-        if isinstance(d, dict)
-    ]
-    path = artifact.get("path")
-    if isinstance(path, str) and Path(path).is_file():
+def _check_unchanged(path: str, recorded: str, source: Path) -> None:
+    """ArtifactChangedError when the artifact, still at ``path``, is not what was inspected."""
+    if Path(path).is_file():
         actual = sha256_file(Path(path))
-        if actual != artifact.get("sha256"):
+        if actual != recorded:
             raise ArtifactChangedError(
                 f"{path}: changed since it was inspected (sha256 {actual[:16]}..., "
-                f"{source} records {str(artifact.get('sha256'))[:16]}...)"
+                f"{source} records {recorded[:16]}...)"
             )
-    return record
 
 
 def _subject_names(statement: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(s["name"]) for s in statement["subject"])
-
-
-def _pick(data: dict[str, Any], *keys: str) -> dict[str, Any]:
-    """The named keys of a record (extra keys in the run record are not signed over)."""
-    return {k: data[k] for k in keys if k in data}
 
 
 def _secret_label(name: str) -> str:

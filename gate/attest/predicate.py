@@ -1,4 +1,10 @@
-"""The signed predicate (``manifest.json``'s ``gate-run`` predicate), read into frozen records.
+"""The signed predicate (``manifest.json``'s ``gate-run`` predicate): made from the run
+record, and read into frozen records.
+
+The gate writes it through :func:`predicate_of`, a projection of the run record
+(:class:`gate.record.RunRecord`, as result.json holds it): the fields it keeps of each part,
+named once here, and the digest of every evidence file. ``cuda-gate sign`` derives it
+again the same way and compares.
 
 ``verify``, the release ``matrix`` and the GitHub attestation trust what a signed
 predicate says; each reads it here, once, through :func:`read`: the schema
@@ -23,7 +29,7 @@ version 1 marks skipped reads as not run.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -32,8 +38,9 @@ from typing import Any
 import jsonschema
 
 from gate.errors import BadInputError
+from gate.fsutil import FileDigest
 from gate.launch.summary import Launches
-from gate.record import Execution
+from gate.record import Execution, RunRecord
 from gate.rules.causes import Cause, ExecPath, RuntimeFailure
 from gate.rules.verdict import Check, CheckState
 
@@ -49,15 +56,6 @@ class SignedArtifact:
     path: str | None
     sha256: str
     size: int | None
-
-
-@dataclass(frozen=True)
-class SignedFile:
-    """One evidence file as signed: its path in the folder, digest and size."""
-
-    name: str
-    sha256: str
-    size: int
 
 
 @dataclass(frozen=True)
@@ -110,7 +108,7 @@ class GatePredicate:
     executions: tuple[Execution, ...]
     checks: tuple[Check, ...]
     verdict: SignedVerdict
-    evidence: tuple[SignedFile, ...]
+    evidence: tuple[FileDigest, ...]  # each evidence file: its path in the folder, digest, size
     image: SignedImage | None = None
     launches: Launches | None = None  # version 4; None where nothing was recorded
 
@@ -118,6 +116,95 @@ class GatePredicate:
     def signed_class(self) -> str | None:
         """The runner class the run was recorded for (its runner where it names none)."""
         return self.runner_class or self.runner
+
+
+# What the predicate keeps of each part of the run record (extra keys in the record are
+# not signed over; a key added here must be added to the schema too).
+_BUILD = ("name", "command", "argv", "cwd", "returncode", "duration")
+_ARTIFACT = ("name", "host_format", "elf_machine", "listing")
+_PROVENANCE = ("name", "path", "sha256", "size", "dependencies")
+_DEPENDENCY = ("name", "resolved")
+_EXECUTION = (
+    "entry_point",
+    "path",
+    "command",
+    "returncode",
+    "expected_returncode",
+    "timed_out",
+    "duration",
+    "log",
+    "log_sha256",
+    "output_ok",
+    "cache_clean",
+    "passed",
+    "failure",
+)
+_CHECK = ("name", "classname", "state", "message", "cause", "path")
+_VERDICT = ("accepted", "statement", "reasons")
+_BASELINE = (
+    "reference",
+    "location",
+    "result_sha256",
+    "revision",
+    "runner",
+    "run_id",
+    "regressions",
+    "warnings",
+)
+
+
+def predicate_of(record: RunRecord, evidence: Sequence[FileDigest]) -> dict[str, Any]:
+    """The signed predicate of ``record``: a projection of its JSON (result.json, without
+    the loaded libraries' listings) onto the seed's four evidence sets, the verdict, the
+    baseline, the launches and the evidence files' digests. Not validated here."""
+    data = record.to_json(loaded_listings=False)
+    env = data["environment"]
+    return {
+        "version": PREDICATE_VERSION,
+        "tool": data["tool"],
+        "run": {**data["run"], "started": data["started"], "finished": data["finished"]},
+        "environment": {
+            **_pick(env, "host_arch", "os", "supported_targets", "container"),
+            "driver": env["driver"],
+            "toolkit": env["toolkit"],
+            "builds": [_pick(b, *_BUILD) for b in data["builds"]],
+        },
+        "device_code": {
+            "device": data["device"],
+            "artifacts": [_pick(a, *_ARTIFACT) for a in data["artifacts"]],
+        },
+        "execution": [_pick(e, *_EXECUTION) for e in data["executions"]],
+        "provenance": {
+            "source": data["source"],
+            "artifacts": [_provenance(a) for a in data["artifacts"]],
+        },
+        "checks": [_pick(c, *_CHECK) for c in data["checks"]],
+        "verdict": _pick(data["verdict"], *_VERDICT),
+        "evidence": [d.to_json() for d in evidence],
+        "baseline": _baseline(data["baseline"]),
+        "launches": data["launches"],
+    }
+
+
+def _provenance(artifact: dict[str, Any]) -> dict[str, Any]:
+    """An artifact's name, path, hash, size and what it depends on."""
+    found = _pick(artifact, *_PROVENANCE)
+    found["dependencies"] = [
+        _pick(d, *_DEPENDENCY) for d in found.get("dependencies") or () if isinstance(d, dict)
+    ]
+    return found
+
+
+def _baseline(compared: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The baseline as signed: which run (its result.json's digest) and what was lost."""
+    if compared is None:
+        return None
+    return {**_pick(compared, *_BASELINE), "changes": compared["changes"]}
+
+
+def _pick(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """The named keys of a part of the record."""
+    return {k: data[k] for k in keys if k in data}
 
 
 @cache
@@ -181,7 +268,7 @@ def _read(p: Mapping[str, Any], where: str) -> GatePredicate:
         verdict=SignedVerdict(
             bool(verdict["accepted"]), str(verdict["statement"]), tuple(verdict["reasons"])
         ),
-        evidence=tuple(SignedFile(e["name"], e["sha256"], e["size"]) for e in p["evidence"]),
+        evidence=tuple(FileDigest(e["name"], e["sha256"], e["size"]) for e in p["evidence"]),
         image=_image(env.get("container"), version),
         launches=None if p.get("launches") is None else Launches.from_json(p["launches"], where),
     )

@@ -49,7 +49,7 @@ from gate.evidence import (
     is_plain_or_missing,
     walk,
 )
-from gate.fsutil import open_regular
+from gate.fsutil import FileDigest, open_regular
 from gate.record import RESULT_FILE, RunRecord
 from gate.record import load as load_record
 from gate.system import ci
@@ -117,7 +117,7 @@ def check_unchanged(folder: Path, signer: Signer) -> Unchanged:
         signed = read_predicate(statement.get("predicate"), f"{folder / MANIFEST_FILE}")
     except BadInputError as e:
         raise changed(f"{e.message} (not the manifest the run wrote)") from e
-    recorded = {f.name: (f.sha256, f.size) for f in signed.evidence}
+    recorded = {f.name: f for f in signed.evidence}
     # 3. exactly the files the run left
     allowed = {*recorded, MARKER, *_STATEMENTS}
     for name in sorted(present - allowed):
@@ -127,7 +127,7 @@ def check_unchanged(folder: Path, signer: Signer) -> Unchanged:
         raise changed(f"{folder / name}: recorded in {MANIFEST_FILE} but missing")
     # 4. every evidence file as recorded
     for name in sorted(recorded):
-        if _digest(folder / name) != recorded[name]:
+        if _digest(folder, name) != recorded[name]:
             raise changed(f"{folder / name}: changed since {MANIFEST_FILE} was written")
     if RESULT_FILE not in recorded:
         raise changed(f"{folder / RESULT_FILE}: not recorded in {MANIFEST_FILE}")
@@ -175,13 +175,11 @@ def _read(path: Path) -> bytes:
         raise BadInputError(f"{path}: cannot read: {e.strerror or e}") from e
 
 
-def _digest(path: Path) -> tuple[str, int]:
-    import hashlib  # noqa: PLC0415 - hashlib.file_digest on an already open, checked file
-
+def _digest(folder: Path, name: str) -> FileDigest:
+    """An evidence file's digest, never through a link or from a FIFO."""
+    path = folder / name
     try:
-        with open_regular(path) as handle:
-            digest = hashlib.file_digest(handle, "sha256")
-            return digest.hexdigest(), handle.tell()
+        return FileDigest.of_file(name, path, plain=True)
     except BadInputError as e:
         raise changed(e.message) from e
     except OSError as e:

@@ -26,7 +26,6 @@ stored beside it.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +45,9 @@ from gate.evidence import (
     is_plain_or_missing,
     walk,
 )
-from gate.fsutil import open_regular
+from gate.fsutil import FileDigest, open_regular
 from gate.record import RunRecord, load
-from gate.store.records import INDEX_NAME, FileEntry, check_file_name
+from gate.store.records import INDEX_NAME, check_file_name
 
 _LINK_HINT = "evidence is plain files; links are never followed"
 _FRESH = "run the gate again to write fresh evidence"
@@ -60,17 +59,17 @@ class Intake:
 
     root: Path
     record: RunRecord
-    expected: tuple[FileEntry, ...]  # every file to store, sorted by name
+    expected: tuple[FileDigest, ...]  # every file to store, sorted by name
     recorded: frozenset[str]  # the names manifest.json records
 
     @property
     def files(self) -> tuple[str, ...]:
         """The relative names to store, sorted."""
-        return tuple(entry.path for entry in self.expected)
+        return tuple(entry.name for entry in self.expected)
 
     def check_copy(self, name: str, sha256: str, size: int) -> None:
         """EvidenceChangedError unless the copy of ``name`` has the digest that was checked."""
-        want = next(entry for entry in self.expected if entry.path == name)
+        want = next(entry for entry in self.expected if entry.name == name)
         if (want.sha256, want.size) == (sha256, size):
             return
         since = f"since {MANIFEST_FILE} was written" if name in self.recorded else "while copied"
@@ -122,18 +121,18 @@ def open_evidence(evidence_dir: Path) -> Intake:
         )
     entries = [recorded[name] for name in evidence] + extra
     for entry in entries:
-        check_file_name(entry.path)
+        check_file_name(entry.name)
     return Intake(
         root=evidence_dir,
         record=record,
-        expected=tuple(sorted(entries, key=lambda e: e.path)),
+        expected=tuple(sorted(entries, key=lambda e: e.name)),
         recorded=frozenset(recorded),
     )
 
 
 def _signed(
     root: Path, found: tuple[str, ...], statement: str, data: bytes, envelope: str
-) -> list[FileEntry]:
+) -> list[FileDigest]:
     """The envelope over ``statement`` (bytes ``data``), when there is one, checked."""
     if envelope not in found:
         return []
@@ -151,19 +150,19 @@ def _read(path: Path) -> bytes:
         raise BadInputError(f"{path}: cannot read: {e.strerror or e}") from e
 
 
-def _entry(name: str, data: bytes) -> FileEntry:
-    return FileEntry(name, hashlib.sha256(data).hexdigest(), len(data))
+def _entry(name: str, data: bytes) -> FileDigest:
+    return FileDigest.of_bytes(name, data)
 
 
-def _recorded(data: bytes, path: Path) -> dict[str, FileEntry]:
+def _recorded(data: bytes, path: Path) -> dict[str, FileDigest]:
     """The evidence files manifest.json records, by name (gate.attest.predicate)."""
     statement = jsonutil.loads(data, str(path))
     predicate = statement.get("predicate") if isinstance(statement, dict) else None
     signed = read_predicate(predicate, f"{path}: not a cuda-gate manifest")
-    return {e.name: FileEntry(e.name, e.sha256, e.size) for e in signed.evidence}
+    return {e.name: e for e in signed.evidence}
 
 
-def _compare(root: Path, recorded: dict[str, FileEntry], present: set[str]) -> None:
+def _compare(root: Path, recorded: dict[str, FileDigest], present: set[str]) -> None:
     """The files must be the ones the manifest records: none missing, none added."""
     problems = [
         f"{root / name}: recorded in {MANIFEST_FILE} but missing"

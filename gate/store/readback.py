@@ -168,13 +168,13 @@ def fetch_run(
     try:
         work.mkdir(parents=True)
         for item in index.files:
-            target = work.joinpath(*item.path.split("/"))
+            target = work.joinpath(*item.name.split("/"))
             target.parent.mkdir(parents=True, exist_ok=True)
             # Each file must match the digest and size the index recorded for it.
-            got = store.get_file(f"{run_key}/{item.path}", target)
+            got = store.get_file(f"{run_key}/{item.name}", target)
             if got != (item.sha256, item.size):
                 raise EvidenceChangedError(
-                    f"{store.location(f'{run_key}/{item.path}')}: sha256 {got[0]} ({got[1]} bytes) "
+                    f"{store.location(f'{run_key}/{item.name}')}: sha256 {got[0]} ({got[1]} bytes) "
                     f"does not match the index ({item.sha256}, {item.size} bytes)"
                 )
         (work / INDEX_NAME).write_bytes(index.to_json())

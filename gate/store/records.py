@@ -19,7 +19,7 @@ from typing import Any
 
 from gate import jsonutil
 from gate.errors import BadInputError, ConfigError
-from gate.fsutil import open_regular
+from gate.fsutil import FileDigest, open_regular
 from gate.system.git import check_revision
 
 INDEX_NAME = "index.json"
@@ -116,15 +116,6 @@ def revision_key(repository: str, revision: str) -> str:
 
 
 @dataclass(frozen=True)
-class FileEntry:
-    """One evidence file as the index records it."""
-
-    path: str
-    sha256: str
-    size: int
-
-
-@dataclass(frozen=True)
 class Verdict:
     """The gate's verdict, copied from result.json."""
 
@@ -137,7 +128,7 @@ class RunIndex:
     """The per-run index: run metadata plus every file with its digest."""
 
     meta: RunMeta
-    files: tuple[FileEntry, ...]
+    files: tuple[FileDigest, ...]  # each file, named by its path in the run
     verdict: Verdict | None
     tool_version: str
     finished: str | None = None  # when the run finished (result.json), ISO 8601 UTC
@@ -163,7 +154,7 @@ class RunIndex:
                 if self.verdict is None
                 else {"accepted": self.verdict.accepted, "statement": self.verdict.statement}
             ),
-            "files": [{"path": f.path, "sha256": f.sha256, "size": f.size} for f in self.files],
+            "files": [f.to_json("path") for f in self.files],
         }
         return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
 
@@ -184,7 +175,7 @@ class RunIndex:
                 dirty=bool(doc.get("dirty", False)),
             )
             files = tuple(
-                FileEntry(check_file_name(f["path"]), str(f["sha256"]), int(f["size"]))
+                FileDigest(check_file_name(f["path"]), str(f["sha256"]), int(f["size"]))
                 for f in doc["files"]
             )
             verdict = doc.get("verdict")

@@ -33,13 +33,12 @@ from gate.errors import (
     StorageConflictError,
     StorageError,
 )
-from gate.fsutil import write_atomic
+from gate.fsutil import FileDigest, write_atomic
 from gate.store.base import EvidenceStore, PutOutcome
 from gate.store.conflicts import CONFLICTS, conflict_hint, set_aside
 from gate.store.intake import Intake, open_evidence
 from gate.store.records import (
     INDEX_NAME,
-    FileEntry,
     PublishResult,
     RunIndex,
     RunMeta,
@@ -162,13 +161,13 @@ def _owner_alive(name: str) -> bool:
     return True
 
 
-def _copy(intake: Intake, name: str, partial: Path) -> FileEntry:
+def _copy(intake: Intake, name: str, partial: Path) -> FileDigest:
     """Copy one file into the spool entry; it must be the file that was checked."""
     dest = partial.joinpath(*name.split("/"))
     dest.parent.mkdir(parents=True, exist_ok=True)
     sha256, size = copy_with_digest(intake.root.joinpath(*name.split("/")), dest)
     intake.check_copy(name, sha256, size)
-    return FileEntry(name, sha256, size)
+    return FileDigest(name, sha256, size)
 
 
 def _same_spooled(entry: Path, index: RunIndex) -> RunIndex:
@@ -223,13 +222,13 @@ def upload_entry(store: EvidenceStore, entry: Path) -> PublishResult:
         store.check()
         _check_index(store, run_key, index)
         for item in index.files:
-            source = entry.joinpath(*item.path.split("/"))
+            source = entry.joinpath(*item.name.split("/"))
             _check_size(source, item.size)
-            outcome = store.put_file(f"{run_key}/{item.path}", source, item.sha256, item.size)
-            (uploaded if outcome is PutOutcome.STORED else present).append(item.path)
+            outcome = store.put_file(f"{run_key}/{item.name}", source, item.sha256, item.size)
+            (uploaded if outcome is PutOutcome.STORED else present).append(item.name)
         # Before the index: a stored run leaves no unfinished upload of its keys behind
         # (a failed abort of this attempt, or of an earlier one that was interrupted).
-        names = [*(item.path for item in index.files), INDEX_NAME]
+        names = [*(item.name for item in index.files), INDEX_NAME]
         store.abort_unfinished(run_key, frozenset(f"{run_key}/{name}" for name in names))
         # Last: the index makes the run complete.
         outcome = store.put_bytes(f"{run_key}/{INDEX_NAME}", index.to_json())
