@@ -16,6 +16,7 @@ from gate.rules.environment import (
     DeviceVerdict,
     Outcome,
     Part,
+    Shortfall,
     Unmet,
     answer,
     category,
@@ -24,6 +25,7 @@ from gate.rules.environment import (
     overall,
     rank,
     set_part,
+    shortfalls,
     unmet,
 )
 from gate.rules.routes import Path, Route, route
@@ -534,3 +536,52 @@ def test_a_cuda_runtime_loads_the_build_named_for_it(
 def test_a_gpu_s_builds_may_all_load_whatever_the_runtime(runtime: Version | None) -> None:
     (s,) = find_sets(["k/sm90/x.so", "k/sm100/x.so"])
     assert [v.label for v in s.loaded(runtime)] == ["sm90", "sm100"]
+
+
+# --- 6. What fails --require-device -----------------------------------------------------
+H100, GB10, A100 = Capability(9, 0), Capability(12, 1), Capability(8, 0)
+
+
+def _device(cap: Capability, *parts: tuple[str, Outcome]) -> DeviceVerdict:
+    return DeviceVerdict(cap, Category.MIXED, tuple(_part(o, name) for name, o in parts))
+
+
+PASSES = _device(H100, ("a.so", NATIVE), ("b.so", PTX_OK))
+FAILS = _device(H100, ("a.so", NATIVE), ("b.so", NOTHING), ("c.so", FAILS_NATIVE))
+ALL_REQUIRED = (H100, GB10, A100)
+
+# (the devices, the required ones, members read without names, the shortfalls)
+SHORTFALL_ROWS = [
+    ((), ALL_REQUIRED, (), ()),
+    ((PASSES,), ALL_REQUIRED, (), ()),  # a passing device is no shortfall
+    ((FAILS,), (GB10,), (), ()),  # a failing device nobody requires is none either
+    ((FAILS,), (), ("b.so",), ()),
+    ((FAILS,), (H100,), (), (Shortfall(H100, ("b.so", "c.so"), False),)),
+    # Judged by targets only where a failing part was read without names.
+    ((FAILS,), (H100,), ("a.so",), (Shortfall(H100, ("b.so", "c.so"), False),)),
+    ((FAILS,), (H100,), ("c.so",), (Shortfall(H100, ("b.so", "c.so"), True),)),
+    ((FAILS,), (H100,), ("b.so", "c.so"), (Shortfall(H100, ("b.so", "c.so"), True),)),
+    # Every required device that fails, in the devices' order, past one that passes.
+    (
+        (PASSES, _device(GB10, ("x.so", NOTHING)), _device(A100, ("y.so", NOTHING_TOO))),
+        ALL_REQUIRED,
+        ("y.so",),
+        (Shortfall(GB10, ("x.so",), False), Shortfall(A100, ("y.so",), True)),
+    ),
+    (
+        (_device(GB10, ("x.so", NOTHING)), _device(A100, ("y.so", NOTHING_TOO))),
+        (A100,),
+        (),
+        (Shortfall(A100, ("y.so",), False),),
+    ),
+]
+
+
+@pytest.mark.parametrize(("devices", "required", "unnamed", "expected"), SHORTFALL_ROWS)
+def test_what_fails_a_required_device(
+    devices: tuple[DeviceVerdict, ...],
+    required: tuple[Capability, ...],
+    unnamed: tuple[str, ...],
+    expected: tuple[Shortfall, ...],
+) -> None:
+    assert shortfalls(devices, required, frozenset(unnamed)) == expected

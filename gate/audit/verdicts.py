@@ -39,6 +39,14 @@ class DistributionVerdict:
         """Whether any of its artifacts carries device code."""
         return any(has_code(r) for r in self.group.reports)
 
+    @property
+    def unnamed(self) -> frozenset[str]:
+        """Its members read without kernel names (their kernels are unknown)."""
+        group = self.group
+        return frozenset(
+            m for m, r in zip(group.members, group.reports, strict=True) if not r.names
+        )
+
 
 def outcome(
     report: ArtifactReport, cap: Capability, *, strict: bool = False, driver: Version | None = None

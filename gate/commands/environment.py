@@ -103,25 +103,9 @@ def _runtime(text: str | None) -> Version | None:
 
 def _unmet(v: DistributionVerdict, required: list[Capability]) -> list[str]:
     """One line per required device the distribution cannot run on."""
-    dist = v.group.distribution
-    by_member = dict(zip(v.group.members, v.group.reports, strict=True))
-    lines = []
-    for dev in v.devices:
-        if dev.capability not in required or dev.passes:
-            continue
-        failing = [p for p in dev.parts if not p.outcome.passes]
-        shown = ", ".join(p.name for p in failing[:3]) + (
-            f", +{len(failing) - 3} more" if len(failing) > 3 else ""
-        )
-        # Without names a cubin's kernels are unknown: one with none (nvcc builds one per
-        # target for host code) fails by its target alone; --names tells it apart.
-        guessed = any(p.name in by_member and not by_member[p.name].names for p in failing)
-        hint = " (judged by targets: --names tells cubins without kernels apart)" if guessed else ""
-        lines.append(
-            f"{dist.name} {dist.version}: does not run on {dev.capability}: "
-            f"nothing runs there in {shown}{hint}"
-        )
-    return lines
+    from gate.render.environment import unmet_lines
+
+    return unmet_lines(v, required)
 
 
 def _write(args: argparse.Namespace, doc: dict[str, Any], out: Stdout) -> None:

@@ -18,7 +18,7 @@ from gate.audit.verdicts import DistributionVerdict
 from gate.reader.distributions import Owner
 from gate.render.inspect import route_json
 from gate.render.wording import plural
-from gate.rules.environment import Category, DeviceVerdict, Outcome, Part
+from gate.rules.environment import Category, DeviceVerdict, Outcome, Part, shortfalls
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import Selector, VariantSet
 
@@ -73,6 +73,28 @@ def selection_text(part: Part) -> str:
         ]
         return f"with CUDA runtime {', '.join(runtimes)}" if runtimes else ""
     return f"with {', '.join(f'{c}/' for c in part.chosen)}" if part.chosen else ""
+
+
+def unmet_lines(v: DistributionVerdict, required: Sequence[Capability]) -> list[str]:
+    """One line per required device the distribution cannot run on
+    (:func:`gate.rules.environment.shortfalls`)."""
+    dist = v.group.distribution
+    lines = []
+    for short in shortfalls(v.devices, required, v.unnamed):
+        failing = short.failing
+        shown = ", ".join(failing[:3]) + (f", +{len(failing) - 3} more" if len(failing) > 3 else "")
+        # Without names a cubin's kernels are unknown: one with none (nvcc builds one per
+        # target for host code) fails by its target alone; --names tells it apart.
+        hint = (
+            " (judged by targets: --names tells cubins without kernels apart)"
+            if short.by_targets
+            else ""
+        )
+        lines.append(
+            f"{dist.name} {dist.version}: does not run on {short.capability}: "
+            f"nothing runs there in {shown}{hint}"
+        )
+    return lines
 
 
 def _fails(dev: DeviceVerdict) -> str:

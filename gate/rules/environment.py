@@ -22,12 +22,14 @@ and plain facts; the audit (:mod:`gate.audit`) reads the artifacts and asks thes
 5. A distribution on a device (:func:`overall`): one category when every part agrees,
    else mixed; no part is *no device code* (or *unreadable* when a file could not be
    read). It passes when every part does.
+6. What fails ``--require-device`` (:func:`shortfalls`): each required device a
+   distribution does not pass, with the parts that do not run there.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -245,3 +247,29 @@ def overall(parts: Sequence[Part], *, errors: bool) -> Category:
     if not categories:
         return Category.UNREADABLE if errors else Category.NO_DEVICE_CODE
     return categories.pop() if len(categories) == 1 else Category.MIXED
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """A required device a distribution does not run on (step 6)."""
+
+    capability: Capability
+    failing: tuple[str, ...]  # the parts that do not run there, in order
+    by_targets: bool  # some of them judged by targets alone: its kernel names were not read
+
+
+def shortfalls(
+    devices: Sequence[DeviceVerdict],
+    required: Collection[Capability],
+    unnamed: Collection[str],
+) -> tuple[Shortfall, ...]:
+    """Each required device in ``devices`` that a distribution does not pass, in order
+    (step 6). ``unnamed``: its members read without kernel names, whose kernels are
+    unknown (a cubin nvcc built for host code holds none, yet fails by its target)."""
+    out = []
+    for dev in devices:
+        if dev.capability not in required or dev.passes:
+            continue
+        failing = tuple(p.name for p in dev.parts if not p.outcome.passes)
+        out.append(Shortfall(dev.capability, failing, any(n in unnamed for n in failing)))
+    return tuple(out)
