@@ -249,7 +249,7 @@ def test_identical_entries_are_decoded_once_and_each_gets_the_names(
 
     one = (GOLDEN / "debug.fatbin").read_bytes()
     calls: list[fatbin.Entry] = []
-    real = decoding._decode
+    real = decoding.decode
 
     def counted(
         buf: bytes, entry: fatbin.Entry, display: str, budget: Any, digests: bool = True
@@ -257,7 +257,7 @@ def test_identical_entries_are_decoded_once_and_each_gets_the_names(
         calls.append(entry)
         return real(buf, entry, display, budget, digests)
 
-    monkeypatch.setattr(decoding, "_decode", counted)
+    monkeypatch.setattr(decoding, "decode", counted)
     report = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
     assert len(report.listing.entries) == 6
     assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
@@ -289,14 +289,14 @@ def test_names_are_decoded_by_at_most_eight_threads_however_many_cores(
 
     monkeypatch.setattr(threads, "one_malloc_arena", one_arena)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    monkeypatch.setattr(decoding, "_PARALLEL_MIN", 1)
+    monkeypatch.setattr(decoding, "PARALLEL_MIN", 1)
     one = (GOLDEN / "debug.fatbin").read_bytes()
     # Entries this small (a few kB) are decoded by this thread: threads contending for
     # the GIL over small entries are slower than one (libcufft.so.11: 1.03 s against 0.83).
     report = files.read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
     assert all(sorted(e.kernels) == list(KERNELS) for e in report.listing.entries)
     assert pools == []
-    monkeypatch.setattr(decoding, "_PARALLEL_MEAN_BYTES", 1)
+    monkeypatch.setattr(decoding, "PARALLEL_MEAN_BYTES", 1)
     # The reader alone starts no thread and sets nothing up for the process: the engine
     # hands it its pool (gate.scan.threads).
     alone = read_buffer(one * 3, 0, 3 * len(one), "x3.fatbin")
@@ -420,7 +420,7 @@ def test_lz4_without_its_c_function_is_decompressed_in_memory_the_same(
     data = _lz4_fatbin((GOLDEN / "debug.fatbin").read_bytes())
     whole = read_buffer(data, 0, len(data), "x.fatbin")
     monkeypatch.setattr(payloads, "LZ4_SPILL_BYTES", 0)
-    monkeypatch.setattr(payloads, "_lz4_function", lambda: None)
+    monkeypatch.setattr(payloads, "lz4_function", lambda: None)
     assert read_buffer(data, 0, len(data), "x.fatbin") == whole
 
 
@@ -468,13 +468,13 @@ def test_a_repeated_entry_is_decoded_once_and_a_same_sized_other_one_on_its_own(
     assert other != buf
     blob = _container_of(buf, [cubin, cubin]) + _container_of(other, [cubin])
     decoded: list[int] = []
-    original = decoding._decode
+    original = decoding.decode
 
     def counted(b: Any, e: fatbin.Entry, *args: Any) -> Any:
         decoded.append(e.offset)
         return original(b, e, *args)
 
-    monkeypatch.setattr(decoding, "_decode", counted)
+    monkeypatch.setattr(decoding, "decode", counted)
     report = read_buffer(blob, 0, len(blob), "copies.fatbin")
     assert [sorted(e.kernels) for e in report.listing.entries] == [
         sorted(KERNELS), sorted(KERNELS),

@@ -1,7 +1,7 @@
 """Decoding an artifact's entries for their names: each payload once, on threads when worth it.
 
 :func:`first_copies` finds the entries that repeat an earlier one byte for byte (decoded
-once for all); :func:`decode_all` decodes the rest in order (:func:`_decode`: a cubin's
+once for all); :func:`decode_all` decodes the rest in order (:func:`decode`: a cubin's
 kernels, producer, trap stubs and empty kernels, a PTX text's entries, and each one's
 SHA-256), in the calling thread or, for a large artifact, on the threads a
 :class:`Threads` starts; the pages each payload was read from are dropped once decoded
@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 # decompression a thread runs without it, and threads contending for the GIL are slower
 # than one. libcufft.so.11's 24,454 entries average 28 kB: 0.83 s in one thread, 1.03-1.14 s
 # in two (2-core VM); libcublasLt.so.13's 1,486 distinct entries average 1.5 MB and
-# libnccl.so.2's 466 1.4 MB: two threads 1.7x and 1.5x faster than one.
-_PARALLEL_MIN = 16
-_PARALLEL_MEAN_BYTES = 128 << 10
+# libnccl.so.2's 466 1.4 MB: two threads 1.7x and 1.5x faster than one. Public tuning
+# values: the tests lower them to take the threaded path on small golden files.
+PARALLEL_MIN = 16
+PARALLEL_MEAN_BYTES = 128 << 10
 # Threads decoding names. Past 8 the per-entry Python work (which holds the GIL) bounds
 # the speed, while memory grows with each thread (a payload held, and what the allocator
 # keeps of those it freed). On the H200's 16 cores, 8 threads: libtorch_cuda.so 0.97 s /
@@ -97,7 +98,7 @@ def decode_all(
 
         def decoded(e: fatbin.Entry) -> Decoded | None:
             nonlocal lo, hi
-            found = _decode(buf, e, display, budget, digests)
+            found = decode(buf, e, display, budget, digests)
             if hi == lo or not hi <= e.offset <= hi + FAULT_AROUND:
                 if hi > lo:
                     release(lo, hi)
@@ -121,7 +122,7 @@ def decode_all(
 
     def chunk(span: tuple[int, int]) -> list[Decoded | None]:
         lo, hi = span
-        found = [_decode(buf, e, display, budget, digests) for e in work[lo:hi]]
+        found = [decode(buf, e, display, budget, digests) for e in work[lo:hi]]
         # Dropped by the thread that read them, at once: a thread ahead of the others
         # would otherwise hold its pages until the results before its own were taken.
         last = work[hi - 1]
@@ -157,13 +158,13 @@ def _with_copies(
 
 def _worth_threads(headers: Headers, first: array[int]) -> bool:
     """Whether decoding the entries of ``headers`` that are no copies (``first``) is worth
-    a pool of threads (_PARALLEL_MEAN_BYTES)."""
+    a pool of threads (PARALLEL_MEAN_BYTES)."""
     count = decoded = 0
     for i, v in enumerate(headers.packed()):
         if first[i] == i and v[PACKED_KIND] != fatbin.KIND_NVVM:  # LTO IR: never decoded
             count += 1
             decoded += max(packed_sizes(v))
-    return count >= _PARALLEL_MIN and decoded >= _PARALLEL_MEAN_BYTES * count
+    return count >= PARALLEL_MIN and decoded >= PARALLEL_MEAN_BYTES * count
 
 
 def first_copies(buf: Buffer, headers: Headers) -> array[int]:
@@ -233,9 +234,12 @@ def _batches(entries: list[fatbin.Entry]) -> Iterator[tuple[int, int]]:
         yield lo, len(entries)
 
 
-def _decode(
+def decode(
     buf: Buffer, entry: fatbin.Entry, display: str, budget: Budget, digests: bool = True
 ) -> Decoded | None:
+    """What one entry's payload holds (kernels, producer, stubs, digest), decompressed
+    within ``budget``; None for LTO IR (listed, never decoded). :func:`decode_all` calls it
+    once per distinct payload."""
     if entry.kind == fatbin.KIND_NVVM:
         return None  # LTO IR payloads are opaque: listed, never decoded
     from gate.reader.cubin import scan_ptx  # noqa: PLC0415  (names only: start-up)

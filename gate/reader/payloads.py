@@ -164,7 +164,7 @@ def _lz4_to_file(
     import mmap  # noqa: PLC0415  (large entries only)
     import os  # noqa: PLC0415
 
-    decode = _lz4_function()
+    decode = lz4_function()
     expected = entry.uncompressed_size
     if decode is None or expected >= 1 << 31 or entry.compressed_size >= 1 << 31:
         return None
@@ -210,10 +210,10 @@ def _lz4_to_file(
 
 
 @cache
-def _lz4_function() -> Any:  # noqa: ANN401  (a ctypes foreign function)
+def lz4_function() -> Any:  # noqa: ANN401  (a ctypes foreign function)
     """``LZ4_decompress_safe`` from the lz4 package's own extension (which exports it), else
     from the system's liblz4 (looked for only then: ctypes asks ``ldconfig``); None when
-    neither is there."""
+    neither is there, and LZ4 entries are then decompressed in memory."""
     import ctypes  # noqa: PLC0415  (large entries only)
 
     def bound(path: str | None) -> Any:  # noqa: ANN401
