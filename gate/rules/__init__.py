@@ -28,9 +28,11 @@ what a release policy lets      :mod:`gate.rules.policy` (``[policy]``: PTX as
 pass, warns on or fails         device code, surplus SASS, PTX for the highest target)
 what answers for an artifact,   :mod:`gate.rules.environment` (``answer``,
 a set of builds and a           ``unmet``: ``--require-device``, ``needs_device``,
-distribution on a device        ``set_part``, ``overall``)
+distribution on a device        ``set_part``, ``overall``, ``shortfalls``)
 which of a library's builds a   :mod:`gate.rules.variants` (``RULES``, ``find_sets``,
 package loads at run time       ``VariantSet.loaded``)
+what a run says about its       :mod:`gate.rules.prediction` (``reading``,
+path's prediction; a diagnosis  ``excused``, ``diagnosis``)
 ==============================  ==================================================
 
 This package imports nothing of the gate but :mod:`gate.errors` and

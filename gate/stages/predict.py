@@ -30,6 +30,7 @@ from gate.record import LOADED_LIST
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.compat import ptx_jits_for
+from gate.rules.prediction import Diagnosis, Reading, diagnosis, excused, reading
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import jit_support, min_driver, ptx_route, sass_route
 from gate.rules.targets import Capability, Version
@@ -107,10 +108,16 @@ class Prediction:
             said = "runs" if want.can_run else "cannot run" if want.firm else "at risk"
             got = "passed" if done.passed else f"failed ({done.reason()})"
             line = f"{done.path.value}: predicted {said} ({want.basis}), {got}"
-            code_failure = done.failure is not None and done.failure.is_code_failure()
-            if not want.can_run and done.passed and not want.firm:
+            found = reading(
+                can_run=want.can_run,
+                firm=want.firm,
+                passed=done.passed,
+                code_failure=_code_failure(done),
+                compilers=bool(self.compilers),
+            )
+            if found is Reading.NOT_NEEDED:
                 parts.append(f"{line}: the kernels it launched did not need the missing code")
-            elif not want.can_run and done.passed:
+            elif found is Reading.RAN_ANYWAY:
                 extra = (
                     "; something let code other than the inspected SASS run: a JIT cache, a "
                     "library loaded some other way, or code generated at run time"
@@ -118,7 +125,7 @@ class Prediction:
                     else "; the kernels it launched did not need the missing PTX"
                 )
                 mismatches.append(line + extra)
-            elif want.can_run and code_failure and not self.compilers:
+            elif found is Reading.UNEXPECTED_FAILURE:
                 mismatches.append(line)
             else:
                 parts.append(line)
@@ -313,15 +320,17 @@ def excuse(done: Run, predictions: Sequence[Prediction], proved: frozenset[str])
     run failed for want of code, and the project's own PTX loaded under forced JIT
     (``proved``: the artifacts whose every PTX load passed, gate.stages.jitproof).
     """
-    if done.path is not ExecPath.JIT or done.passed:
-        return None
-    if done.failure is None or not done.failure.is_code_failure():
-        return None
     prediction = next((p for p in predictions if p.entry == done.entry_point.name), None)
-    if prediction is None or not prediction.jit_blocked_by_library:
+    if prediction is None:
         return None
     own = [s.name for s in prediction.sources if s.own]
-    if not _all_proved(own, proved):
+    if not excused(
+        jit=done.path is ExecPath.JIT,
+        passed=done.passed,
+        code_failure=_code_failure(done),
+        blocked_by_library=prediction.jit_blocked_by_library,
+        own_proved=_all_proved(own, proved),
+    ):
         return None
     shown = (
         f"the project's own PTX ({', '.join(own)}) loads under forced JIT"
@@ -329,6 +338,11 @@ def excuse(done: Run, predictions: Sequence[Prediction], proved: frozenset[str])
         else ("the project has no device code of its own here")
     )
     return f"as predicted: {prediction.jit.basis}, so the whole program cannot run; {shown}"
+
+
+def _code_failure(done: Run) -> bool:
+    """The run failed for want of code (gate.rules.causes)."""
+    return done.failure is not None and done.failure.is_code_failure()
 
 
 def _all_proved(names: Sequence[str], proved: frozenset[str]) -> bool:
@@ -346,16 +360,25 @@ def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str
     for prediction in predictions:
         pair = {r.path: r for r in runs if r.entry_point.name == prediction.entry}
         native, jit = pair.get(ExecPath.NATIVE), pair.get(ExecPath.JIT)
-        if native is None or jit is None or (native.passed and jit.passed):
+        if native is None or jit is None:
             continue
-        found.append((prediction.entry, _diagnosis(prediction, native, jit)))
+        kind = diagnosis(
+            native_passed=native.passed,
+            jit_passed=jit.passed,
+            jit_blocked_by_library=prediction.jit_blocked_by_library,
+            native_want_of_code=_want_of_code(prediction, native),
+            jit_want_of_code=_want_of_code(prediction, jit),
+        )
+        if kind is not None:
+            found.append((prediction.entry, _diagnosis(prediction, kind, native, jit)))
     return _merged(found)
 
 
-def _diagnosis(prediction: Prediction, native: Run, jit: Run) -> str:
+def _diagnosis(prediction: Prediction, kind: Diagnosis, native: Run, jit: Run) -> str:
     """One entry point's diagnosis, without its name; a kernel that died on the device
     ("unspecified launch failure") names the trap stubs it runs there (:func:`_traps`)."""
-    return _paths_diagnosis(prediction, native, jit) + _traps(prediction, (native, jit))
+    said = _paths_diagnosis(prediction, kind, native, jit)
+    return said + _traps(prediction, (native, jit))
 
 
 def _traps(prediction: Prediction, runs: Sequence[Run]) -> str:
@@ -380,20 +403,20 @@ def _traps(prediction: Prediction, runs: Sequence[Run]) -> str:
     )
 
 
-def _paths_diagnosis(prediction: Prediction, native: Run, jit: Run) -> str:
-    """The diagnosis of the two paths' outcomes."""
+def _paths_diagnosis(prediction: Prediction, kind: Diagnosis, native: Run, jit: Run) -> str:
+    """The diagnosis of the two paths' outcomes, in words (gate.rules.prediction.diagnosis)."""
     code = _code_summary(prediction)
-    if not native.passed and jit.passed:
+    if kind is Diagnosis.NATIVE_FAILS:
         return (
             f"native fails ({native.reason()}) but PTX JIT passes: revisit the native "
             f"target and the final link step. {code}; device {prediction.capability}."
         )
-    if native.passed and prediction.jit_blocked_by_library:
+    if kind is Diagnosis.JIT_BLOCKED:
         return (
             f"native passes; whole-program forced JIT cannot run because "
             f"{prediction.jit.basis} (the run: {jit.reason()}). {code}."
         )
-    if native.passed:
+    if kind is Diagnosis.JIT_FAILS:
         note = ""
         if jit.failure is not None and jit.failure.cause() is Cause.UNSUPPORTED_PTX:
             note = " The driver is older than the PTX ISA needs."
@@ -403,7 +426,7 @@ def _paths_diagnosis(prediction: Prediction, native: Run, jit: Run) -> str:
             f"native passes but PTX JIT fails ({jit.reason()}): check that PTX is "
             f"present and that the driver supports its ISA version. {code}.{note}"
         )
-    if _both_for_want_of_code(prediction, native, jit):
+    if kind is Diagnosis.BOTH_FOR_WANT_OF_CODE:
         return (
             f"both paths fail, each for its own reason: native: "
             f"{prediction.native.basis} ({native.reason()}); forced JIT: "
@@ -424,14 +447,9 @@ def _merged(said: Sequence[tuple[str, str]]) -> list[str]:
     return [f"{', '.join(entries)}: {text}" for text, entries in names.items()]
 
 
-def _both_for_want_of_code(prediction: Prediction, native: Run, jit: Run) -> bool:
-    """Both runs failed for want of code, as inspection predicted for each path."""
-    return all(
-        run.failure is not None
-        and run.failure.is_code_failure()
-        and prediction.expected(run.path).can_run is False
-        for run in (native, jit)
-    )
+def _want_of_code(prediction: Prediction, run: Run) -> bool:
+    """The run failed for want of code, as inspection predicted for its path."""
+    return _code_failure(run) and prediction.expected(run.path).can_run is False
 
 
 def _code_summary(prediction: Prediction) -> str:
