@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from gate.rules.prediction import Diagnosis, Reading, diagnosis, excused, reading
+from gate.rules.prediction import (
+    Diagnosis,
+    JitGap,
+    Reading,
+    diagnosis,
+    excused,
+    jit_gap,
+    reading,
+)
+from gate.rules.targets import Capability, Target, Version
 
 pytestmark = pytest.mark.unit
 
@@ -114,3 +123,67 @@ def test_the_diagnosis_of_a_pair_of_runs(  # noqa: PLR0917  (one row's columns)
         jit_want_of_code=jit_want,
     )
     assert got is expected
+
+
+# --- Forced JIT for the project's own code, per kernel -----------------------------------
+H200 = Capability(9, 0)
+CUDA13 = Version(13, 0)  # JITs ISA 9.0, not 9.1 (13.1) or 9.2 (13.2)
+
+
+def _ptx(
+    target: str, isa: str | None, *kernels: str
+) -> tuple[Target, Version | None, tuple[str, ...]]:
+    return (Target.parse(target), Version.parse(isa) if isa else None, kernels)
+
+
+# (expected kernels, PTX entries, driver, the gap)
+JIT_ROWS = [
+    (("a", "b"), [_ptx("compute_90", "9.0", "a", "b")], CUDA13, None),
+    (("a", "b"), [_ptx("compute_80", "8.0", "a", "b")], CUDA13, None),  # older PTX JITs
+    (("a", "b"), [], CUDA13, JitGap(("a", "b"), ())),
+    (("b", "a"), [_ptx("compute_90", "9.0", "a")], CUDA13, JitGap(("b",), ())),
+    # PTX for a newer device does not JIT for this one.
+    (("a",), [_ptx("compute_100", "9.0", "a")], CUDA13, JitGap(("a",), ())),
+    (("a",), [_ptx("compute_100", "9.0", "a"), _ptx("compute_90", "9.0", "a")], CUDA13, None),
+    # PTX too new for the driver: named with its ISA and the driver it needs.
+    (
+        ("a", "b"),
+        [_ptx("compute_90", "9.2", "a", "b")],
+        CUDA13,
+        JitGap(("a", "b"), ("a", "b"), Version(9, 2), Version(13, 2)),
+    ),
+    # Too new only where no other PTX of the kernel JITs, in the expected order.
+    (
+        ("c", "b", "a"),
+        [_ptx("compute_90", "9.2", "a", "b"), _ptx("compute_90", "9.0", "a")],
+        CUDA13,
+        JitGap(("c", "b"), ("b",), Version(9, 2), Version(13, 2)),
+    ),
+    (
+        ("b", "a"),
+        [_ptx("compute_90", "9.1", "a"), _ptx("compute_90", "9.2", "b")],
+        CUDA13,
+        JitGap(("b", "a"), ("b", "a"), Version(9, 2), Version(13, 2)),
+    ),
+    # The entry seen last names the ISA of a kernel in two too-new entries.
+    (
+        ("a",),
+        [_ptx("compute_90", "9.1", "a"), _ptx("compute_90", "9.2", "a")],
+        CUDA13,
+        JitGap(("a",), ("a",), Version(9, 2), Version(13, 2)),
+    ),
+    # A driver not known, or an ISA not known, refuses nothing.
+    (("a",), [_ptx("compute_90", "9.2", "a")], None, None),
+    (("a",), [_ptx("compute_90", None, "a")], CUDA13, None),
+    ((), [_ptx("compute_90", "9.2", "a")], CUDA13, None),  # nothing expected
+]
+
+
+@pytest.mark.parametrize(("expected", "ptx", "driver", "gap"), JIT_ROWS)
+def test_which_kernels_forced_jit_cannot_run(
+    expected: tuple[str, ...],
+    ptx: list[tuple[Target, Version | None, tuple[str, ...]]],
+    driver: Version | None,
+    gap: JitGap | None,
+) -> None:
+    assert jit_gap(expected, ptx, H200, driver) == gap

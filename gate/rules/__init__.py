@@ -32,7 +32,7 @@ distribution on a device        ``set_part``, ``overall``, ``shortfalls``)
 which of a library's builds a   :mod:`gate.rules.variants` (``RULES``, ``find_sets``,
 package loads at run time       ``VariantSet.loaded``)
 what a run says about its       :mod:`gate.rules.prediction` (``reading``,
-path's prediction; a diagnosis  ``excused``, ``diagnosis``)
+path's prediction; a diagnosis  ``excused``, ``diagnosis``, ``jit_gap``)
 ==============================  ==================================================
 
 This package imports nothing of the gate but :mod:`gate.errors` and

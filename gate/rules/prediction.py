@@ -11,11 +11,19 @@ The inspection stage predicts, per entry point and path, whether its code can ru
    want of code, a library outside the project blocks forced JIT, and the project's own
    PTX was proved to load.
 3. The diagnosis of a pair of runs (:func:`diagnosis`), by which path failed and why.
+4. Forced JIT for the project's own code, per kernel (:func:`jit_gap`): each kernel built
+   for the device needs PTX that JIT-compiles for it and that this driver can JIT.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gate.rules.compat import ptx_jits_for
+from gate.rules.routes import jit_support, min_driver
+from gate.rules.targets import Capability, Target, Version
 
 
 class Reading(enum.Enum):
@@ -82,3 +90,44 @@ def diagnosis(
     if native_want_of_code and jit_want_of_code:
         return Diagnosis.BOTH_FOR_WANT_OF_CODE
     return Diagnosis.BOTH_FAIL
+
+
+@dataclass(frozen=True)
+class JitGap:
+    """Kernels built for a device that forced JIT cannot run there (step 4)."""
+
+    missing: tuple[str, ...]  # without PTX this driver JITs for the device, in order
+    too_new: tuple[str, ...]  # of them, those whose PTX for the device is too new for it
+    isa: Version | None = None  # the first of those's PTX ISA ...
+    need: Version | None = None  # ... and the driver it needs (None: newer than the rules know)
+
+
+def jit_gap(
+    expected: Sequence[str],
+    ptx: Iterable[tuple[Target, Version | None, Sequence[str]]],
+    cap: Capability,
+    driver: Version | None,
+) -> JitGap | None:
+    """Which of the ``expected`` kernels (built for ``cap``) forced JIT cannot run with
+    ``driver``, from the ``ptx`` entries (target, ISA, kernels); None when every one can.
+    A kernel is JIT-able where some entry's PTX JIT-compiles for ``cap`` and its ISA is
+    one the driver can JIT; where its only such PTX is too new, the entry seen last names
+    the ISA and the driver it needs."""
+    jittable: set[str] = set()
+    too_new: dict[str, tuple[Version, Version | None]] = {}  # kernel -> (ISA, its minimum)
+    for target, isa, kernels in ptx:
+        if not ptx_jits_for(target, cap):
+            continue
+        if jit_support(isa, driver) is False:
+            assert isa is not None  # noqa: S101 - an unknown ISA is never refused
+            too_new.update(dict.fromkeys(kernels, (isa, min_driver(isa))))
+        else:
+            jittable.update(kernels)
+    missing = tuple(k for k in expected if k not in jittable)
+    if not missing:
+        return None
+    blocked = tuple(k for k in missing if k in too_new)
+    if not blocked:
+        return JitGap(missing, ())
+    isa, need = too_new[blocked[0]]
+    return JitGap(missing, blocked, isa, need)

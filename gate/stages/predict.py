@@ -29,10 +29,9 @@ from gate.reader.stubs import stubs_of
 from gate.record import LOADED_LIST
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
-from gate.rules.compat import ptx_jits_for
-from gate.rules.prediction import Diagnosis, Reading, diagnosis, excused, reading
+from gate.rules.prediction import Diagnosis, Reading, diagnosis, excused, jit_gap, reading
 from gate.rules.routes import Path as RoutePath
-from gate.rules.routes import jit_support, min_driver, ptx_route, sass_route
+from gate.rules.routes import min_driver, ptx_route, sass_route
 from gate.rules.targets import Capability, Version
 from gate.rules.verdict import Check, CheckState
 from gate.stages.inspected import Inspected
@@ -237,29 +236,18 @@ def _own_jit(source: Source, cap: Capability, driver: Version | None) -> str | N
     expected = [k.kernel for k in source.listing.predict(cap).kernels if k.route.expected()]
     if not expected:
         return None if not source.listing.kernels() else f"no kernel is built for {cap}"
-    jittable: set[str] = set()
-    too_new: dict[str, tuple[Version, Version | None]] = {}  # kernel -> (ISA, its minimum)
-    for e in source.listing.of_kind(Kind.PTX):
-        if not ptx_jits_for(e.target, cap):
-            continue
-        if jit_support(e.ptx_isa, driver) is False:
-            assert e.ptx_isa is not None  # noqa: S101 - an unknown ISA is never refused
-            too_new.update(dict.fromkeys(e.kernels, (e.ptx_isa, min_driver(e.ptx_isa))))
-        else:
-            jittable.update(e.kernels)
-    missing = [k for k in expected if k not in jittable]
-    if not missing:
+    ptx = ((e.target, e.ptx_isa, e.kernels) for e in source.listing.of_kind(Kind.PTX))
+    gap = jit_gap(expected, ptx, cap, driver)
+    if gap is None:
         return None
-    blocked = [k for k in missing if k in too_new]
-    if not blocked:
-        return f"{count(len(missing), 'kernel')} without PTX that JIT-compiles for {cap}"
-    isa, need = too_new[blocked[0]]
-    needs = f"driver CUDA >= {need}" if need else "a driver newer than the rules know"
-    others = len(missing) - len(blocked)
+    if not gap.too_new:
+        return f"{count(len(gap.missing), 'kernel')} without PTX that JIT-compiles for {cap}"
+    needs = f"driver CUDA >= {gap.need}" if gap.need else "a driver newer than the rules know"
+    others = len(gap.missing) - len(gap.too_new)
     rest = f"; {count(others, 'more kernel')} without PTX for {cap}" if others else ""
     return (
-        f"the PTX of {count(len(blocked), 'kernel')} (ISA {isa}) needs {needs}; this driver "
-        f"is CUDA {driver}{rest}"
+        f"the PTX of {count(len(gap.too_new), 'kernel')} (ISA {gap.isa}) needs {needs}; this "
+        f"driver is CUDA {driver}{rest}"
     )
 
 
