@@ -154,3 +154,25 @@ def test_nothing_in_the_fold_is_assigned_after_it_is_built() -> None:
     assert after.steps == (("environment", None),)
     with pytest.raises(dataclasses.FrozenInstanceError):
         after.steps = ()  # type: ignore[misc]
+
+
+def test_a_stage_ends_at_its_first_step_that_says_so(evidence: EvidenceDir, tmp_path: Path) -> None:
+    """Execute skipped without a device: its later step (the runs) never runs."""
+    ctx = context(evidence, tmp_path)
+
+    def skipped(ctx: Context, _: Outcomes) -> Ended:
+        reason = "no CUDA device; see the probe stage"
+        return Ended("execute", NotRun(()), exit_code=ExitCode.NO_DEVICE, skipped=reason)
+
+    def never(ctx: Context, _: Outcomes) -> Ended:
+        raise AssertionError("a step of an ended stage ran")
+
+    steps = [(n, stage(n)) for n in FIVE[:4]] + [("execute", skipped), ("execute", never)]
+    done = list(fold.fold(ctx, steps))[-1]
+    assert statuses(ctx)[-1] == (
+        "execute",
+        StageStatus.SKIPPED,
+        "no CUDA device; see the probe stage",
+    )
+    assert ctx.progress.stages[-1].exit_code == int(ExitCode.NO_DEVICE)
+    assert done.remaining() == []

@@ -75,21 +75,21 @@ class NotRun:
 
 @dataclass(frozen=True)
 class Outcomes:
-    """The steps' outcomes so far, by step name, and each ended stage's place in the
-    checks (where its later checks go)."""
+    """The steps' outcomes so far, each with its stage, and each ended stage's place in
+    the checks (where its later checks go)."""
 
     steps: tuple[tuple[str, object], ...] = ()
     ended: tuple[tuple[str, int | None], ...] = ()
 
-    def get(self, name: str, kind: type[T]) -> T | None:
-        """Step ``name``'s outcome when it is a ``kind``, else None."""
-        found = dict(self.steps).get(name)
-        return found if isinstance(found, kind) else None
+    def get(self, kind: type[T]) -> T | None:
+        """The latest outcome of type ``kind``, else None."""
+        found = [outcome for _, outcome in self.steps if isinstance(outcome, kind)]
+        return found[-1] if found else None
 
-    def of(self, name: str, kind: type[T]) -> T:
-        """Step ``name``'s outcome, which an earlier step's success guarantees."""
-        found = self.get(name, kind)
-        assert found is not None, name  # noqa: S101 - the fold ran that step
+    def of(self, kind: type[T]) -> T:
+        """The outcome of type ``kind`` that an earlier step's success guarantees."""
+        found = self.get(kind)
+        assert found is not None, kind  # noqa: S101 - the fold ran that step
         return found
 
     def result(self, stage: str, kind: type[T]) -> T | None:
@@ -103,13 +103,16 @@ class Outcomes:
         """How many checks there were once the stage was recorded."""
         return dict(self.ended).get(stage)
 
+    def over(self, stage: str) -> bool:
+        """Whether the stage has ended."""
+        return any(name == stage for name, _ in self.ended)
+
     def remaining(self) -> list[str]:
         """The folded stages not ended yet, in order."""
-        over = {name for name, _ in self.ended}
-        return [name for name in FOLDED if name not in over]
+        return [name for name in FOLDED if not self.over(name)]
 
-    def add(self, name: str, outcome: object) -> Outcomes:
-        return Outcomes((*self.steps, (name, outcome)), self.ended)
+    def add(self, stage: str, outcome: object) -> Outcomes:
+        return Outcomes((*self.steps, (stage, outcome)), self.ended)
 
     def end(self, stage: str, checks_end: int | None) -> Outcomes:
         kept = tuple((n, at) for n, at in self.ended if n != stage)
@@ -120,12 +123,16 @@ Step = Callable[[Context, Outcomes], object]
 
 
 def fold(ctx: Context, steps: Sequence[tuple[str, Step]]) -> Iterator[Outcomes]:
-    """Run ``steps`` in order, yielding the outcomes after each (and once more after a
-    stage is recorded); a failed stage, or the one ``--stop-after`` names, skips the rest."""
+    """Run ``steps`` (each with the stage it belongs to) in order, yielding the outcomes
+    after each (and once more after a stage is recorded). A stage ends at its first step
+    that returns :class:`Ended` (its later steps do not run); a failed stage, or the one
+    ``--stop-after`` names, skips the rest."""
     done = Outcomes()
-    for name, step in steps:
+    for stage, step in steps:
+        if done.over(stage):
+            continue
         outcome = step(ctx, done)
-        done = done.add(name, outcome)
+        done = done.add(stage, outcome)
         if not isinstance(outcome, Ended):
             yield done
             continue

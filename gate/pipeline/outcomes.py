@@ -88,7 +88,7 @@ def found(done: Outcomes, options: RunOptions) -> Found:
     built = done.result("build", BuildOutcome)
     inspected = done.result("inspect", InspectOutcome)
     ran = done.result("execute", ExecuteOutcome)
-    prepared, ready = done.get("prepare", Prepared), done.get("ready", Ready)
+    prepared, ready = done.get(Prepared), done.get(Ready)
     notes = (
         *(prepared.notes if prepared is not None else ()),
         *_cross_check_notes(inspected),

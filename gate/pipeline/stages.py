@@ -106,7 +106,7 @@ def prepare_step(ctx: Context, done: Outcomes) -> Prepared:
 
 def build_step(ctx: Context, done: Outcomes) -> Ended:
     """Stage 3: the smoke program and the project's builds."""
-    probed, prepared = _probed(done), done.of("prepare", Prepared)
+    probed, prepared = _probed(done), done.of(Prepared)
     assert probed.target is not None  # noqa: S101 - the probe stage ran
     options = ctx.options
     began = ctx.progress.start("build")
@@ -178,8 +178,8 @@ def _unread(began: float, count: Counter, error: GateError) -> Ended:
 
 def inspect_step(ctx: Context, done: Outcomes) -> Ended:
     """Stage 4: the final artifacts and what they carry."""
-    env, probed, image = _environment(done), _probed(done), done.of("image", ImageRead)
-    built, prepared = _built(done), done.of("prepare", Prepared)
+    env, probed, image = _environment(done), _probed(done), done.of(ImageRead)
+    built, prepared = _built(done), done.of(Prepared)
     assert probed.target is not None  # noqa: S101 - the probe stage ran
     options, config = ctx.options, ctx.config
     device = probed.capability or probed.target.capability
@@ -213,7 +213,7 @@ def ready_step(ctx: Context, done: Outcomes) -> Ready | Ended:
     device the stage is skipped, every run with it."""
     from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
-    probed, built, prepared = _probed(done), _built(done), done.of("prepare", Prepared)
+    probed, built, prepared = _probed(done), _built(done), done.of(Prepared)
     config, place = ctx.config, ctx.place
     points = execute.entry_points(config, built.smoke, ctx.options.timeout, prepared.tools)
     if isinstance(place, InImage):
@@ -239,7 +239,7 @@ def execute_step(ctx: Context, done: Outcomes) -> Ended:
     """Stage 5: every entry point on both paths."""
     from gate.stages import execute  # noqa: PLC0415 - preloaded (gate.guard.selfcheck)
 
-    env, probed, ready = _environment(done), _probed(done), done.of("ready", Ready)
+    env, probed, ready = _environment(done), _probed(done), done.of(Ready)
     assert probed.capability is not None  # noqa: S101 - else the ready step skipped the stage
     ran = execute.run(
         ctx.evidence,
@@ -251,21 +251,21 @@ def execute_step(ctx: Context, done: Outcomes) -> Ended:
         use_cache=ctx.options.use_cache,
         side_by_side=probed.shared,
         recorder=ready.recorder,
-        smoke_ahead=done.of("prepare", Prepared).beside.take_smoke_ahead(),
-        runs_in=runs_in(ctx, done.of("image", ImageRead)),
+        smoke_ahead=done.of(Prepared).beside.take_smoke_ahead(),
+        runs_in=runs_in(ctx, done.of(ImageRead)),
     )
     return Ended("execute", ran, ready.began, Cause.INTERNAL)
 
 
-# The steps in order, each named; a stage's steps run until one ends it.
+# The steps in order, each with its stage; a stage's steps run until one ends it.
 STEPS: tuple[tuple[str, Step], ...] = (
     ("environment", environment_step),
     ("probe", probe_step),
-    ("prepare", prepare_step),
+    ("build", prepare_step),
     ("build", build_step),
-    ("image", image_step),
+    ("inspect", image_step),
     ("inspect", inspect_step),
-    ("ready", ready_step),
+    ("execute", ready_step),
     ("execute", execute_step),
 )
 
@@ -385,7 +385,7 @@ def run_stages(
 def settle(done: Outcomes, p: StageProgress) -> None:
     """What ran beside the stages, ended in order: the smoke program's runs the execute
     stage never took, the image's saved archive, the SASS dumps (their checks kept)."""
-    prepared, image = done.get("prepare", Prepared), done.get("image", ImageRead)
+    prepared, image = done.get(Prepared), done.get(ImageRead)
     beside.discard_unclaimed(prepared.beside if prepared is not None else None)
     if image is not None and image.files is not None:
         image.files.close()  # its files go with the build folder
