@@ -162,13 +162,14 @@ def image_step(ctx: Context, _: Outcomes) -> ImageRead | Ended:
         return _unread(began, count, e)
     try:
         artifacts = files.artifacts(ctx.config)
+        shown = {resolved.path: label for resolved, label in artifacts}
+        deps_of = inimage.image_dependencies(place, shown)
     except BaseException as e:
         files.close()
         if not isinstance(e, GateError):
             raise
         return _unread(began, count, e)
-    shown = {resolved.path: label for resolved, label in artifacts}
-    return ImageRead(began, count, files, artifacts, inimage.image_dependencies(place, shown))
+    return ImageRead(began, count, files, artifacts, deps_of)
 
 
 def _unread(began: float, count: Counter, error: GateError) -> Ended:
