@@ -5,9 +5,10 @@
 :meth:`RunRecord.from_json` / :func:`load`, which check the version and the shape.
 Every reader (manifest, verify, store, matrix, GitHub reporting) uses these.
 
-Its modules: :mod:`gate.record.parts` (what a run built, inspected, loaded and ran, each
-record with its part of the JSON), :mod:`gate.record.decode` (those parts read back),
-:mod:`gate.record.document` (the whole record, its document, and the reading of an
+Its modules: :mod:`gate.record.parts` (what a run built, inspected, loaded and ran),
+:mod:`gate.record.codec` (the one codec: records written and read back field by field),
+:mod:`gate.record.shapes` (where each part's JSON differs from its fields),
+:mod:`gate.record.document` (the whole record, its document's shape, and the reading of an
 evidence folder's). Import from here.
 
 Whether something passed is decided by the decision core (:mod:`gate.rules`) from the
@@ -61,8 +62,8 @@ from gate.record.parts import (
     Execution,
     LoadedLibrary,
     RunInfo,
-    listing_json,
 )
+from gate.record.shapes import listing_json
 
 __all__ = [
     "LOADED_LIST",

@@ -1,24 +1,28 @@
 """The whole run record and result.json, its one JSON form: written, read, checked.
 
-:meth:`RunRecord.to_json` puts the document together from its parts' own ``to_json``;
-:meth:`RunRecord.from_json` reads it back through :class:`gate.record.decode.Reader`,
-checking the version and the shape; :func:`load` reads an evidence folder's.
+:meth:`RunRecord.to_json` and :meth:`RunRecord.from_json` go through the one codec
+(:mod:`gate.record.codec`), field by field, where the document's own shape (below) and its
+parts' (:mod:`gate.record.shapes`) say how it differs; :meth:`RunRecord.from_json` checks
+the version first. :func:`load` reads an evidence folder's.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+# The fields' types are read at run time (gate.record.codec): keep these imports real.
 from gate import jsonutil
 from gate.baseline.comparison import Baseline
 from gate.errors import BadInputError
 from gate.fsutil import open_regular
 from gate.launch.summary import Launches
-from gate.record.decode import Reader
+from gate.record import shapes as _shapes  # noqa: F401 (declares the parts' shapes)
+from gate.record.codec import Key, Reader, Shape, Writer, declare
 from gate.record.parts import (
     Artifact,
     Build,
@@ -27,11 +31,10 @@ from gate.record.parts import (
     Execution,
     LoadedLibrary,
     RunInfo,
-    iso,
 )
 from gate.rules.policy import ReleasePolicy
 from gate.rules.require import Requirement
-from gate.rules.targets import Capability, Target
+from gate.rules.targets import Target
 from gate.rules.verdict import Check, Stage, Verdict, decide
 from gate.system.git import SourceInfo
 
@@ -87,34 +90,7 @@ class RunRecord:
         """The result.json document; without ``loaded_listings``, each loaded library's
         listing is left out (the signed predicate names none, and torch's libraries hold
         tens of thousands of entries)."""
-        return {
-            "version": RESULT_VERSION,
-            "tool": {"name": "cuda-gate", "version": self.tool_version},
-            "started": iso(self.started),
-            "finished": iso(self.finished),
-            "run": self.run.to_json(),
-            "source": _source_json(self.source),
-            "environment": self.environment.to_json(),
-            "device": self.device.to_json(),
-            "stages": [_stage_json(s) for s in self.stages],
-            "builds": [b.to_json() for b in self.builds],
-            "artifacts": [a.to_json() for a in self.artifacts],
-            "requirements": [
-                {"target": str(r.target), "form": r.form.value} for r in self.requirements
-            ],
-            "loaded_libraries": [
-                lib.to_json(listing=loaded_listings) for lib in self.loaded_libraries
-            ],
-            "executions": [e.to_json() for e in self.executions],
-            "checks": [_check_json(c) for c in self.checks],
-            "verdict": _verdict_json(self.verdict),
-            "diagnoses": list(self.diagnoses),
-            "paths_proved": list(self.paths_proved),
-            "notes": list(self.notes),
-            "baseline": None if self.baseline is None else self.baseline.to_json(),
-            "policy": None if self.policy is None else self.policy.to_json(),
-            "launches": None if self.launches is None else self.launches.to_json(),
-        }
+        return Writer(listings=loaded_listings).record(self)
 
     def dumps(self) -> str:
         """result.json's text: sorted keys, two-space indent, trailing newline."""
@@ -123,93 +99,84 @@ class RunRecord:
     @classmethod
     def from_json(cls, data: object, where: str) -> RunRecord:
         """Parse a result.json document; BadInputError naming ``where`` when it is not one."""
-        read = Reader(where)
-        doc, version = read.document(data, READABLE_VERSIONS)
-        tool = read.obj(doc, "tool")
-        run = read.obj(doc, "run")
-        source = read.obj(doc, "source")
-        device = read.obj(doc, "device")
-        record = cls(
-            tool_version=read.text(tool, "version"),
-            started=read.when(read.text(doc, "started")),
-            finished=read.when(read.text(doc, "finished")),
-            run=RunInfo(
-                read.text(run, "run_id"),
-                read.text(run, "runner"),
-                read.text(run, "runner_class", optional=True),
-            ),
-            source=SourceInfo(
-                read.text(source, "revision", optional=True),
-                read.optional_flag(source, "dirty"),
-                read.text(source, "repository", optional=True),
-            ),
-            environment=read.environment(read.obj(doc, "environment")),
-            device=Device(
-                read.parsed(Capability, read.text(device, "capability", optional=True)),
-                read.parsed(Target, read.text(device, "target", optional=True)),
-                read.text(device, "source", optional=True),
-                read.text(device, "error", optional=True),
-            ),
-            stages=tuple(read.stage(s) for s in read.objs(doc, "stages", default=True)),
-            builds=tuple(read.build(b) for b in read.objs(doc, "builds")),
-            artifacts=tuple(read.artifact(a) for a in read.objs(doc, "artifacts")),
-            requirements=read.requirements(doc, version),
-            loaded_libraries=tuple(
-                read.loaded(x) for x in read.objs(doc, "loaded_libraries", default=True)
-            ),
-            executions=tuple(read.execution(e, version) for e in read.objs(doc, "executions")),
-            checks=tuple(read.check(c, version) for c in read.objs(doc, "checks")),
-            diagnoses=tuple(read.strings(doc, "diagnoses")),
-            paths_proved=tuple(read.strings(doc, "paths_proved")),
-            notes=tuple(read.strings(doc, "notes")),
-            baseline=None
-            if doc.get("baseline") is None
-            else Baseline.from_json(doc["baseline"], where),
-            policy=None
-            if doc.get("policy") is None
-            else ReleasePolicy.from_json(doc["policy"], where),
-            launches=None
-            if doc.get("launches") is None
-            else Launches.from_json(doc["launches"], where),
-        )
-        read.same_verdict(read.obj(doc, "verdict"), record.verdict, version)
+        if not isinstance(data, Mapping):
+            raise Reader(where).fail("not a JSON object")
+        version = data.get("version")
+        if version not in READABLE_VERSIONS:
+            raise BadInputError(
+                f"{where}: run record version {version!r} is not one this cuda-gate "
+                f"reads ({', '.join(map(str, READABLE_VERSIONS))})"
+            )
+        record: RunRecord = Reader(where, version).record(cls, data)
         return record
 
 
-def _source_json(source: SourceInfo) -> dict[str, Any]:
-    return {"revision": source.revision, "dirty": source.dirty, "repository": source.repository}
+def _tool(read: Reader, doc: Mapping[str, Any]) -> str:
+    return read.text(read.obj(doc, "tool"), "version")  # type: ignore[no-any-return]
 
 
-def _stage_json(stage: Stage) -> dict[str, Any]:
-    return {
-        "name": stage.name,
-        "status": stage.status.value,
-        "detail": stage.detail,
-        "duration": round(stage.duration, 3),
-        "exit_code": stage.exit_code,
-    }
+def _requirements(read: Reader, doc: Mapping[str, Any]) -> tuple[Requirement, ...]:
+    """``requirements`` (before version 3: ``required_targets``, each of its own form)."""
+    if read.version < 3:  # the version that gave each requirement a form
+        targets = read.strings(doc, "required_targets")
+        return tuple(Requirement.of_target(read.parsed(Target, t)) for t in targets)
+    return read.records(Requirement, read.objs(doc, "requirements"))
 
 
-def _check_json(check: Check) -> dict[str, Any]:
-    return {
-        "name": check.name,
-        "classname": check.classname,
-        "state": check.state.value,
-        "message": check.message,
-        "duration": round(check.duration, 3),
-        "cause": check.cause.value if check.cause else None,
-        "path": check.path.value if check.path else None,
-    }
+def _same_verdict(read: Reader, doc: Mapping[str, Any], record: RunRecord) -> None:
+    """The stored ``verdict`` is the one the record's own fields decide (version 3 on;
+    before, a skipped check read as not run, so the old verdict is not compared)."""
+    stored = read.obj(doc, "verdict")
+    accepted = read.flag(stored, "accepted")
+    read.text(stored, "statement")
+    if read.version >= 3 and accepted != record.verdict.accepted:
+        raise read.fail(
+            f"the stored verdict (accepted={accepted}) disagrees with its own checks "
+            f"(accepted={record.verdict.accepted})"
+        )
 
 
-def _verdict_json(verdict: Verdict) -> dict[str, Any]:
-    return {
-        "accepted": verdict.accepted,
-        "statement": verdict.statement,
-        "reasons": list(verdict.reasons),
-        "cause": verdict.cause.value if verdict.cause else None,
-        "exit_code": int(verdict.exit_code),
-    }
+declare(
+    RunRecord,
+    Shape(
+        keys=(
+            "version",
+            "tool",
+            "started",
+            "finished",
+            "run",
+            "source",
+            "environment",
+            "device",
+            "stages",
+            "builds",
+            "artifacts",
+            "requirements",
+            "loaded_libraries",
+            "executions",
+            "checks",
+            "verdict",
+            "diagnoses",
+            "paths_proved",
+            "notes",
+            "baseline",
+            "policy",
+            "launches",
+        ),
+        absent=frozenset({"stages", "loaded_libraries"}),
+        before=lambda r, doc: [r.obj(doc, key) for key in ("tool", "run", "source", "device")],
+        special={
+            "version": Key(write=lambda _r, _w: RESULT_VERSION),
+            "tool": Key(
+                write=lambda r, _w: {"name": "cuda-gate", "version": r.tool_version},
+                read=_tool,
+                field="tool_version",
+            ),
+            "requirements": Key(read=_requirements),
+        },
+        check=_same_verdict,
+    ),
+)
 
 
 def load(evidence_dir: Path) -> RunRecord:
