@@ -58,7 +58,7 @@ CODE = ", rebuild, and check the final link keeps it"
         ),
         (
             Situation(Cause.NO_DEVICE_CODE, ArchList.GENCODE, device=H100),
-            "pass --sass sm_90 (the {gencode} placeholder carries it) to every nvcc command" + CODE,
+            "put {gencode} in every nvcc command (it carries sm_90)" + CODE,
         ),
         (
             Situation(Cause.WRONG_TARGET, ArchList.NVCC, device=H100),
@@ -91,8 +91,7 @@ CODE = ", rebuild, and check the final link keeps it"
         ),
         (
             Situation(Cause.MISSING_PTX, ArchList.GENCODE, device=H100),
-            "pass --ptx compute_90 (the {gencode} placeholder carries it) to every nvcc command"
-            + CODE,
+            "put {gencode} in every nvcc command (it carries compute_90)" + CODE,
         ),
         (
             Situation(Cause.MISSING_PTX, ArchList.NVCC, target=Target.parse("sm_120f")),
@@ -200,6 +199,37 @@ def test_every_cause_that_names_code_for_the_device_has_a_remedy_for_it() -> Non
         assert "121" in said, cause
     assert remedy(Situation(Cause.STALE_ARTIFACT)) is not None
     assert remedy(Situation(Cause.JIT_CACHE)) is not None
+
+
+@pytest.mark.parametrize(
+    ("arch", "line"),
+    [
+        (
+            ArchList.CMAKE,
+            (
+                "add 121 (SASS and PTX) to CMAKE_CUDA_ARCHITECTURES "
+                '(e.g. -DCMAKE_CUDA_ARCHITECTURES="121")'
+            ),
+        ),
+        (ArchList.TORCH, "add 12.1+PTX to TORCH_CUDA_ARCH_LIST"),
+        (
+            ArchList.GENCODE,
+            "put {gencode} in every nvcc command (it carries sm_121 and compute_121)",
+        ),
+        (
+            ArchList.NVCC,
+            "add -gencode arch=compute_121,code=[sm_121,compute_121] to the nvcc commands",
+        ),
+        (
+            ArchList.UNKNOWN,
+            "add -gencode arch=compute_121,code=[sm_121,compute_121] to the nvcc commands",
+        ),
+    ],
+)
+def test_sass_and_ptx_both_missing_are_added_in_one_line(arch: ArchList, line: str) -> None:
+    situation = Situation(Cause.MISSING_SASS, arch, device=SPARK, ptx_too=True)
+    assert remedy(situation) == line + CODE
+    assert remedy(Situation(Cause.MISSING_SASS, arch, device=SPARK)) != line + CODE
 
 
 def test_lto_ir_only_is_device_linked() -> None:

@@ -63,7 +63,7 @@ def add_sass(arch: ArchList, target: Target) -> str:
         cap = sass.capability
         return f"add {cap.major}.{cap.minor}{sass.variant.value} to TORCH_CUDA_ARCH_LIST"
     if arch is ArchList.GENCODE:
-        return f"pass --sass {sass} (the {{gencode}} placeholder carries it) to every nvcc command"
+        return f"put {{gencode}} in every nvcc command (it carries {sass})"
     return f"add -gencode arch={sass.as_ptx()},code={sass} to the nvcc commands"
 
 
@@ -79,8 +79,23 @@ def add_ptx(arch: ArchList, target: Target) -> str:
             f"add +PTX to the last entry of TORCH_CUDA_ARCH_LIST (e.g. {cap.major}.{cap.minor}+PTX)"
         )
     if arch is ArchList.GENCODE:
-        return f"pass --ptx {ptx} (the {{gencode}} placeholder carries it) to every nvcc command"
+        return f"put {{gencode}} in every nvcc command (it carries {ptx})"
     return f"add -gencode arch={ptx},code={ptx} to the nvcc commands"
+
+
+def add_both(arch: ArchList, target: Target) -> str:
+    """How to add native code and PTX for ``target`` at once, in the project's terms."""
+    sass, ptx = target.as_sass(), target.as_ptx()
+    number = f"{sass.number}{sass.variant.value}"
+    if arch is ArchList.CMAKE:
+        example = f'-DCMAKE_CUDA_ARCHITECTURES="{number}"'
+        return f"add {number} (SASS and PTX) to CMAKE_CUDA_ARCHITECTURES (e.g. {example})"
+    if arch is ArchList.TORCH:
+        cap = sass.capability
+        return f"add {cap.major}.{cap.minor}{sass.variant.value}+PTX to TORCH_CUDA_ARCH_LIST"
+    if arch is ArchList.GENCODE:
+        return f"put {{gencode}} in every nvcc command (it carries {sass} and {ptx})"
+    return f"add -gencode arch={ptx},code=[{sass},{ptx}] to the nvcc commands"
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,7 @@ class Situation:
     library: str | None = None  # the library without code for the device
     distribution: str | None = None  # the installed distribution that ships it
     host: str | None = None  # the device host's machine (aarch64) where it is not this one
+    ptx_too: bool = False  # native code missing, and PTX for the same target too
 
 
 def remedy(s: Situation) -> str | None:
@@ -111,7 +127,8 @@ def _code_line(s: Situation, wanted: Target | None) -> str | None:
     """No native code for the device: where the architecture list lives."""
     if wanted is None:
         return None
-    return f"{add_sass(s.arch, wanted)}{_REBUILD}"
+    added = add_both(s.arch, wanted) if s.ptx_too else add_sass(s.arch, wanted)
+    return f"{added}{_REBUILD}"
 
 
 def _ptx_line(s: Situation, wanted: Target | None) -> str | None:
