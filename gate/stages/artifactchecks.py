@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 
 from gate.demangle import demangle
 from gate.evidence import EvidenceDir
@@ -21,6 +20,7 @@ from gate.rules.causes import Cause, ExecPath
 from gate.rules.hosts import HostRule
 from gate.rules.kernels import describe, matching, parse
 from gate.rules.policy import DEFAULT_POLICY, Action, ReleasePolicy
+from gate.rules.remedies import Situation, remedy
 from gate.rules.require import Requirement, why_not
 from gate.rules.routes import general, jit_support, min_driver
 from gate.rules.targets import Capability, Target, Version
@@ -258,11 +258,24 @@ def listing_checks(
             continue  # an allowed absence: no kernel is looked for in code that is not there
         names = {k for e in entries for k in e.kernels}
         for kernel in kernels:
-            check = _kernel_check(artifact, kernel, names, where, ptx=ptx)
-            if not entries and check.failed and action is Action.WARN:
-                check = replace(check, state=CheckState.WARNED, cause=None)
-            checks.append(check)
+            if not entries:
+                # No code for the target at all: its own check above says so, once; a
+                # kernel cannot be looked for in code that is not there.
+                checks.append(_kernel_not_looked_for(artifact, kernel, where, ptx=ptx))
+                continue
+            checks.append(_kernel_check(artifact, kernel, names, where, ptx=ptx))
     return checks
+
+
+def _kernel_not_looked_for(artifact: str, wanted: str, where: str, *, ptx: bool) -> Check:
+    """A required kernel in a target the artifact has no code for: not looked for."""
+    return Check(
+        f"{artifact}: kernel {wanted} in {where}",
+        "gate.inspect",
+        CheckState.NOT_RUN,
+        f"not looked for: no {where} at all",
+        path=ExecPath.JIT if ptx else ExecPath.NATIVE,
+    )
 
 
 def _kernel_check(artifact: str, wanted: str, names: set[str], where: str, *, ptx: bool) -> Check:
@@ -274,6 +287,7 @@ def _kernel_check(artifact: str, wanted: str, names: set[str], where: str, *, pt
         alike = sorted(n for n in names if wanted in (parse(n).function or n))[:3]
         hint = f" (kernels named like it: {describe(tuple(alike))})" if alike else ""
         message = f"{wanted} missing from {where}{hint}"
+    present = tuple(sorted({parse(n).function or demangle(n) for n in names}))
     return Check(
         f"{artifact}: kernel {wanted} in {where}",
         "gate.inspect",
@@ -281,6 +295,9 @@ def _kernel_check(artifact: str, wanted: str, names: set[str], where: str, *, pt
         message,
         cause=None if found else Cause.MISSING_KERNEL,
         path=ExecPath.JIT if ptx else ExecPath.NATIVE,
+        remedy=None
+        if found
+        else remedy(Situation(Cause.MISSING_KERNEL, kernel=wanted, kernels=present)),
     )
 
 
