@@ -90,7 +90,8 @@ def test_a_build_that_drops_the_target_is_caught_naming_artifact_and_target(proj
         f"libkernels.so: SASS for sm_90: {sass}; and for forced JIT: "
         f"libkernels.so: PTX for compute_90: {ptx}"
     )
-    assert done.stderr.strip().splitlines()[-1] == f"cuda-gate: {headline}"
+    assert f"Verdict: not accepted: {headline}" in done.stdout.splitlines()
+    assert headline not in done.stderr  # the verdict is said once, on stdout
     assert result["verdict"]["statement"] == f"not accepted: {headline}"
     assert result["verdict"]["cause"] == "missing-sass"
 

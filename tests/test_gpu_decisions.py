@@ -150,4 +150,4 @@ def test_both_paths_failing_for_different_reasons_are_both_named_with_the_number
     assert f"needs driver CUDA >= {need}; this driver is CUDA {driver}" in diagnosis
     assert "investigate the toolchain" not in diagnosis
     shown = headline.removeprefix("not accepted: ")
-    assert done.stderr.strip().splitlines()[-1] == f"cuda-gate: {shown}"
+    assert f"Verdict: not accepted: {shown}" in done.stdout.splitlines()

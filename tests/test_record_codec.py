@@ -40,6 +40,7 @@ LEFT_OUT = {
     (Artifact, "inspector"),
     (RunRecord, "tool_version"),
     (Check, "output"),
+    (Check, "remedy"),
     (DriverInfo, "gpu_count"),
     *(
         (DeviceEntry, name)

@@ -8,6 +8,7 @@ import pytest
 
 from gate.record import LoadedLibrary
 from gate.render import text as report
+from gate.render.nextsteps import count_line
 from gate.rules.causes import ExecPath
 from gate.rules.verdict import Check, CheckState
 from tests.records import MIXED_CHECKS, both, execution, make_record
@@ -26,7 +27,7 @@ def test_console_table_aligns_and_ends_with_the_verdict() -> None:
         ),
         diagnoses=["check: native passes but..."],
     )
-    text = report.console(record, total=100)
+    text = report.console(record, total=100, verbose=True)
     lines = text.splitlines()
     assert lines[0].split() == ["result", "stage", "check", "detail"]
     assert lines[2].split()[:2] == ["PASS", "inspect"]
@@ -34,6 +35,38 @@ def test_console_table_aligns_and_ends_with_the_verdict() -> None:
     assert any(line.startswith("SKIP") for line in lines)
     assert "Diagnosis:" in text
     assert lines[-1] == "Verdict: not accepted: check [jit]: forced PTX JIT: no kernel image"
+    # By default only what needs a person's eyes: the failed and warned rows, then one
+    # count line and the verdict, once.
+    short = report.console(record, total=100).splitlines()
+    rows = [line.split()[0] for line in short[2:] if line[:4] in ("PASS", "FAIL", "WARN", "SKIP")]
+    assert set(rows) <= {"FAIL", "WARN"}
+    assert "FAIL" in rows
+    assert short[-2] == count_line(record.checks)
+    assert short[-1] == lines[-1]
+    assert "\n".join(short).count("Verdict:") == 1
+
+
+def test_a_run_without_failures_prints_no_table() -> None:
+    record = make_record([Check("a: SASS for sm_90", "gate.inspect", CheckState.PASSED, "ok")])
+    assert report.console(record, total=100).splitlines() == [
+        "1 passed",
+        f"Verdict: {record.verdict.statement}",
+    ]
+
+
+def test_the_count_line_counts_every_state_in_pytests_order() -> None:
+    def checks(state: CheckState, n: int) -> list[Check]:
+        return [Check(f"c{i}", "gate.inspect", state, "") for i in range(n)]
+
+    every = [
+        *checks(CheckState.PASSED, 41),
+        *checks(CheckState.NOT_RUN, 2),
+        *checks(CheckState.FAILED, 6),
+        *checks(CheckState.WARNED, 1),
+    ]
+    assert count_line(every) == "6 failed, 41 passed, 1 warned, 2 skipped"
+    assert count_line(checks(CheckState.PASSED, 1200)) == "1,200 passed"
+    assert count_line([]) == "no checks"
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 170])

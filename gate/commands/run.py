@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gate.errors import ExitCode
 from gate.evidence import DEFAULT_DIR
+from gate.rules.verdict import StageStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -183,6 +185,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="print an internal error's traceback (it is always kept in the evidence folder)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list every check on the console, passed and skipped ones too (summary.md "
+        "always does); by default only the failed and warned ones",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -248,7 +257,7 @@ def handle(args: argparse.Namespace) -> int:
 
     err = _Stderr(quiet=args.quiet)
     options = _options(args, err)
-    return _told(run(options, err.progress, err.live), err)
+    return _told(run(options, err.progress, err.live), err, verbose=args.verbose)
 
 
 def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
@@ -316,8 +325,10 @@ def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
     )
 
 
-def _told(outcome: Outcome, err: _Stderr) -> int:
-    """The table, the baseline, the evidence line and the verdict; the exit status."""
+def _told(outcome: Outcome, err: _Stderr, *, verbose: bool = False) -> int:
+    """The checks that need a person's eyes (every one with ``verbose``), what to do
+    next, the count, the verdict once, the baseline and the evidence line; the exit
+    status. A judged verdict is said on stdout only: stderr carries errors."""
     from gate.commands.stdout import Stdout
     from gate.render import text
 
@@ -326,7 +337,7 @@ def _told(outcome: Outcome, err: _Stderr) -> int:
     # A reader gone (`| head`) never stops the run or loses its evidence, and never turns
     # its status into 0 or 141 when the status is known (gate.commands.stdout).
     out = Stdout()
-    out.write(text.colour(text.console(record)) + "\n")
+    out.write(text.colour(text.console(record, verbose=verbose)) + "\n")
     if record.baseline is not None:
         from gate.render import diff
 
@@ -339,7 +350,10 @@ def _told(outcome: Outcome, err: _Stderr) -> int:
     if outcome.interrupted is not None:
         err.line(f"cuda-gate: interrupted by {outcome.interrupted.name}")
         return outcome.interrupted.exit_code
-    if not verdict.accepted:
+    stopped = any(s.status is StageStatus.FAILED for s in record.stages)
+    if stopped and verdict.exit_code not in (ExitCode.OK, ExitCode.NOT_ACCEPTED):
+        # A stage stopped the run before it could judge (no device, a tool missing): that
+        # is an error, said on stderr too; a judged verdict is said once, on stdout.
         err.line(f"cuda-gate: {verdict.headline}")
     if outcome.store_error is not None:
         # Nothing is lost: the evidence folder and the spool hold it for `upload --resume`.

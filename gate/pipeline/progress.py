@@ -1,4 +1,4 @@
-"""The stages as they go: a line per stage start and end, heartbeats of long commands, and
+"""The stages as they go: a line as each stage ends, heartbeats of long commands, and
 the stages, commands and checks gathered for the run record."""
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ class StageProgress:
     current: str = ""
 
     def start(self, name: str) -> float:
+        """A stage begins: on a terminal the live line says so until its end line; a log
+        gets the end line only (a long command there has its heartbeats)."""
         self.current = name
-        self.say(f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name} ...")
+        if self.live is not None:
+            self.live.show(f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name} ...")
         return time.monotonic()
 
     def beat(self, elapsed: float, argv: tuple[str, ...], last: str) -> None:

@@ -21,9 +21,10 @@ from typing import TextIO
 from gate.reader.listing import Kind, LibraryRoutes
 from gate.reader.stubs import Stub
 from gate.record import LOADED_LIST, LoadedLibrary, RunRecord
+from gate.render.nextsteps import count_line, next_steps
 from gate.render.wording import kernels_by, library_on, plural, reached
 from gate.rules.targets import Capability
-from gate.rules.verdict import Check, StageStatus, Verdict
+from gate.rules.verdict import Check, CheckState, StageStatus, Verdict
 
 LOG_WIDTH = 100
 _MIN_DETAIL = 20
@@ -103,18 +104,25 @@ def _rows(checks: Sequence[Check]) -> list[tuple[str, str, str, str]]:
     return [(c.status, c.classname.removeprefix("gate."), c.name, c.message) for c in checks]
 
 
-def console(record: RunRecord, *, total: int | None = None) -> str:
-    """The console report: one row per check, then what the run learned, then the verdict."""
+def console(record: RunRecord, *, total: int | None = None, verbose: bool = False) -> str:
+    """The console report, pytest-like: the failed and warned checks (every check with
+    ``verbose``), what the run learned, what to do next, one count line, the verdict."""
     verdict = record.verdict
-    parts = [
-        table(("result", "stage", "check", "detail"), _rows(record.checks), total=total or width())
-    ]
-    for title, lines in _sections(record):
-        parts.append(f"\n{title}:")
+    wide = total or width()
+    shown = record.checks if verbose else [c for c in record.checks if c.state in _TOLD]
+    parts = (
+        [table(("result", "stage", "check", "detail"), _rows(shown), total=wide)] if shown else []
+    )
+    sections = _sections(record, stages=verbose)
+    steps = next_steps(record)
+    if steps:
+        sections.append(("What to do next", steps))
+    for title, lines in sections:
+        parts.append(f"\n{title}:" if parts else f"{title}:")
         parts += [
             textwrap.fill(
                 line,
-                (total or width()),
+                wide,
                 initial_indent="  - ",
                 subsequent_indent="    ",
                 break_long_words=False,
@@ -122,20 +130,27 @@ def console(record: RunRecord, *, total: int | None = None) -> str:
             )
             for line in lines
         ]
-    parts.append(f"\nVerdict: {verdict.statement}")
+    if parts:
+        parts.append("")
+    parts.append(count_line(record.checks))
+    parts.append(f"Verdict: {verdict.statement}")
     return "\n".join(parts)
 
 
-def _sections(record: RunRecord) -> list[tuple[str, Sequence[str]]]:
+# The checks the default console shows: what needs a person's eyes.
+_TOLD = (CheckState.FAILED, CheckState.WARNED)
+
+
+def _sections(record: RunRecord, *, stages: bool = True) -> list[tuple[str, Sequence[str]]]:
     found: list[tuple[str, Sequence[str]]] = []
     # A failed stage's detail is the verdict's headline: not repeated here.
-    stages = [
+    said = [
         f"{s.name}: {s.status.value}"
         + (f" ({s.detail})" if s.detail and s.status is StageStatus.SKIPPED else "")
         for s in record.stages
     ]
-    if any(s.status is not StageStatus.RAN for s in record.stages):
-        found.append(("Stages", stages))
+    if stages and any(s.status is not StageStatus.RAN for s in record.stages):
+        found.append(("Stages", said))
     if record.loaded_libraries:
         found.append(("Loaded libraries with device code", _loaded(record)))
     if record.paths_proved:
@@ -236,7 +251,8 @@ def markdown(
     lines += [f"| {' | '.join(_md(c) for c in row)} |" for row in _rows(record.checks)]
     for title, body in extra:
         lines += ["", f"### {title}", "", *body]
-    for title, items in _sections(record):
+    steps = next_steps(record)
+    for title, items in [*_sections(record), *([("What to do next", steps)] if steps else [])]:
         lines += ["", f"### {title}", ""] + [f"- {_md(i)}" for i in items]
     if not verdict.accepted and len(verdict.reasons) > 1:
         lines += ["", "### Reasons", ""] + [f"- {_md(r)}" for r in verdict.reasons]

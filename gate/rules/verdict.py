@@ -58,7 +58,9 @@ class Check:
 
     ``cause`` says why a failed check failed (None otherwise); ``path`` is the execution
     path it stands for, where it stands for one; ``output`` is the log shown in JUnit's
-    system-out, not part of result.json.
+    system-out, not part of result.json; ``remedy`` is what to do about a failure where
+    the check knows more than the run does (:mod:`gate.rules.remedies`), said on the
+    console and in the summary, not part of result.json.
     """
 
     name: str
@@ -69,6 +71,7 @@ class Check:
     output: str = ""
     cause: Cause | None = None
     path: ExecPath | None = None
+    remedy: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -1,0 +1,79 @@
+"""What a person reads first: one count line over the checks, and what to do next.
+
+The remedies are :func:`gate.rules.remedies.remedy`'s, one per cause (a cause that failed
+six checks is said once, most fundamental first); the facts around each come from the run
+record: the device or the named target, the driver, the host the device ships on, and
+the variable that carries the build's architecture list (from the build commands as
+run). A check that knows more than the run does (the kernel that is missing, the library
+without code) carries its own remedy, and that one is said instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gate.record import RunRecord
+from gate.rules.causes import Cause, rank
+from gate.rules.hosts import host_for
+from gate.rules.remedies import ArchList, Situation, arch_list_of, remedy
+from gate.rules.verdict import Check, CheckState
+
+# The count line's words, in pytest's order: what failed first.
+_COUNTED = (
+    (CheckState.FAILED, "failed"),
+    (CheckState.PASSED, "passed"),
+    (CheckState.WARNED, "warned"),
+    (CheckState.NOT_RUN, "skipped"),
+)
+
+
+def count_line(checks: Sequence[Check]) -> str:
+    """``6 failed, 41 passed, 1 warned, 2 skipped``: the checks by state, none left out
+    (``no checks`` for a run that made none)."""
+    parts = []
+    for state, word in _COUNTED:
+        n = sum(1 for c in checks if c.state is state)
+        if n:
+            parts.append(f"{n:,} {word}")
+    return ", ".join(parts) or "no checks"
+
+
+def arch_list(record: RunRecord) -> ArchList:
+    """Which variable carries the project's architecture list, from its build commands."""
+    return arch_list_of([b.command for b in record.builds if b.name != "smoke"])
+
+
+def next_steps(record: RunRecord) -> list[str]:
+    """One line per cause of the failed checks, most fundamental first, each said once."""
+    failed = sorted((c for c in record.checks if c.failed), key=lambda c: rank(c.cause))
+    arch = arch_list(record)
+    device = record.device.capability
+    target = record.device.target if record.device.source == "--target" else None
+    driver = record.environment.driver.cuda_version if record.environment.driver else None
+    ships = target.capability if target is not None else device
+    host = (
+        host_for(ships, configured=None, here=record.environment.host_arch).host
+        if ships is not None
+        else None
+    )
+    causes = {c.cause for c in failed}
+    # Both forms missing: one line adds both (CMake's plain number, torch's +PTX).
+    both = Cause.MISSING_SASS in causes and Cause.MISSING_PTX in causes
+    lines: list[str] = []
+    for check in failed:
+        if check.cause is None or (both and check.cause is Cause.MISSING_PTX):
+            continue
+        said = check.remedy or remedy(
+            Situation(
+                check.cause,
+                arch,
+                device=device,
+                target=target,
+                driver=driver,
+                host=host,
+                ptx_too=both,
+            )
+        )
+        if said is not None and said not in lines:
+            lines.append(said)
+    return lines
