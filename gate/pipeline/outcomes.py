@@ -18,6 +18,7 @@ from gate.reader.hostelf import Dependency, HostFormat
 from gate.record import Artifact, Build, Device, Environment, Execution, LoadedLibrary
 from gate.render.live import Counter
 from gate.rules.require import Requirement
+from gate.rules.verdict import Check
 from gate.stages.build import BuildOutcome
 from gate.stages.environment import EnvironmentOutcome
 from gate.stages.inspect import InspectOutcome
@@ -59,6 +60,7 @@ class Ready:
     points: tuple[EntryPoint, ...]
     recorder: Recorder | None
     notes: tuple[str, ...] = ()
+    missing: tuple[Check, ...] = ()  # entry points whose program is not there: not run
 
 
 @dataclass(frozen=True)

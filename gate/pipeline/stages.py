@@ -33,7 +33,8 @@ from gate.render.live import REDRAW_EVERY, Counter
 from gate.rules.causes import Cause
 from gate.rules.hosts import host_for
 from gate.rules.require import Requirement
-from gate.stages import build, environment, inspect, probe
+from gate.rules.verdict import Check
+from gate.stages import build, environment, inspect, probe, programs
 from gate.stages.build import SMOKE_KERNEL
 from gate.stages.runs import RunsIn
 from gate.system import ci
@@ -217,12 +218,16 @@ def ready_step(ctx: Context, done: Outcomes) -> Ready | Ended:
     probed, built, prepared = _probed(done), _built(done), done.of(Prepared)
     config, place = ctx.config, ctx.place
     points = execute.entry_points(config, built.smoke, ctx.options.timeout, prepared.tools)
+    missing: tuple[Check, ...] = ()
     if isinstance(place, InImage):
         points = [in_image(entry, config, place) for entry in points]
+    else:  # a program the build did not write fails here, with or without a device
+        missing, runnable = programs.program_checks(points, os.environ)
+        points = list(runnable)
     if probed.capability is None:
         artifacts = _inspected(done).artifacts
         why = "not run: no CUDA device"
-        checks = tuple(execute.skipped(ctx.evidence, points, artifacts, why))
+        checks = (*missing, *execute.skipped(ctx.evidence, points, artifacts, why))
         reason = "no CUDA device; see the probe stage"
         return Ended("execute", NotRun(checks), exit_code=ExitCode.NO_DEVICE, skipped=reason)
     began = ctx.progress.start("execute")
@@ -233,7 +238,7 @@ def ready_step(ctx: Context, done: Outcomes) -> Ready | Ended:
         _, unused = launch_recorder.env_for(ctx.workdir, {})
         if launch_recorder.library is None or unused:
             notes = (unused or launch_recorder.note,)
-    return Ready(began, tuple(points), launch_recorder, notes)
+    return Ready(began, tuple(points), launch_recorder, notes, missing)
 
 
 def execute_step(ctx: Context, done: Outcomes) -> Ended:
@@ -255,6 +260,8 @@ def execute_step(ctx: Context, done: Outcomes) -> Ended:
         smoke_ahead=done.of(Prepared).beside.take_smoke_ahead(),
         runs_in=runs_in(ctx, done.of(ImageRead)),
     )
+    if ready.missing:
+        ran = replace(ran, checks=(*ready.missing, *ran.checks))
     return Ended("execute", ran, ready.began, Cause.INTERNAL)
 
 
