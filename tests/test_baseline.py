@@ -292,7 +292,7 @@ def test_run_with_a_folder_baseline_records_the_loss_in_every_report(
     base = releases["v1"].evidence
     ran, done = project.release("v2", ("90",), extra=("--baseline", str(base)))
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "libk.so: compared with the baseline: lost against" in done.stderr
+    assert "libk.so: compared with the baseline: lost against" in done.stdout
     result = json.loads((ran.evidence / "result.json").read_text(encoding="utf-8"))
     schema("result.schema.json").validate(result)
     (check,) = [c for c in result["checks"] if c["classname"] == "gate.baseline"]
@@ -344,7 +344,7 @@ def test_baseline_from_a_run_stored_in_seaweedfs(tmp_path: Path, server: WeedSer
     assert result["baseline"]["result_sha256"] == digest
     assert result["baseline"]["revision"] == v1.revision
     assert result["baseline"]["location"].startswith(f"s3://{BUCKET}/ci/acme/kernels/{v1.revision}")
-    assert "sm_121 dropped" in done.stderr
+    assert "sm_121 dropped" in done.stdout
     # `diff` names stored runs the same way: by tag, by revision.
     by_tag = gate(["diff", "v1", str(v2.evidence)], project.path, env)
     assert by_tag.returncode == 1, by_tag.stdout + by_tag.stderr

@@ -228,7 +228,7 @@ def test_a_second_run_reuses_the_probe_and_smoke_builds(tmp_path: Path) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc not on PATH")
     env = {**os.environ, "CUDA_GATE_CACHE_DIR": str(tmp_path / "cache")}
-    argv = [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store"]
+    argv = [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store", "-v"]
 
     def gate(*extra: str) -> str:
         done = subprocess.run(

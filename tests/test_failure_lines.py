@@ -202,9 +202,9 @@ def test_a_machine_without_gxx_hears_that_nvcc_needs_it(tmp_path: Path) -> None:
         env={**os.environ, "PATH": str(tmp_path), "CUDA_GATE_NVCC": nvcc},
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
-    assert done.stderr.strip().splitlines()[-1] == (
-        "cuda-gate: building the probe failed with exit status 1: nvcc fatal : Failed to "
-        "preprocess host compiler properties. (nvcc found no working host C++ compiler: it "
-        "runs gcc/g++ from PATH (or -ccbin, NVCC_CCBIN); install g++ (Debian/Ubuntu: apt "
+    assert done.stdout.splitlines()[-2] == (
+        "Verdict: not accepted: building the probe failed with exit status 1: nvcc fatal : "
+        "Failed to preprocess host compiler properties. (nvcc found no working host C++ compiler: "
+        "it runs gcc/g++ from PATH (or -ccbin, NVCC_CCBIN); install g++ (Debian/Ubuntu: apt "
         "install g++))"
     )

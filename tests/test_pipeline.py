@@ -66,8 +66,10 @@ def result_of(evidence: Path) -> dict[str, Any]:
 def test_no_gpu_records_everything_and_says_why_in_one_line(tmp_path: Path) -> None:
     done = gate("--evidence", "ev", cwd=tmp_path)
     assert done.returncode == 4, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("cuda-gate: no CUDA device was usable: ")
+    # Said once, as the verdict on stdout: not again on stderr.
+    [verdict] = [line for line in done.stdout.splitlines() if line.startswith("Verdict:")]
+    assert verdict.startswith("Verdict: not accepted: no CUDA device was usable: ")
+    assert not [line for line in done.stderr.splitlines() if line.startswith("cuda-gate:")]
     assert "Traceback" not in done.stderr
     ev = tmp_path / "ev"
     for name in SEED_FILES:
@@ -140,9 +142,9 @@ def test_target_the_toolkit_cannot_build_stops_with_that_message(tmp_path: Path)
 def test_missing_nvcc_is_one_line_and_keeps_the_evidence(tmp_path: Path) -> None:
     done = gate("--nvcc", str(tmp_path / "no-nvcc"), "--evidence", "ev", cwd=tmp_path)
     assert done.returncode == 3
-    assert done.stderr.strip().splitlines()[-1] == (
-        f"cuda-gate: nvcc not found: {tmp_path / 'no-nvcc'} is not an executable file"
-    )
+    assert (
+        f"Verdict: not accepted: nvcc not found: {tmp_path / 'no-nvcc'} is not an executable file"
+    ) in done.stdout.splitlines()
     ev = tmp_path / "ev"
     assert (ev / "host-arch.txt").is_file()
     assert result_of(ev)["verdict"]["statement"].startswith("not accepted: nvcc not found")

@@ -7,9 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate.errors import ExitCode
 from gate.evidence import DEFAULT_DIR
-from gate.rules.verdict import StageStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -328,7 +326,7 @@ def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
 def _told(outcome: Outcome, err: _Stderr, *, verbose: bool = False) -> int:
     """The checks that need a person's eyes (every one with ``verbose``), what to do
     next, the count, the verdict once, the baseline and the evidence line; the exit
-    status. A judged verdict is said on stdout only: stderr carries errors."""
+    status. The verdict is said once, on stdout (stderr carries progress and errors)."""
     from gate.commands.stdout import Stdout
     from gate.render import text
 
@@ -350,11 +348,6 @@ def _told(outcome: Outcome, err: _Stderr, *, verbose: bool = False) -> int:
     if outcome.interrupted is not None:
         err.line(f"cuda-gate: interrupted by {outcome.interrupted.name}")
         return outcome.interrupted.exit_code
-    stopped = any(s.status is StageStatus.FAILED for s in record.stages)
-    if stopped and verdict.exit_code not in (ExitCode.OK, ExitCode.NOT_ACCEPTED):
-        # A stage stopped the run before it could judge (no device, a tool missing): that
-        # is an error, said on stderr too; a judged verdict is said once, on stdout.
-        err.line(f"cuda-gate: {verdict.headline}")
     if outcome.store_error is not None:
         # Nothing is lost: the evidence folder and the spool hold it for `upload --resume`.
         err.line(f"cuda-gate: error: {outcome.store_error.one_line()}")

@@ -156,7 +156,7 @@ def _locked_run(
     written = manifest.write_manifest(
         evidence.root, options.signer, redactor=redactor, config_file=config.source, record=record
     )
-    p.done("manifest", began, detail=written.message)
+    p.done("manifest", began)  # what it wrote is said once, on the evidence line
     stored, store_error = "evidence not stored (--no-store)", None
     if interrupted is not None:
         stored = f"evidence not stored: interrupted by {interrupted.name}"
@@ -165,7 +165,7 @@ def _locked_run(
         began = p.start("store")
         try:
             stored = _store(evidence.root, options.store_settings, options.project_dir)
-            p.done("store", began, detail=stored)
+            p.done("store", began)  # where, on the evidence line
         except GateError as e:
             stored, store_error = f"evidence not stored: {e.one_line()}", e
             p.done("store", began, e)
