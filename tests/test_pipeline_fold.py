@@ -176,3 +176,32 @@ def test_a_stage_ends_at_its_first_step_that_says_so(evidence: EvidenceDir, tmp_
     )
     assert ctx.progress.stages[-1].exit_code == int(ExitCode.NO_DEVICE)
     assert done.remaining() == []
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        (
+            '[[artifact]]\npath = "k.so"\nrequire_launch = ["scale"]\n',
+            "launch coverage not measured: no CUDA device to run on (asked for by "
+            "artifact[0].require_launch)",
+        ),
+        (
+            '[policy]\nlaunch_coverage = "warn"\n',
+            "launch coverage not measured: no CUDA device to run on (asked for by "
+            "policy.launch_coverage)",
+        ),
+        ('[policy]\nlaunch_coverage = "off"\n', None),
+        ("", None),
+    ],
+)
+def test_without_a_device_launch_coverage_asked_for_is_said_not_done(
+    toml: str, said: str | None
+) -> None:
+    from gate.config import parse_text
+    from gate.pipeline.stages import unmeasured
+    from gate.rules.targets import Capability
+
+    config = parse_text(toml, Path("cuda-gate.toml"))
+    assert unmeasured(config, None) == ((said,) if said else ())
+    assert unmeasured(config, Capability(9, 0)) == ()

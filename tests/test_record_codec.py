@@ -41,6 +41,7 @@ LEFT_OUT = {
     (RunRecord, "tool_version"),
     (Check, "output"),
     (Check, "remedy"),
+    (RunRecord, "devices"),
     (DriverInfo, "gpu_count"),
     *(
         (DeviceEntry, name)

@@ -8,7 +8,7 @@ import pytest
 
 from gate.record import LoadedLibrary
 from gate.render import text as report
-from gate.render.nextsteps import count_line
+from gate.render.nextsteps import count_line, device_lines
 from gate.rules.causes import ExecPath
 from gate.rules.verdict import Check, CheckState
 from tests.records import MIXED_CHECKS, both, execution, make_record
@@ -185,3 +185,43 @@ def test_many_loaded_libraries_are_counted_once_and_those_that_matter_named() ->
     for text in (console, markdown):  # each says it once
         assert " ".join(text.split()).count("37 other libraries run here") == 1
         assert text.count("Loaded libraries with device code") == 1
+
+
+def test_each_configured_device_gets_one_line_of_routes() -> None:
+    from dataclasses import replace
+
+    from gate.reader.listing import DeviceEntry, Kind, Listing
+    from gate.record import Artifact
+    from gate.rules.targets import Capability, Target, Version
+
+    def artifact(name: str, *entries: DeviceEntry) -> Artifact:
+        return Artifact(name, f"/p/{name}", "0" * 64, 1, "ELF", "x86-64", (), Listing(entries))
+
+    def sm(target: str) -> DeviceEntry:
+        return DeviceEntry(Kind.SASS, Target.parse(target), ("k",))
+
+    ptx = DeviceEntry(Kind.PTX, Target.parse("compute_90"), ("k",), ptx_isa=Version(8, 0))
+    record = replace(
+        make_record(),
+        artifacts=(
+            artifact("smoke", sm("sm_90")),
+            artifact("ap", sm("sm_121"), sm("sm_90")),
+            artifact("libk.so", sm("sm_120"), ptx),
+            artifact("libold.so", sm("sm_75")),
+            artifact("host-only.so"),
+        ),
+        devices=(Capability(12, 1), Capability(9, 0)),
+    )
+    spark, hopper = device_lines(record)
+    assert spark == (
+        "12.1: 1 from exact SASS (sm_121): ap; 1 from compatible SASS (sm_120): libk.so; "
+        "1 with no code: libold.so"
+    )
+    assert hopper == (
+        "9.0: 1 from exact SASS (sm_90): ap; 1 through PTX JIT (compute_90, ISA 8.0, driver "
+        ">= 12.0): libk.so; 1 with no code: libold.so"
+    )
+    said = " ".join(report.console(record).split())
+    assert "Routes on the configured devices: - 12.1: 1 from exact SASS (sm_121): ap;" in said
+    assert "### Routes on the configured devices" in report.markdown(record, [])
+    assert device_lines(replace(record, devices=())) == []

@@ -143,6 +143,7 @@ def _locked_run(
         notes=found.notes,
         policy=config.policy,
         launches=found.launches,
+        devices=config.devices,
     )
     if options.baseline is not None:
         record = _compared(record, options.baseline, config, p)

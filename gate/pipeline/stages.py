@@ -33,6 +33,7 @@ from gate.render.live import REDRAW_EVERY, Counter
 from gate.rules.causes import Cause
 from gate.rules.hosts import host_for
 from gate.rules.require import Requirement
+from gate.rules.targets import Capability
 from gate.rules.verdict import Check
 from gate.stages import build, environment, inspect, probe, programs
 from gate.stages.build import SMOKE_KERNEL
@@ -102,7 +103,17 @@ def prepare_step(ctx: Context, done: Outcomes) -> Prepared:
         return Prepared(tool_paths, first, Beside(), image_notes(config))
     wanted = records_launches(options, config) and probed.capability is not None
     started = Beside.start(nvcc, ctx.workdir, record=wanted, use_cache=options.use_cache)
-    return Prepared(tool_paths, first, started)
+    return Prepared(tool_paths, first, started, unmeasured(config, probed.capability))
+
+
+def unmeasured(config: Config, capability: Capability | None) -> tuple[str, ...]:
+    """Without a device, what the configuration asks the launch recorder for is not done:
+    said under "Not done", never passed over in silence."""
+    needs = config.recorder_needs()
+    if capability is not None or not needs:
+        return ()
+    asked = ", ".join(key for key, _ in needs)
+    return (f"launch coverage not measured: no CUDA device to run on (asked for by {asked})",)
 
 
 def build_step(ctx: Context, done: Outcomes) -> Ended:

@@ -34,7 +34,7 @@ from gate.record.parts import (
 )
 from gate.rules.policy import ReleasePolicy
 from gate.rules.require import Requirement
-from gate.rules.targets import Target
+from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, Stage, Verdict, decide
 from gate.system.git import SourceInfo
 
@@ -75,6 +75,9 @@ class RunRecord:
     baseline: Baseline | None = None  # what --baseline compared the run with, and found
     policy: ReleasePolicy | None = None  # the effective [policy]; None before version 5
     launches: Launches | None = None  # what the launch recorder showed; None without it
+    # The configuration's ``devices``: the console and summary.md say how each artifact
+    # reaches each; not part of result.json (each artifact's listing there gives it).
+    devices: tuple[Capability, ...] = ()
 
     @property
     def verdict(self) -> Verdict:

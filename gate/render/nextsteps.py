@@ -1,4 +1,5 @@
-"""What a person reads first: one count line over the checks, and what to do next.
+"""What a person reads first: one count line over the checks, what to do next, and how
+each artifact reaches each device the configuration names.
 
 The remedies are :func:`gate.rules.remedies.remedy`'s, one per cause (a cause that failed
 six checks is said once, most fundamental first); the facts around each come from the run
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gate.record import RunRecord
+from gate.render.wording import reached
 from gate.rules.causes import Cause, rank
 from gate.rules.hosts import host_for
 from gate.rules.remedies import ArchList, Situation, arch_list_of, remedy
@@ -76,4 +78,28 @@ def next_steps(record: RunRecord) -> list[str]:
         )
         if said is not None and said not in lines:
             lines.append(said)
+    return lines
+
+
+_NAMED = 3  # artifacts named per route on a device's line; more are counted
+
+
+def device_lines(record: RunRecord) -> list[str]:
+    """One line per device of the configuration's ``devices``: which artifacts reach it
+    by which route (from the best route of their targets), those with no device code of
+    their own left out: ``12.1: 2 from exact SASS (sm_121): ap, libk.so; 1 with no code:
+    libold.so``."""
+    shipped = [a for a in record.artifacts if a.listing.entries and a.name != "smoke"]
+    lines = []
+    for cap in record.devices:
+        groups: dict[str, list[str]] = {}
+        for artifact in shipped:
+            route = artifact.listing.target_route(cap)
+            groups.setdefault(reached(route.path, route.describe()), []).append(artifact.name)
+        said = [
+            f"{len(names):,} {how}: {', '.join(names[:_NAMED])}"
+            + (f" and {len(names) - _NAMED:,} more" if len(names) > _NAMED else "")
+            for how, names in groups.items()
+        ]
+        lines.append(f"{cap}: {'; '.join(said) or 'no artifact with device code'}")
     return lines

@@ -21,7 +21,7 @@ from typing import TextIO
 from gate.reader.listing import Kind, LibraryRoutes
 from gate.reader.stubs import Stub
 from gate.record import LOADED_LIST, LoadedLibrary, RunRecord
-from gate.render.nextsteps import count_line, next_steps
+from gate.render.nextsteps import count_line, device_lines, next_steps
 from gate.render.wording import kernels_by, library_on, plural, reached
 from gate.rules.targets import Capability
 from gate.rules.verdict import Check, CheckState, StageStatus, Verdict
@@ -155,6 +155,9 @@ def _sections(record: RunRecord, *, stages: bool = True) -> list[tuple[str, Sequ
         found.append(("Loaded libraries with device code", _loaded(record)))
     if record.paths_proved:
         found.append(("Paths proved", record.paths_proved))
+    routes = device_lines(record)
+    if routes:
+        found.append(("Routes on the configured devices", routes))
     if record.diagnoses:
         found.append(("Diagnosis", record.diagnoses))
     if record.notes:
