@@ -17,6 +17,7 @@ import pytest
 from gate.errors import BadInputError
 from gate.launch.coverage import RuntimeModule, module_check, read_image
 from gate.launch.log import launch_counts, read_folder, read_record
+from gate.render.wording import coverage_line, never_shown, unmet_line
 from gate.rules.coverage import ALL, Unmet, coverage, unmet
 from gate.rules.targets import Capability
 from gate.scan.walk import read_paths
@@ -75,7 +76,10 @@ def test_coverage_names_the_kernels_never_launched_shortest_first() -> None:
     cov = coverage(carried(), {"_Z5twicePi": 4})
     assert cov.figures == "1/3"
     assert cov.never == ("_Z7add_onePi", "_Z11write_valuePi")  # add_one(int*) is shorter
-    assert cov.line() == "1 of 3 kernels launched; never launched: add_one(int*), write_value(int*)"
+    assert (
+        coverage_line(cov)
+        == "1 of 3 kernels launched; never launched: add_one(int*), write_value(int*)"
+    )
     assert cov.launched == (("_Z5twicePi", 4),)
 
 
@@ -85,9 +89,9 @@ def test_require_launch_all_and_by_name() -> None:
     assert missing.kernels == ("_Z7add_onePi", "_Z11write_valuePi")
     assert unmet(("twice",), cov) == ()
     (never,) = unmet(("twice", "add_one"), cov)
-    assert never.text() == "add_one: never launched: add_one(int*)"
+    assert unmet_line(never) == "add_one: never launched: add_one(int*)"
     (nothing,) = unmet(("scale",), cov)
-    assert nothing.text() == "scale: names no kernel this artifact carries"
+    assert unmet_line(nothing) == "scale: names no kernel this artifact carries"
     assert unmet(ALL, coverage(carried(), dict.fromkeys(carried(), 1))) == ()
     # The record as callers read it: a name that names nothing carries no kernels.
     assert unmet(("scale", "add_one"), cov) == (
@@ -102,16 +106,16 @@ FIVE_SHOWN = "k0(int*), k1(int*), k2(int*), k3(int*), k4(int*)"
 
 
 def test_five_never_launched_kernels_are_named_and_the_rest_counted() -> None:
-    assert coverage(SIX, {}).never_shown() == f"{FIVE_SHOWN} and 1 more"
-    assert coverage(SIX[:5], {}).never_shown() == FIVE_SHOWN  # exactly five: no count
-    assert coverage(SIX, {}).never_shown(limit=2) == "k0(int*), k1(int*) and 4 more"
-    assert coverage(SIX, {"_Z2k5Pi": 1}).line() == (
+    assert never_shown(coverage(SIX, {})) == f"{FIVE_SHOWN} and 1 more"
+    assert never_shown(coverage(SIX[:5], {})) == FIVE_SHOWN  # exactly five: no count
+    assert never_shown(coverage(SIX, {}), limit=2) == "k0(int*), k1(int*) and 4 more"
+    assert coverage_line(coverage(SIX, {"_Z2k5Pi": 1})) == (
         f"1 of 6 kernels launched; never launched: {FIVE_SHOWN}"
     )
     (six,) = unmet(ALL, coverage(SIX, {}))
-    assert six.text() == f"all: never launched: {FIVE_SHOWN} and 1 more"
+    assert unmet_line(six) == f"all: never launched: {FIVE_SHOWN} and 1 more"
     (five,) = unmet(ALL, coverage(SIX[:5], {}))
-    assert five.text() == f"all: never launched: {FIVE_SHOWN}"
+    assert unmet_line(five) == f"all: never launched: {FIVE_SHOWN}"
 
 
 @pytest.mark.parametrize(

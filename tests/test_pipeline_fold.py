@@ -183,13 +183,17 @@ def test_a_stage_ends_at_its_first_step_that_says_so(evidence: EvidenceDir, tmp_
     [
         (
             '[[artifact]]\npath = "k.so"\nrequire_launch = ["scale"]\n',
-            "launch coverage not measured: no CUDA device to run on (asked for by "
-            "artifact[0].require_launch)",
+            (
+                "launch coverage not measured: no CUDA device to run on (asked for by "
+                "artifact[0].require_launch)"
+            ),
         ),
         (
             '[policy]\nlaunch_coverage = "warn"\n',
-            "launch coverage not measured: no CUDA device to run on (asked for by "
-            "policy.launch_coverage)",
+            (
+                "launch coverage not measured: no CUDA device to run on (asked for by "
+                "policy.launch_coverage)"
+            ),
         ),
         ('[policy]\nlaunch_coverage = "off"\n', None),
         ("", None),

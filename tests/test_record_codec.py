@@ -224,3 +224,21 @@ def test_the_run_and_source_are_field_by_field() -> None:
         "repository": "acme/kernels",
     }
     assert doc["started"] == WHEN.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize("code", [-1, 8, 999])
+def test_a_stage_exit_status_the_gate_never_uses_is_one_error_line(code: int) -> None:
+    from dataclasses import replace
+
+    from gate.errors import BadInputError
+    from gate.record import parse
+    from gate.rules.verdict import Stage, StageStatus
+
+    record = replace(make_record(), stages=(Stage("probe", StageStatus.FAILED, "x", 0.1, 4),))
+    doc = record.to_json()
+    assert parse(json.dumps(doc).encode(), "ev/result.json").stages[0].exit_code == 4
+    doc["stages"][0]["exit_code"] = code
+    with pytest.raises(BadInputError) as raised:
+        parse(json.dumps(doc).encode(), "ev/result.json")
+    said = f"ev/result.json: not a cuda-gate run record: stage exit_code {code}"
+    assert str(raised.value) == said

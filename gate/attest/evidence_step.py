@@ -14,12 +14,11 @@ from pathlib import Path
 from gate.attest.steps import Outcome, StepResult, failed
 from gate.errors import BadInputError, EvidenceChangedError
 from gate.evidence import MANIFEST_FILE, MARKER, evidence_files, is_marked
-from gate.fsutil import FileDigest as SignedFile
-from gate.fsutil import sha256_file
+from gate.fsutil import FileDigest, sha256_file
 
 
 def step_evidence(
-    folder: Path, evidence: Sequence[SignedFile], payload: bytes, *, envelope_only: bool
+    folder: Path, evidence: Sequence[FileDigest], payload: bytes, *, envelope_only: bool
 ) -> StepResult:
     """Step 3: every recorded evidence file is in ``folder`` with its recorded digest.
 

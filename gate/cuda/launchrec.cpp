@@ -27,7 +27,7 @@
 // not written unless the call was cudaLibraryLoadData/cudaLibraryLoadFromFile. Every
 // other module came from somewhere no file inspection sees: cuModuleLoad* or
 // cuLibraryLoad* called directly (a .cubin/.ptx file, NVRTC's output, Triton).
-// gate/stages/launches.py reads the record; gate/schemas/launches.schema.json is its shape.
+// gate/launch/log.py reads the record; gate/schemas/launches.schema.json is its shape.
 
 #include <cuda.h>
 #include <cupti.h>

@@ -44,6 +44,7 @@ from gate.launch.routes import Held, jit_compiled, route_text
 from gate.launch.summary import ArtifactCoverage, KernelLaunch, Launches
 from gate.reader.cubin import read_ptx
 from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.render.wording import coverage_line, unmet_line
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.coverage import ALL, Coverage, coverage, unmet
 from gate.rules.policy import Action
@@ -226,9 +227,9 @@ def coverage_check(
     launched = launch_counts(records)
     cov = coverage(artifact.listing.kernels(), {k: v.count for k, v in launched.items()})
     ran = code_ran(cov, launched, path, held)
-    message = cov.line() + (f"; {ran}" if ran else "")
+    message = coverage_line(cov) + (f"; {ran}" if ran else "")
     missing = unmet(required, cov) if required else ()
-    text = [f"{artifact.name} [{path.value}]: {cov.line()}"]
+    text = [f"{artifact.name} [{path.value}]: {coverage_line(cov)}"]
     for run in runs:  # and per entry point: which of them ran which kernels
         own = launch_counts(run.launches)
         mine = coverage(cov.carried, {k: v.count for k, v in own.items()})
@@ -245,7 +246,7 @@ def coverage_check(
         cov.never,
     )
     if missing:
-        said = "; ".join(u.text() for u in missing)
+        said = "; ".join(unmet_line(u) for u in missing)
         message = (
             f"require_launch not met on the {path.title} path: {said} ({cov.figures} launched)" + by
         )

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from gate.errors import ExitCode
 from gate.reader.hostelf import Dependency
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.record.codec import Key, Reader, Shape, Writer, declare
@@ -242,12 +243,24 @@ declare(
         special={"state": Key(read=_state)},
     ),
 )
+
+
+def _exit_code(read: Reader, s: Mapping[str, Any]) -> int | None:
+    """A stage's ``exit_code``: null, or one of the gate's exit statuses (the verdict is
+    decided from it)."""
+    code = read.integer(s, "exit_code", optional=True)
+    if code is not None:
+        read.member(ExitCode, code, "stage exit_code")
+    return code  # type: ignore[no-any-return]
+
+
 declare(
     Stage,
     Shape(
         reads=("status", "name", "detail", "duration", "exit_code"),
         absent=frozenset({"duration"}),
         labels={"status": "stage status"},
+        special={"exit_code": Key(read=_exit_code)},
     ),
 )
 declare(Requirement, Shape(reads=("form", "target"), labels={"form": "requirement form"}))

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gate.rules import kernels
+from gate.rules.coverage import Coverage, Unmet
+from gate.rules.kernels import parse
 from gate.rules.routes import Path, Route
 from gate.rules.targets import Capability
 
@@ -102,3 +104,31 @@ def library_on(route: Route, cap: Capability, *, runs: bool | None, has_ptx: boo
         return f"NOTHING RUNS HERE ({why})"
     said = f"runs {reached(route.path, route.describe())}"
     return said if has_ptx else f"{said}; no PTX for {cap}: forced JIT cannot run its kernels"
+
+
+# How many never-launched kernels a one-line summary names before "and N more".
+SHOWN = 5
+
+
+def never_shown(cov: Coverage, limit: int = SHOWN) -> str:
+    """The never-launched kernels as people read them (demangled), a few and a count."""
+    names = [parse(s).shown for s in cov.never[:limit]]
+    more = len(cov.never) - limit
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
+def coverage_line(cov: Coverage) -> str:
+    """``3 of 5 kernels launched; never launched: a(float*), b and 1 more``."""
+    head = f"{len(cov.launched)} of {len(cov.carried)} kernels launched"
+    if not cov.never:
+        return head
+    return f"{head}; never launched: {never_shown(cov)}"
+
+
+def unmet_line(unmet: Unmet) -> str:
+    """What to tell the user about one part of ``require_launch`` the runs left unmet."""
+    if not unmet.kernels:
+        return f"{unmet.wanted}: names no kernel this artifact carries"
+    shown = ", ".join(parse(s).shown for s in unmet.kernels[:SHOWN])
+    more = len(unmet.kernels) - SHOWN
+    return f"{unmet.wanted}: never launched: {shown}" + (f" and {more} more" if more > 0 else "")

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from gate.rules.kernels import matching, parse
 
 ALL = "all"
-# How many never-launched kernels a one-line summary names before "and N more".
-SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -34,19 +32,6 @@ class Coverage:
         """``3/5``: kernels launched / kernels carried."""
         return f"{len(self.launched)}/{len(self.carried)}"
 
-    def never_shown(self, limit: int = SHOWN) -> str:
-        """The never-launched kernels as people read them (demangled), a few and a count."""
-        names = [parse(s).shown for s in self.never[:limit]]
-        more = len(self.never) - limit
-        return ", ".join(names) + (f" and {more} more" if more > 0 else "")
-
-    def line(self) -> str:
-        """``3 of 5 kernels launched; never launched: a(float*), b and 1 more``."""
-        head = f"{len(self.launched)} of {len(self.carried)} kernels launched"
-        if not self.never:
-            return head
-        return f"{head}; never launched: {self.never_shown()}"
-
 
 @dataclass(frozen=True)
 class Unmet:
@@ -54,14 +39,6 @@ class Unmet:
 
     wanted: str  # the configured name, or "all"
     kernels: tuple[str, ...]  # the symbols it names that never ran (none: it names nothing)
-
-    def text(self) -> str:
-        """What to tell the user about it."""
-        if not self.kernels:
-            return f"{self.wanted}: names no kernel this artifact carries"
-        shown = ", ".join(parse(s).shown for s in self.kernels[:SHOWN])
-        more = len(self.kernels) - SHOWN
-        return f"{self.wanted}: never launched: {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 def coverage(carried: Iterable[str], launches: Mapping[str, int]) -> Coverage:

@@ -1,2 +1,3 @@
-"""NVIDIA's tools the gate runs beside its own reader (cuobjdump), and the gate's own small
-programs built once per toolchain (buildcache)."""
+"""NVIDIA's tools the gate runs beside its own reader (cuobjdump), the gate's own CUDA
+programs and their build timeout (programs), and those programs built once per toolchain
+(buildcache)."""
