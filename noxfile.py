@@ -168,7 +168,9 @@ def upload(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the unit and integration tiers (and the gpu tier where a device is visible)."""
     _install(session, "[test]")
-    session.run("python", "-m", "pytest", *(session.posargs or ["-q"]))
+    # A test that runs a minute names itself as it runs (tests/conftest.py); the ten
+    # slowest are listed at the end.
+    session.run("python", "-m", "pytest", *(session.posargs or ["-q", "--durations=10"]))
 
 
 @nox.session

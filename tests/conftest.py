@@ -4,7 +4,10 @@
 * gpu tests are skipped, with the reason, where no CUDA device is usable;
 * every test runs with its own HOME and XDG folders and without the user's
   ``CUDA_GATE_*`` and ``AWS_*`` settings: no test reads or writes the user's
-  evidence store, spool, keys or cloud credentials.
+  evidence store, spool, keys or cloud credentials;
+* a test that runs long (a podman or S3 test, a real build) says so while it runs: a
+  line every :data:`STILL_RUNNING_EVERY` seconds names it, so a slow session in a CI log
+  shows which test it is in.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -26,6 +31,38 @@ TIERS = ("unit", "integration", "gpu")
 # Every variable a test must not inherit: the store, spool and keys, and cloud credentials.
 ISOLATED_PREFIXES = ("CUDA_GATE_", "AWS_")
 XDG_FOLDERS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
+
+
+# Seconds a test runs before a line names it (then again as often); 0 turns it off.
+STILL_RUNNING_EVERY = float(os.environ.get("GATE_TEST_STILL_RUNNING", "60") or 0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Name a long test while it runs (with capture suspended for the one line)."""
+    done = threading.Event()
+    if STILL_RUNNING_EVERY > 0:
+        began = time.monotonic()
+        thread = threading.Thread(
+            target=_still_running, args=(item, began, done), name="still-running", daemon=True
+        )
+        thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def _still_running(item: pytest.Item, began: float, done: threading.Event) -> None:
+    config = item.config
+    capture = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    while not done.wait(STILL_RUNNING_EVERY):
+        if reporter is None or capture is None:
+            return
+        with capture.global_and_fixture_disabled():
+            took = int(time.monotonic() - began)
+            reporter.write_line(f"[still running after {took} s] {item.nodeid}")
 
 
 @cache
