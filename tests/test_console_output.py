@@ -1,43 +1,76 @@
-"""The console table: as wide as COLUMNS says, never a word cut, colour only on a terminal."""
+"""What `cuda-gate run` prints by default, on a real project (examples/dlopen-kernels, CMake):
+short when nothing is wrong, each cause once with what to do next when something is."""
 
 from __future__ import annotations
 
-import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from gate.render.text import LOG_WIDTH, colour, table, width
+pytestmark = pytest.mark.integration
 
-pytestmark = pytest.mark.unit
-
-
-def test_columns_sets_the_width_even_outside_a_terminal() -> None:
-    assert width({"COLUMNS": "160"}) == 160
-    assert width({"COLUMNS": "20"}) == 60  # never too narrow to read
-    assert width({"COLUMNS": "wide"}) == LOG_WIDTH
-    assert width({}) == LOG_WIDTH  # pytest's stdout is no terminal
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dlopen-kernels"
 
 
-def test_a_command_is_never_split_inside_a_word() -> None:
-    command = "env 'GENCODE=-gencode=arch=compute_90,code=[sm_90,compute_90]' cmake --build b"
-    out = table(("result", "check", "detail"), [("PASS", "build", command)], total=60)
-    lines = out.splitlines()[2:]
-    assert len(lines) > 1  # it did wrap
-    for word in command.split():
-        assert any(word in line.split() for line in lines), word
-    assert "'GENCODE=-gencode=arch=compute_90,code=[sm_90,compute_90]'" in out
+def gate(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+    return subprocess.run(
+        [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store", *args],
+        cwd=project, env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake is needed (the CI machine has it)")
+    copy = tmp_path_factory.mktemp("example") / "dlopen-kernels"
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("build*", "gate-*"))
+    return copy
 
 
-def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
-    text = "PASS  build  ok\nFAIL  inspect  missing\nverdict: PASS is not a result here"
-    coloured = colour(text, stream=_Terminal(), environ={})
-    assert coloured.splitlines()[0] == "\033[32mPASS\033[0m  build  ok"
-    assert coloured.splitlines()[1].startswith("\033[31;1mFAIL\033[0m")
-    assert coloured.splitlines()[2] == text.splitlines()[2]
-    assert colour(text, stream=_Terminal(), environ={"NO_COLOR": ""}) == text
-    assert colour(text, stream=io.StringIO(), environ={}) == text  # a file or a pipe
+def said(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """stdout and stderr as a terminal shows them, in order enough for counting."""
+    return done.stderr.splitlines() + done.stdout.splitlines()
+
+
+def test_a_clean_static_run_prints_a_short_report(project: Path) -> None:
+    done = gate(project)
+    assert done.returncode == 4, done.stdout + done.stderr  # clean, but never run on a device
+    lines = said(done)
+    assert len(lines) <= 25, "\n".join(lines)
+    assert not [line for line in lines if line.startswith(("PASS", "SKIP"))]
+    [count] = [line for line in lines if " passed" in line and "," in line]
+    assert count.endswith("skipped")
+    assert [line for line in lines if line.startswith("Verdict:")] == [
+        "Verdict: not accepted: execution not verified (no CUDA device; see the probe stage)"
+    ]
+    assert lines[-1].startswith("Evidence: gate-evidence/ (")
+    # -v lists every check, as summary.md always does.
+    every = gate(project, "-v", "--evidence", "ev-v")
+    assert len([line for line in every.stdout.splitlines() if line.startswith("PASS")]) > 20
+
+
+def test_a_dropped_arch_names_each_cause_once_and_what_to_do(project: Path) -> None:
+    done = gate(project, "--config", "cuda-gate-drop-arch.toml", "--evidence", "ev-drop")
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    fails = [line.split(None, 2)[2] for line in out.splitlines() if line.startswith("FAIL")]
+    assert [f.split("  ")[0] for f in fails] == [
+        "libkernels.so: SASS for sm_90",
+        "libkernels.so: PTX for compute_90",
+    ]
+    steps = out.split("What to do next:\n", 1)[1].split("\n\n", 1)[0]
+    assert " ".join(steps.split()) == (
+        "- add 90 (SASS and PTX) to CMAKE_CUDA_ARCHITECTURES "
+        '(e.g. -DCMAKE_CUDA_ARCHITECTURES="90"), rebuild, and check the final link keeps it'
+    )
+    assert out.count("Verdict:") == 1
+    assert "no SASS for sm_90" not in done.stderr  # said once, on stdout
+    summary = (project / "ev-drop" / "summary.md").read_text(encoding="utf-8")
+    assert "### What to do next" in summary
+    assert "| PASS |" in summary  # the summary keeps every row
