@@ -403,3 +403,29 @@ def test_the_release_compares_each_class_with_its_last_accepted_release() -> Non
     assert "${{ steps.baseline.outputs.args }}" in step["with"]["args"]
     [compare] = [s for s in gate["steps"] if s.get("id") == "baseline"]
     assert 'echo "args=--baseline $RUNNER_TEMP/gate-baseline/run"' in compare["run"]
+
+
+def test_the_action_asks_for_the_file_attribute_the_github_reporters_read() -> None:
+    """junit.xml leaves `file` out by default (Jenkins' xUnit plugin refuses it); the action
+    feeds GitHub's reporters, which annotate that file, so it passes the flag, before the
+    caller's own args, where --no-junit-file-attribute still wins."""
+    import shlex
+
+    from gate.cli import build_parser
+    from gate.config.options import JUNIT_FILE_ATTRIBUTE, resolve
+
+    [gate] = [s for s in _load(ACTION)["runs"]["steps"] if _RUNS_THE_GATE.search(s.get("run", ""))]
+    [line] = [ln for ln in gate["run"].splitlines() if _RUNS_THE_GATE.search(ln)]
+    words = shlex.split(line.partition("||")[0])
+    assert words[1:] == [
+        "run", "--evidence", "$EVIDENCE", "--junit-file-attribute", "${extra[@]}",
+    ]  # fmt: skip
+    parser = build_parser("run")
+
+    def asked(*extra: str) -> bool:
+        args = parser.parse_args(["run", *words[2:4], words[4], *extra])
+        return bool(resolve(JUNIT_FILE_ATTRIBUTE, args).value)
+
+    assert asked()
+    assert not asked("--no-junit-file-attribute")
+    assert not resolve(JUNIT_FILE_ATTRIBUTE, parser.parse_args(["run"])).value  # the default

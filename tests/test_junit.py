@@ -1,7 +1,14 @@
-"""JUnit XML as CI reporters read it: junitparser for the counts, junit-10.xsd for the shape."""
+"""JUnit XML as CI reporters read it: junitparser for the counts, junit-10.xsd for the shape.
+
+Two revisions of the Jenkins xUnit plugin's junit-10.xsd (tests/schemas/README.md): the one
+it ships today (commit ae25da5, 2018-12-15), which the default document must pass, and the
+2018-04-30 one (commit 0c37522), which allowed ``file`` on ``<testcase>``, for the document
+written with ``file_attribute`` (``cuda-gate run --junit-file-attribute``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,7 +24,9 @@ from tests.records import MIXED_CHECKS, RUN, make_record
 
 pytestmark = pytest.mark.unit
 
-XSD = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+XSD = SCHEMAS / "junit-10-ae25da5.xsd"  # the xUnit plugin's today: no `file` on <testcase>
+XSD_WITH_FILE = SCHEMAS / "junit-10-0c37522.xsd"  # its 2018-04-30 revision: `file` allowed
 LOG = "no kernel image is available for execution on the device\n"
 CHECKS = (
     *MIXED_CHECKS,
@@ -31,10 +40,16 @@ def _suite(runner_class: str | None) -> junit.Suite:
     return junit.suite_of(make_record(CHECKS, run=run))
 
 
-def _write(tmp_path: Path, name: str, *suites: junit.Suite) -> Path:
+def _write(tmp_path: Path, name: str, *suites: junit.Suite, file_attribute: bool = False) -> Path:
     path = tmp_path / name
-    path.write_text(junit.to_xml(suites), encoding="utf-8")
+    path.write_text(junit.to_xml(suites, file_attribute=file_attribute), encoding="utf-8")
     return path
+
+
+def _with_files(suite: junit.Suite) -> junit.Suite:
+    """``suite`` with a file named for every check but the last (an internal error)."""
+    files = tuple(f"build/{i}.so" for i in range(len(suite.checks) - 1))
+    return dataclasses.replace(suite, files=(*files, None))
 
 
 def test_a_two_class_run_reads_as_two_suites_with_the_right_counts(tmp_path: Path) -> None:
@@ -95,11 +110,35 @@ def test_failure_types_name_the_kind_and_the_log_appears_once(tmp_path: Path) ->
     assert [c.get("time") for c in root.iter("testcase")][:3] == ["0.010", "0.250", "0.500"]
 
 
-def test_the_document_follows_junit_10_xsd(tmp_path: Path) -> None:
-    path = _write(tmp_path, "j.xml", _suite("dgx-spark"), _suite("h200"))
+def test_the_document_follows_todays_junit_10_xsd_without_file(tmp_path: Path) -> None:
+    suites = (_with_files(_suite("dgx-spark")), _with_files(_suite("h200")))
+    path = _write(tmp_path, "j.xml", *suites)
     xmlschema.XMLSchema(str(XSD)).validate(str(path))
     root = ET.parse(path).getroot()  # noqa: S314 - our own document
     assert "skipped" not in root.attrib  # junit-10.xsd rejects it on <testsuites>
+    assert all(case.get("file") is None for case in root.iter("testcase"))
+
+
+def test_with_the_file_attribute_it_follows_the_revision_that_allows_file(
+    tmp_path: Path,
+) -> None:
+    suites = (_with_files(_suite("dgx-spark")), _with_files(_suite("h200")))
+    path = _write(tmp_path, "j.xml", *suites, file_attribute=True)
+    xmlschema.XMLSchema(str(XSD_WITH_FILE)).validate(str(path))
+    cases = list(ET.parse(path).getroot().iter("testcase"))  # noqa: S314 - our own document
+    assert [c.get("file") for c in cases[:2]] == ["build/0.so", "build/1.so"]
+    assert cases[len(CHECKS) - 1].get("file") is None  # a check about no file names none
+    # Today's revision refuses it: the reason the attribute is off by default.
+    with pytest.raises(xmlschema.XMLSchemaValidationError, match="file"):
+        xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    # Otherwise the two documents are the same.
+    without = _write(tmp_path, "k.xml", *suites)
+    for case in cases:
+        case.attrib.pop("file", None)
+    assert [c.attrib for c in cases] == [
+        c.attrib
+        for c in ET.parse(without).getroot().iter("testcase")  # noqa: S314 - our own document
+    ]
 
 
 def test_read_failures_gives_back_the_checks_classnames(tmp_path: Path) -> None:

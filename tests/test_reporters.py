@@ -21,7 +21,10 @@ from gate.rules.causes import Cause
 from gate.rules.verdict import Check, CheckState
 from tests.records import make_record, write_record
 
-XSD = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
+# The xUnit plugin's junit-10.xsd today, and its revision that allowed `file` on <testcase>
+# (tests/schemas/README.md); junit.xml has `file` only with --junit-file-attribute.
+XSD = Path(__file__).resolve().parent / "schemas" / "junit-10-ae25da5.xsd"
+XSD_WITH_FILE = Path(__file__).resolve().parent / "schemas" / "junit-10-0c37522.xsd"
 CHECKS = (
     Check("libk.so: SASS for sm_90", "gate.inspect", CheckState.PASSED, "SASS for sm_90 present"),
     Check(
@@ -53,8 +56,9 @@ CHECKS = (
 )
 
 
-def _record_file(folder: Path, runner_class: str) -> Path:
-    """junit.xml of a run record read back from result.json, as `cuda-gate run` writes it."""
+def _record_file(folder: Path, runner_class: str, *, file_attribute: bool = True) -> Path:
+    """junit.xml of a run record read back from result.json, as `cuda-gate run` writes it
+    (with ``file=``, as the composite action asks, unless ``file_attribute`` is off)."""
     artifact = Artifact(
         "libk.so", str(folder / "build" / "libk.so"), "0" * 64, 1, "ELF", "x86-64", (), Listing()
     )
@@ -66,7 +70,7 @@ def _record_file(folder: Path, runner_class: str) -> Path:
     record = load(write_record(folder / "evidence" / runner_class, record))
     path = folder / "evidence" / runner_class / junit.JUNIT_FILE
     suite = junit.suite_of(record, folder / "cuda-gate.toml")
-    path.write_text(junit.to_xml(suite), encoding="utf-8")
+    path.write_text(junit.to_xml(suite, file_attribute=file_attribute), encoding="utf-8")
     return path
 
 
@@ -83,10 +87,12 @@ def test_junit_of_a_mixed_run_is_valid_junit_10(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    path = _record_file(tmp_path, "h200")
+    path = _record_file(tmp_path, "h200", file_attribute=False)
     xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    assert set(_files(path).values()) == {None}
     [suite] = list(JUnitXml.fromfile(str(path)))
     assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (7, 3, 1, 1)
+    xmlschema.XMLSchema(str(XSD_WITH_FILE)).validate(str(_record_file(tmp_path, "h200")))
 
 
 @pytest.mark.unit
@@ -129,7 +135,7 @@ def test_a_merged_report_of_two_classes_keeps_the_files_and_stays_valid(
             merged.set(key, str(int(merged.get(key, "0")) + int(root.get(key, "0"))))
     path = tmp_path / "merged.xml"
     ET.ElementTree(merged).write(path, encoding="utf-8", xml_declaration=True)
-    xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    xmlschema.XMLSchema(str(XSD_WITH_FILE)).validate(str(path))
     files = _files(path)
     assert len(files) == 14
     for runner_class in ("dgx-spark", "h200"):
@@ -142,8 +148,9 @@ def test_a_merged_report_of_two_classes_keeps_the_files_and_stays_valid(
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("file_attribute", [False, True], ids=["default", "file"])
 def test_a_real_run_writes_valid_junit_naming_the_artifact_and_the_config(
-    tmp_path: Path,
+    tmp_path: Path, file_attribute: bool
 ) -> None:
     nvcc = shutil.which("nvcc")
     assert nvcc is not None, "nvcc is needed (the CI machine has it)"
@@ -157,13 +164,13 @@ def test_a_real_run_writes_valid_junit_naming_the_artifact_and_the_config(
     (tmp_path / "cuda-gate.toml").write_text(config, encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store",
-         "--evidence", "ev"],
+         "--evidence", "ev", *(["--junit-file-attribute"] if file_attribute else [])],
         cwd=tmp_path, env=os.environ.copy(), capture_output=True, text=True, timeout=600,
         check=False,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     path = tmp_path / "ev" / junit.JUNIT_FILE
-    xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    xmlschema.XMLSchema(str(XSD_WITH_FILE if file_attribute else XSD)).validate(str(path))
     root = ET.parse(path).getroot()  # noqa: S314 - our own document
     cases = {c.get("name"): c for c in root.iter("testcase")}
     sass = cases["libk.so: SASS for sm_90a"]
@@ -171,6 +178,9 @@ def test_a_real_run_writes_valid_junit_naming_the_artifact_and_the_config(
     assert failure is not None
     assert failure.text == failure.get("message")
     assert str(failure.text).startswith("no SASS for sm_90a")
+    if not file_attribute:
+        assert set(_files(path).values()) == {None}
+        return
     assert sass.get("file") == "libk.so"
     files = {c.get("file") for c in root.iter("testcase")} - {None}
     # The project's artifact, the gate's own smoke binary it built here, the config file;

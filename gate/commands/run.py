@@ -172,6 +172,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "for require_launch)",
     )
     parser.add_argument(
+        "--junit-file-attribute",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="put file= (the artifact, loaded library or config file a check is about) on "
+        "junit.xml's cases, for GitHub's reporters that annotate it (the composite action "
+        "does); off by default: Jenkins xUnit's junit-10.xsd since 2018-12 refuses it",
+    )
+    parser.add_argument(
         "--wait",
         action="store_true",
         help="when another run holds the evidence or build folder, wait for it instead of "
@@ -266,7 +274,7 @@ def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
 
     from gate import config
     from gate.commands.sign import load_signer
-    from gate.config.options import NVCC, SIGNING_KEY, resolve
+    from gate.config.options import JUNIT_FILE_ATTRIBUTE, NVCC, SIGNING_KEY, resolve
     from gate.pipeline import RunOptions
     from gate.rules.targets import Target
     from gate.store.settings import load_settings
@@ -320,6 +328,7 @@ def _options(args: argparse.Namespace, err: _Stderr) -> RunOptions:
         baseline=baseline,
         record_launches=args.record_launches,
         image=image,
+        junit_file_attribute=resolve(JUNIT_FILE_ATTRIBUTE, args).value,
     )
 
 

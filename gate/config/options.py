@@ -21,7 +21,8 @@ Options whose cascade runs here (the commands resolve them and pass the values d
 ``--signing-key``/``CUDA_GATE_SIGNING_KEY_FILE``/``CUDA_GATE_SIGNING_KEY``/``[signing]
 key_file``; ``--key``/``CUDA_GATE_PUBLIC_KEY_FILE``; ``--runner-class``/
 ``CUDA_GATE_RUNNER_CLASS``; ``--nvcc``/``CUDA_GATE_NVCC``; ``--image``/``image``;
-``--[no-]record-launches``/``record_launches``; ``--max-*``/``CUDA_GATE_MAX_*``.
+``--[no-]record-launches``/``record_launches``; ``--[no-]junit-file-attribute``;
+``--max-*``/``CUDA_GATE_MAX_*``.
 
 Options listed here whose cascade still runs where the value is used (:attr:`Option.read_by`),
 because the reader carries the source into its own error lines or is read deep below the
@@ -160,6 +161,10 @@ RECORD_LAUNCHES: Option[bool] = Option(
     default=True,
     config=lambda c: c.record_launches,
 )
+# file= on junit.xml's cases, for GitHub's reporters; off: today's junit-10.xsd refuses it.
+JUNIT_FILE_ATTRIBUTE: Option[bool] = Option(
+    "junit_file_attribute", flag="--junit-file-attribute", default=False
+)
 MAX_ENTRY_MB: Option[int | None] = Option(
     "max_entry_mb",
     flag="--max-entry-mb",
@@ -229,6 +234,7 @@ _TABLE: tuple[Option[Any], ...] = (
     NVCC,
     IMAGE,
     RECORD_LAUNCHES,
+    JUNIT_FILE_ATTRIBUTE,
     MAX_ENTRY_MB,
     MAX_ARTIFACT_MB,
     MAX_MEMBER_MB,

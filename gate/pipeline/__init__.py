@@ -148,7 +148,7 @@ def _locked_run(
     if options.baseline is not None:
         record = _compared(record, options.baseline, config, p)
     began = p.start("report")
-    report.write(evidence, record, config.source)
+    report.write(evidence, record, config.source, junit_file_attribute=options.junit_file_attribute)
     p.done("report", began)
     # Signed and stored only now, the last process the project started having ended, and
     # only by the code the gate started with: GateChangedError (exit 3) if a file changed.

@@ -47,6 +47,7 @@ class RunOptions:
     baseline: Found | None = None  # the run to compare with (--baseline), read before the run
     record_launches: bool | None = None  # --[no-]record-launches; None: the config's, else on
     image: InImage | None = None  # --image (or the config's image), resolved before the run
+    junit_file_attribute: bool = False  # --junit-file-attribute: file= on junit.xml's cases
 
 
 def tools(

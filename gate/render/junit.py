@@ -1,7 +1,8 @@
 """JUnit XML for the gate's checks, laid out so CI reporters count and group them right.
 
-The layout (:data:`LAYOUT_VERSION` 2; schema: the Jenkins xUnit plugin's ``junit-10.xsd``,
-checked in the tests):
+The layout (:data:`LAYOUT_VERSION` 2; schema: the Jenkins xUnit plugin's ``junit-10.xsd``
+as the plugin ships it today, checked in the tests; with ``file`` on, its 2018-04-30
+revision, which allowed ``file``):
 
 * one ``<testsuite>`` per runner class, named ``cuda-gate/<class>`` (``default`` when the
   run names none), with the class, runner, run id and revision in its ``<properties>``;
@@ -17,10 +18,14 @@ checked in the tests):
   ``no-kernel-image``, ``timeout``, ...); an internal error of the gate is an ``<error>``;
   its one-line reason is both its ``message`` and its text (reporters that show only
   one of them, dorny's test-reporter and mikepenz's action-junit-report, both show it);
-* ``file`` on a case whose check is about a file: the artifact or loaded library its
-  name starts with, else the project's config file for a check of what the config asks
-  (build, inspect, predict, execute, loaded libraries); annotations land on that file,
-  never on the gate's own sources;
+* ``file`` on a case whose check is about a file, only when asked (``file_attribute``;
+  ``cuda-gate run --junit-file-attribute``, which the composite action passes): the
+  artifact or loaded library its name starts with, else the project's config file for a
+  check of what the config asks (build, inspect, predict, execute, loaded libraries);
+  GitHub's reporters put their annotations on that file, never on the gate's own sources.
+  Off by default because the xUnit plugin's junit-10.xsd since 2018-12-15 has no ``file``
+  on ``<testcase>`` and refuses a file that has one (pytest's ``junit_family`` makes the
+  same choice: xunit2, its default, leaves ``file`` out; xunit1 keeps it);
 * ``time`` on every case; a case's log appears once, in ``<system-out>``.
 
 Written with ElementTree: junit-xml (the former writer) copies a failure's output into
@@ -124,15 +129,19 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def to_xml(suites: Suite | Iterable[Suite]) -> str:
-    """The JUnit XML document: one ``<testsuite>`` per suite under one ``<testsuites>``."""
+def to_xml(suites: Suite | Iterable[Suite], *, file_attribute: bool = False) -> str:
+    """The JUnit XML document: one ``<testsuite>`` per suite under one ``<testsuites>``.
+
+    ``file_attribute``: put each case's file (:attr:`Suite.files`) in ``file=``, for the
+    GitHub reporters that read it; today's junit-10.xsd refuses it (module docstring).
+    """
     suites = (suites,) if isinstance(suites, Suite) else tuple(suites)
     root = ET.Element("testsuites", name=ROOT_NAME)
     totals = _Counts()
     for index, suite in enumerate(suites):
         counts = _Counts.of(suite.checks)
         totals = totals + counts
-        root.append(_suite_element(suite, counts, index))
+        root.append(_suite_element(suite, counts, index, file_attribute=file_attribute))
     totals.set_on(root, skipped=False)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -175,7 +184,9 @@ class _Counts:
         element.set("time", _time(self.time))
 
 
-def _suite_element(suite: Suite, counts: _Counts, index: int) -> ET.Element:
+def _suite_element(
+    suite: Suite, counts: _Counts, index: int, *, file_attribute: bool
+) -> ET.Element:
     element = ET.Element("testsuite", name=suite.name, id=str(index))
     counts.set_on(element)
     if suite.timestamp is not None:
@@ -188,7 +199,7 @@ def _suite_element(suite: Suite, counts: _Counts, index: int) -> ET.Element:
         pairs.insert(0, (CLASS_PROPERTY, suite.runner_class))
     for name, value in pairs:
         ET.SubElement(properties, "property", name=name, value=value)
-    files = suite.files or (None,) * len(suite.checks)
+    files = suite.files if suite.files and file_attribute else (None,) * len(suite.checks)
     for check, file in zip(suite.checks, files, strict=True):
         element.append(_case_element(check, suite.runner_class, file))
     return element

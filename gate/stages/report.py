@@ -53,12 +53,20 @@ def facts(record: RunRecord) -> list[tuple[str, str]]:
     return found
 
 
-def write(evidence: EvidenceDir, record: RunRecord, config_file: Path | None = None) -> None:
+def write(
+    evidence: EvidenceDir,
+    record: RunRecord,
+    config_file: Path | None = None,
+    *,
+    junit_file_attribute: bool = False,
+) -> None:
     """JUnit, summary.md (also to $GITHUB_STEP_SUMMARY), verdict.txt and result.json.
 
-    ``config_file``: the project's config file, named in JUnit by the checks of what it asks.
+    ``config_file``: the project's config file, named in JUnit by the checks of what it asks
+    where ``junit_file_attribute`` (``--junit-file-attribute``) puts ``file=`` on the cases.
     """
-    evidence.write_text(junit.JUNIT_FILE, junit.to_xml(junit.suite_of(record, config_file)))
+    suite = junit.suite_of(record, config_file)
+    evidence.write_text(junit.JUNIT_FILE, junit.to_xml(suite, file_attribute=junit_file_attribute))
     extra = []
     if record.baseline is not None:
         against = record.baseline.describe()
