@@ -56,6 +56,13 @@ def _install(site: Path, name: str, version: str, files: dict[str, Path]) -> Non
     (info / "RECORD").write_text("\n".join(rows) + "\n")
 
 
+@pytest.fixture(autouse=True)
+def _console_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines of names end at the console's width: the one a log gets, whatever the
+    caller's terminal."""
+    monkeypatch.setenv("COLUMNS", "100")
+
+
 @pytest.fixture
 def venv(tmp_path: Path) -> Path:
     root = tmp_path / "venv"
@@ -147,7 +154,10 @@ def test_inspect_prints_one_line_per_distribution_and_a_summary(
             ("fastlib", "quant", "hopper")}  # fmt: skip
     assert rows["fastlib"].endswith("12.1    compatible SASS (sm_120)")
     assert rows["quant"].endswith("compatible SASS (sm_120) with CUDA runtime 12.8")
-    assert "mixed: 1 compatible SASS, 1 only for other devices; does not run" in rows["hopper"]
+    # A mixed answer says its bottom line first, then the libraries behind each route.
+    assert rows["hopper"].endswith(
+        "12.1    partly: 1 of 2 libraries by compatible SASS (sm_120); 1 only for other devices"
+    )
     assert "    12.1 only for other devices: 1 file: hopper/libh.so" in out
     assert any(line.startswith("no device code (") and "puresrc 0.1" in line for line in out)
     assert "alternatives loaded by CUDA runtime" in "\n".join(out)
@@ -277,14 +287,15 @@ def test_identical_artifacts_collapse_into_one_line_with_a_count(
     args = ["inspect", "--no-detect", "--by-distribution", "--device", "12.1", str(wheel)]
     assert main(args) == 0
     short = capsys.readouterr().out.splitlines()
+    # Names end at the console's width (100 without a terminal), never one cut.
     others = (
         "    12.1 only for other devices: 40 files: "
-        "cubins/k00.cubin, cubins/k01.cubin, cubins/k02.cubin, +37 more"
+        "cubins/k00.cubin, cubins/k01.cubin, ... and 38 more"
     )
     assert short[2:5] == [
         (
-            "cubins        1.0      12.1    mixed: 1 compatible SASS, 40 only for other devices; "
-            "does not run"
+            "cubins        1.0      12.1    partly: 1 of 41 libraries by compatible SASS (sm_120); "
+            "40 only for other devices"
         ),
         "    12.1 compatible SASS (sm_120): 1 file: cubins/libk.so",
         others,

@@ -1,10 +1,14 @@
-"""What `cuda-gate inspect` shows for an environment: one line per distribution per device,
-the libraries behind a mixed answer, the alternatives of runtime-selected builds, and a
-closing summary table; the JSON document (``gate/schemas/environment.schema.json``).
+"""What `cuda-gate inspect` shows for an environment (or a wheel): one line per
+distribution per device, the libraries behind a mixed answer, the alternatives of
+runtime-selected builds, and a closing summary table; the JSON document
+(``gate/schemas/environment.schema.json``).
 
-Identical artifacts of a distribution (same targets, same routes on every device) are
-one line with a count; ``verbose`` lists every group and every name. The answers are the
-audit's (:mod:`gate.audit.verdicts`); this module only says them.
+A mixed answer says its bottom line first (``partly: 40 of 52 libraries by exact SASS
+(sm_120); 12 with nothing for this device: ...``). Identical artifacts of a distribution
+(same targets, same routes on every device) are one line with a count; files without
+device code are counted in one line; a line of names ends where the terminal does
+(``... and 37 more``, never a name cut); ``verbose`` lists every group and every name.
+The answers are the audit's (:mod:`gate.audit.verdicts`); this module only says them.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from gate import __version__
-from gate.audit.artifact import has_code, targets_text
+from gate.audit.artifact import has_code, target_text, targets_text
 from gate.audit.verdicts import DistributionVerdict
 from gate.reader.distributions import Owner
+from gate.reader.listing import Kind, totals
+from gate.reader.sections import PRIMARY_SECTIONS
 from gate.render.inspect import route_json
 from gate.render.wording import plural
 from gate.rules.environment import Category, DeviceVerdict, Outcome, Part, shortfalls
@@ -24,7 +30,8 @@ from gate.rules.variants import Selector, VariantSet
 
 SCHEMA_VERSION = 1
 DOCUMENT = "cuda-gate-environment"
-_SHOWN = 3  # names shown per line before "+N more" (all with verbose)
+_SHOWN = 3  # details and errors shown per line before "+N more" (all with verbose)
+_UNBOUNDED = 1 << 30  # a width no line reaches: every name (verbose)
 # The summary's columns, in the order of Category (best first).
 _COLUMNS = tuple(Category)
 
@@ -101,12 +108,6 @@ def _fails(dev: DeviceVerdict) -> str:
     return "; does not run" if not dev.passes and dev.category is Category.MIXED else ""
 
 
-def _names(names: Sequence[str], verbose: bool) -> str:
-    if verbose or len(names) <= _SHOWN:
-        return ", ".join(names)
-    return ", ".join(names[:_SHOWN]) + f", +{len(names) - _SHOWN} more"
-
-
 def console(
     verdicts: Sequence[DistributionVerdict],
     caps: Sequence[Capability],
@@ -114,9 +115,17 @@ def console(
     verbose: bool = False,
     runtime: Version | None = None,
     notes: Sequence[Sequence[str]] | None = None,
+    width: int | None = None,
 ) -> str:
     """The whole text report; with ``verbose``, each verdict's ``notes`` (lines, such as
-    where in an image its files are) under its block."""
+    where in an image its files are) under its block. Lines of names end at ``width``
+    (default: the console's, :func:`gate.render.text.width`; no end with ``verbose``)."""
+    if width is None:
+        from gate.render.text import width as console_width  # noqa: PLC0415  (start-up)
+
+        width = console_width()
+    if verbose:
+        width = _UNBOUNDED
     noted = [tuple(n) for n in notes] if notes is not None else [()] * len(verdicts)
     if len(noted) != len(verdicts):
         raise ValueError("console: one sequence of notes per verdict")
@@ -135,11 +144,11 @@ def console(
     ver_w = max([len(v.group.distribution.version) for v in with_code] + [7])
     lines.append(f"{'distribution':<{name_w}}  {'version':<{ver_w}}  {'device':<6}  verdict")
     for v, note in zip(with_code, notes_with, strict=True):
-        lines += _block(v, (name_w, ver_w), verbose, runtime)
+        lines += _block(v, (name_w, ver_w, width), verbose, runtime)
         lines += note if verbose else ()
     if without:
         shown = [_title(v) for v in without]
-        lines.append(f"no device code ({len(without)}): {_names(shown, verbose)}")
+        lines.append(fit(f"no device code ({len(without)})", shown, width))
         for v, note in zip(without, notes_without, strict=True):
             lines += [f"  {_title(v)}", *note] if verbose and note else []
     lines += _summary(verdicts, caps)
@@ -153,26 +162,92 @@ def _title(v: DistributionVerdict) -> str:
 
 
 def _block(
-    v: DistributionVerdict, widths: tuple[int, int], verbose: bool, runtime: Version | None
+    v: DistributionVerdict, widths: tuple[int, int, int], verbose: bool, runtime: Version | None
 ) -> list[str]:
-    name_w, ver_w = widths
+    name_w, ver_w, width = widths
     dist = v.group.distribution
-    lines = []
+    lines, details = [], []
+    if not v.devices:  # no device given: what it carries stands in for a verdict
+        lines.append(f"{dist.name:<{name_w}}  {dist.version:<{ver_w}}  {'-':<6}  {carried(v)}")
     for i, dev in enumerate(v.devices):
         name, version = (dist.name, dist.version) if i == 0 else ("", "")
-        lines.append(
-            f"{name:<{name_w}}  {version:<{ver_w}}  {dev.capability!s:<6}  {verdict_text(dev)}"
-        )
+        row = f"{name:<{name_w}}  {version:<{ver_w}}  {dev.capability!s:<6}  "
+        if dev.category is not Category.MIXED:
+            lines.append(row + verdict_text(dev))
+            continue
+        text, named = _mixed(dev, width - len(row))
+        lines.append(row + text)
+        details += _mixed_lines(dev, named, width)
     for s in v.sets:
         lines += _set_lines(s, v, runtime)
-    for dev in v.devices:
-        if dev.category is Category.MIXED:
-            lines += _mixed_lines(dev, verbose)
+    lines += details
+    lines += _count_lines(v)
     if verbose:
         lines += _group_lines(v)
     for error in v.errors[: None if verbose else _SHOWN]:
         lines.append(f"    error: {error}")
     return lines
+
+
+def carried(v: DistributionVerdict) -> str:
+    """``SASS sm_75..sm_120 (5), PTX compute_90``: the targets of all its artifacts."""
+    found: dict[Kind, set[tuple[int, str, str]]] = {kind: set() for kind in Kind}
+    for report in v.group.reports:
+        if report.error is None:
+            for kind in Kind:
+                found[kind] |= {
+                    (t.number, t.variant.value, target_text(kind, t))
+                    for t in report.listing.targets(kind)
+                }
+    parts = []
+    for kind, label in ((Kind.SASS, "SASS"), (Kind.PTX, "PTX"), (Kind.LTOIR, "LTO IR")):
+        names = [text for _, _, text in sorted(found[kind])]
+        if names:
+            shown = names[0] if len(names) == 1 else f"{names[0]}..{names[-1]} ({len(names)})"
+            parts.append(f"{label} {shown}")
+    return ", ".join(parts) or "unreadable (see the errors)"
+
+
+def _count_lines(v: DistributionVerdict) -> list[str]:
+    """Its files without device code, counted in one line; the device code that
+    cuobjdump --list-elf (--list-ptx) does not list, outside .nv_fatbin, in another."""
+    lines = []
+    without = sum(1 for r in v.group.reports if r.error is None and not r.listing.entries)
+    if without:
+        lines.append(f"    {plural(without, 'file')} without device code")
+    outside = outside_fatbin(v)
+    if outside is not None:
+        counts, sections = outside
+        found = [(n, noun, flag) for n, noun, flag in (
+            (counts[Kind.SASS], "cubin", "--list-elf"), (counts[Kind.PTX], "PTX", "--list-ptx")
+        ) if n]  # fmt: skip
+        what = " and ".join(
+            plural(n, noun, noun if noun == "PTX" else None) for n, noun, _ in found
+        )
+        flags = " and ".join(flag for _, _, flag in found)
+        lines.append(
+            f"    {what} outside .nv_fatbin ({', '.join(sections)}): "
+            f"cuobjdump {flags} {'does' if len(found) == 1 else 'do'} not list them"
+        )
+    return lines
+
+
+def outside_fatbin(v: DistributionVerdict) -> tuple[dict[Kind, int], list[str]] | None:
+    """Cubins and PTX found in sections other than ``.nv_fatbin`` and ``__nv_relfatbin``
+    (libcurand's ``.data``, cuBLASLt's ``.cask_resource``: the reader scans them for
+    fatbin containers, cuobjdump does not), per kind, and those sections; None when there
+    are none. A raw ``.cubin`` or ``.fatbin`` file (``(cubin)``, ``(fatbin)``) is not."""
+    counts = dict.fromkeys(Kind, 0)
+    sections: dict[str, None] = {}
+    for report in v.group.reports:
+        if report.error is not None:
+            continue
+        for t in totals(report.listing.entries):
+            if t.section in PRIMARY_SECTIONS or t.section.startswith("(") or t.kind is Kind.LTOIR:
+                continue
+            counts[t.kind] += t.entries
+            sections[t.section] = None
+    return (counts, sorted(sections)) if sections else None
 
 
 def _set_lines(s: VariantSet, v: DistributionVerdict, runtime: Version | None) -> list[str]:
@@ -195,15 +270,126 @@ def _set_lines(s: VariantSet, v: DistributionVerdict, runtime: Version | None) -
     return lines
 
 
-def _mixed_lines(dev: DeviceVerdict, verbose: bool) -> list[str]:
-    """The libraries behind a mixed answer, one line per route."""
-    by: dict[str, list[str]] = {}
+def _routes_of(dev: DeviceVerdict) -> list[tuple[str, list[str], bool]]:
+    """The parts by route, best first: ``(route words, names, whether they pass)``."""
+    by: dict[tuple[str, bool], list[str]] = {}
     for p in sorted(dev.parts, key=lambda p: _COLUMNS.index(p.outcome.category)):
-        by.setdefault(detail(p.outcome), []).append(p.name)
+        by.setdefault((detail(p.outcome), p.outcome.passes), []).append(p.name)
+    return [(what, names, ok) for (what, ok), names in by.items()]
+
+
+def _by_category(dev: DeviceVerdict) -> list[tuple[str, list[str], bool, set[str]]]:
+    """The parts by category, best first: ``(words, names, whether they pass, the routes
+    among them)``; the words are the route's when they share one (``exact SASS
+    (sm_120)``), else the route's kind (``exact SASS``)."""
+    by: dict[tuple[Category, bool], list[Part]] = {}
+    for p in sorted(dev.parts, key=lambda p: _COLUMNS.index(p.outcome.category)):
+        by.setdefault((p.outcome.category, p.outcome.passes), []).append(p)
+    found = []
+    for (category, ok), parts in by.items():
+        details = {detail(p.outcome) for p in parts}
+        route = parts[0].outcome.route
+        words = (
+            next(iter(details))
+            if len(details) == 1
+            else route.path.value
+            if route is not None
+            else category.value
+        )
+        found.append((words, [p.name for p in parts], ok, details))
+    return found
+
+
+def _failing_words(what: str) -> str:
+    if what == Category.NOTHING.value:
+        return "with nothing for this device"
+    if what == Category.OTHER_DEVICES.value:
+        return "only for other devices"
+    return f"that do not run ({what})"
+
+
+def mixed_text(dev: DeviceVerdict, width: int = _UNBOUNDED) -> str:
+    """A mixed answer, its bottom line first (:func:`_mixed`)."""
+    return _mixed(dev, width)[0]
+
+
+def _mixed(dev: DeviceVerdict, width: int) -> tuple[str, set[str]]:
+    """``partly: 40 of 52 libraries by exact SASS (sm_120); 12 with nothing for this
+    device: libx.so, ... and 10 more`` (or ``runs: ...``, ``does not run: ...``): the
+    names of those that do not run fill what ``width`` leaves; and the routes whose
+    every name it gave."""
+    groups = _by_category(dev)
+    passing = [(what, names) for what, names, ok, _ in groups if ok]
+    failing = [(details, names) for _, names, ok, details in groups if not ok]
+    words = [what for what, _, ok, _ in groups if not ok]
+    head = "runs" if not failing else "partly" if passing else "does not run"
+    said = _running(passing, len(dev.parts) if failing else 0)
+    bases = []
+    for i, ((_, names), what) in enumerate(zip(failing, words, strict=True)):
+        count = plural(len(names), "library", "libraries") if not (i or passing) else len(names)
+        bases.append(f"{count} {_failing_words(what)}")
+    text = f"{head}: {said}"
+    named = set()
+    for j, (base, (details, names)) in enumerate(zip(bases, failing, strict=True)):
+        text += "; " if said or j else ""
+        rest = sum(len(b) + 2 for b in bases[j + 1 :])
+        part, shown = _fit(base, names, width - len(text) - rest)
+        named |= details if shown == len(names) else set()
+        text += part
+    return text, named
+
+
+def _running(passing: list[tuple[str, list[str]]], total: int) -> str:
+    """Those that run: ``40 of 52 libraries by exact SASS (sm_120)``, ``42 of 52
+    libraries run (40 by ..., 2 by ...)``; with no ``total`` (all run) ``40 libraries by
+    exact SASS (sm_120), 2 by PTX JIT (...)``."""
+    if not passing:
+        return ""
+    each = [f"{len(names)} by {what}" for what, names in passing]
+    if not total:
+        first, names = passing[0]
+        return ", ".join([f"{plural(len(names), 'library', 'libraries')} by {first}", *each[1:]])
+    if len(passing) == 1:
+        return f"{len(passing[0][1])} of {total} libraries by {passing[0][0]}"
+    ran = sum(len(names) for _, names in passing)
+    return f"{ran} of {total} libraries run ({', '.join(each)})"
+
+
+def _mixed_lines(dev: DeviceVerdict, named: set[str], width: int) -> list[str]:
+    """The libraries behind a mixed answer, one line per route the verdict did not
+    name in full."""
     return [
-        f"    {dev.capability} {what}: {_count(names)}: {_names(names, verbose)}"
-        for what, names in by.items()
+        fit(f"    {dev.capability} {what}: {_count(names)}", names, width)
+        for what, names, ok in _routes_of(dev)
+        if ok or what not in named
     ]
+
+
+def fit(head: str, names: Sequence[str], width: int) -> str:
+    """``head: a, b, ... and 37 more`` in at most ``width`` characters, never a name cut;
+    ``head`` alone when not even one name fits (its count says how many)."""
+    return _fit(head, names, width)[0]
+
+
+def _fit(head: str, names: Sequence[str], width: int) -> tuple[str, int]:
+    """:func:`fit`, and how many names it gave."""
+    if not names:
+        return head, 0
+    used, shown = len(head) + 2, 0
+    if used + sum(len(n) + 2 for n in names) - 2 <= width:
+        return f"{head}: {', '.join(names)}", len(names)
+    for i, name in enumerate(names):
+        rest = len(names) - i - 1
+        tail = len(f", ... and {rest} more") if rest else 0
+        if used + (2 if i else 0) + len(name) + tail > width:
+            break
+        used += (2 if i else 0) + len(name)
+        shown += 1
+    if not shown:
+        return head, 0
+    more = len(names) - shown
+    listed = ", ".join(names[:shown]) + (f", ... and {more} more" if more else "")
+    return f"{head}: {listed}", shown
 
 
 def _count(names: Sequence[str]) -> str:
