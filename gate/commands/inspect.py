@@ -13,7 +13,12 @@ A virtual environment, a site-packages folder, a folder of wheels, a requirement
 a container image (or any path with ``--by-distribution``) is read by distribution instead
 (:mod:`gate.commands.environment`): one verdict line per distribution per device. An image
 is an environment: its Python distributions and its other libraries by folder, each
-file's layer kept; ``--by-file`` gives every path, images too, the per-file table.
+file's layer kept; ``--files`` (``--by-file``) gives every path, images too, the per-file
+table.
+
+A wheel is one distribution: its files are read as any path's are (the JSON document,
+the error lines and the exit status are the per-file ones), and shown as the table a
+folder of wheels gets (:mod:`gate.render.environment`), unless ``--files``.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gate.commands.stdout import Stdout
+    from gate.image.reports import Found
     from gate.reader.limits import Limits
     from gate.reader.read import ArtifactReport
     from gate.render.live import Counter
@@ -91,6 +97,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--no-detect", action="store_true", help="do not ask nvidia-smi for the local GPU"
     )
+    _reading_options(parser)
+    _limit_options(parser)
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="with --names, read every file even if the inspection cache holds its report "
+        "(by SHA-256, reader version and mode; $CUDA_GATE_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/cuda-gate, else ~/.cache/cuda-gate)",
+    )
+    _environment_options(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--output", type=Path, default=None, help="also write the JSON document to this file"
+    )
+    parser.set_defaults(handler=handle)
+
+
+def _reading_options(parser: argparse.ArgumentParser) -> None:
+    """What is read: kernel names, and the sections besides .nv_fatbin."""
     parser.add_argument(
         "--names",
         action="store_true",
@@ -103,6 +128,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="read only .nv_fatbin (or __nv_relfatbin), as cuobjdump does; by default other "
         "data sections are scanned for fatbin containers too",
     )
+
+
+def _limit_options(parser: argparse.ArgumentParser) -> None:
+    """The bounds on decompression, each also from an environment variable."""
     limits = parser.add_argument_group(
         "bounds on decompression",
         "Each also comes from an environment variable; an option overrides it. A file past "
@@ -120,13 +149,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             default=None,
             help=f"{what} (default {default}; ${_env(field)})",
         )
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="with --names, read every file even if the inspection cache holds its report "
-        "(by SHA-256, reader version and mode; $CUDA_GATE_CACHE_DIR, else "
-        "$XDG_CACHE_HOME/cuda-gate, else ~/.cache/cuda-gate)",
-    )
+
+
+def _environment_options(parser: argparse.ArgumentParser) -> None:
+    """How paths are grouped (by distribution or file by file) and what an environment's
+    table says."""
     env = parser.add_argument_group(
         "environments",
         "A virtual environment, a site-packages folder, a folder of wheels, a requirements "
@@ -143,10 +170,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="read every PATH by distribution (wheels, folders), even one that is no environment",
     )
     how.add_argument(
+        "--files",
         "--by-file",
+        dest="by_file",
         action="store_true",
-        help="read every PATH file by file, environments and images too: one table per "
-        "artifact, an image's files named SOURCE!/path with their layer",
+        help="read every PATH file by file, wheels, environments and images too: one table "
+        "per artifact, an image's files named SOURCE!/path with their layer",
     )
     env.add_argument(
         "--cuda-runtime",
@@ -162,11 +191,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list every group of identical artifacts and every name, and for an image "
         "each artifact's layer",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument(
-        "--output", type=Path, default=None, help="also write the JSON document to this file"
-    )
-    parser.set_defaults(handler=handle)
 
 
 def _env(field: str) -> str:
@@ -270,7 +294,6 @@ def _handle(args: argparse.Namespace) -> int:
         out.done()
         return 0
     # Imported past that branch: an environment's audit never needs them (start-up).
-    from gate.demangle import demangle
     from gate.image.reports import Seen, read_sources, with_images
     from gate.render import inspect as inspect_view
     from gate.render.live import Counter, LiveLine
@@ -283,6 +306,7 @@ def _handle(args: argparse.Namespace) -> int:
     count = Counter("inspect", say=_say, live=LiveLine(sys.stderr))
     seen = Seen(say=None if args.json else functools.partial(_above, out, count))
     held: str | None = None
+    view = _View(args, caps, out, live=count.live is not None)
     for found in read_sources(
         args.paths, platform=args.platform, names=names, scan=scan, limits=limits,
         cache=cache, on_image=seen, progress=count,
@@ -297,16 +321,12 @@ def _handle(args: argparse.Namespace) -> int:
         if report.error:
             # Said once another artifact comes; the only artifact's is the command's error.
             held = f"cuda-gate: error: {report.error}"
-        elif not args.json:
-            art = inspect_view.artifact_json(report, caps, with_entries=False)
-            text = inspect_view.console(art, demangle=demangle)
-            if found.origin:
-                text += found.origin.console()
-            out.write(text, flush=count.live is not None)
+        view.show(found)
         for reason in _unmet(report, required, strict=args.strict):
             unmet.append(reason)
             _say(f"cuda-gate: error: {reason}")
     count.clear()
+    view.flush()
     if held is not None and len(read) > 1:
         _say(held)
     reports = [f.report for f in read]
@@ -317,6 +337,75 @@ def _handle(args: argparse.Namespace) -> int:
     _exit_status(args, reports, unmet, required)
     out.done()
     return 0
+
+
+class _View:
+    """The console's tables as the reports come: each artifact's table, but the wheels
+    named on the command line, each one distribution, whose reports are kept until
+    another path's report comes (or the reading ends), then shown as a folder of wheels
+    is (:func:`gate.render.environment.console`); every report is an artifact's table
+    with ``--files``. Nothing with ``--json``."""
+
+    def __init__(
+        self, args: argparse.Namespace, caps: list[Any], out: Stdout, *, live: bool
+    ) -> None:
+        from gate.reader.artifacts import shown
+
+        self.args, self.caps, self.out, self.live = args, caps, out, live
+        off = args.by_file or args.json
+        wheels = [] if off else [p for p in args.paths if p.endswith(".whl") and Path(p).is_file()]
+        self.wheels = {f"{shown(p)}!": Path(p) for p in wheels}
+        self.kept: dict[str, list[ArtifactReport]] = {}
+
+    def show(self, found: Found) -> None:
+        """One report: kept with its wheel, or its table written (none for an error)."""
+        from gate.demangle import demangle
+        from gate.render import inspect as inspect_view
+
+        report = found.report
+        if self.args.json or self.take(report) or report.error:
+            return
+        self.flush()
+        art = inspect_view.artifact_json(report, self.caps, with_entries=False)
+        text = inspect_view.console(art, demangle=demangle)
+        if found.origin:
+            text += found.origin.console()
+        self.out.write(text, flush=self.live)
+
+    def take(self, report: ArtifactReport) -> bool:
+        """Keep ``report`` when a named wheel holds it."""
+        wheel, bang, _ = report.path.partition("!")
+        if not bang or f"{wheel}!" not in self.wheels:
+            return False
+        self.kept.setdefault(f"{wheel}!", []).append(report)
+        return True
+
+    def flush(self) -> None:
+        """The table of the wheels kept so far, if any."""
+        from gate.audit.verdicts import judge_all
+        from gate.errors import BadInputError
+        from gate.reader.distributions import Distribution, Group, Owner, wheel_distribution
+        from gate.render import environment as envview
+        from gate.rules.targets import Version
+
+        if not self.kept:
+            return
+        groups = []
+        for prefix, reports in self.kept.items():
+            path = self.wheels[prefix]
+            try:
+                dist = wheel_distribution(path)
+            except BadInputError:  # its members were read: the zip's error is theirs
+                name, version = [*path.name.split("-"), "?"][:2]
+                dist = Distribution(name, version, Owner.WHEEL, prefix[:-1])
+            members = tuple(r.path.removeprefix(prefix) for r in reports)
+            groups.append(Group(dist, tuple(reports), members))
+        self.kept.clear()
+        text = self.args.cuda_runtime
+        runtime = Version.parse(text) if text else None
+        verdicts = judge_all(groups, self.caps, runtime=runtime, strict=self.args.strict)
+        table = envview.console(verdicts, self.caps, verbose=self.args.verbose, runtime=runtime)
+        self.out.write(table, flush=self.live)
 
 
 def _unmet(report: ArtifactReport, required: list[Any], *, strict: bool) -> list[str]:
