@@ -164,7 +164,10 @@ def test_per_artifact_budget_counts_what_is_decompressed(inspect: Callable[..., 
 
 def test_encrypted_member_does_not_stop_the_batch(inspect: Callable[..., Outcome]) -> None:
     outcome = inspect(
-        str(REPRO / "zip_encrypted.whl"), str(REPRO / "demo-0.1-py3-none-any.whl"), "--names"
+        str(REPRO / "zip_encrypted.whl"),
+        str(REPRO / "demo-0.1-py3-none-any.whl"),
+        "--names",
+        "--files",  # each member on its own line
     )
     assert outcome.code == ExitCode.BAD_INPUT
     (line,) = _errors(outcome)
