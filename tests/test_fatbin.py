@@ -16,6 +16,7 @@ from gate.reader.limits import Limits
 from gate.reader.listing import Kind
 from gate.reader.read import read_archive, read_artifact, read_buffer, read_wheel
 from gate.scan.walk import read_paths
+from tests.elfbuild import elf_with_section
 
 GOLDEN = Path(__file__).parent / "golden"
 KERNELS = ("_Z11write_valuePi", "_Z5twicePi", "_Z7add_onePi")
@@ -328,31 +329,12 @@ def test_scan_skips_what_cannot_hold_a_loadable_container(tmp_path: Path) -> Non
     assert _outside(0, 100, [(0, 100)]) == []
 
 
-def _elf_with_section(name: bytes, flags: int, payload: bytes) -> bytes:
-    """A minimal x86-64 ELF shared object: null, ``name`` (PROGBITS) and .shstrtab."""
-    names = b"\0" + name + b"\0.shstrtab\0"
-    data_off = 64
-    data = payload + bytes(-len(payload) % 8)
-    names_off = data_off + len(data)
-    shoff = names_off + len(names) + (-(names_off + len(names)) % 8)
-    header = struct.pack(
-        "<4sBBBBB7xHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, 3, 62, 1, 0, 0, shoff, 0,
-        64, 0, 0, 64, 3, 2,
-    )  # fmt: skip
-    shdr = struct.Struct("<IIQQQQIIQQ")
-    sections = shdr.pack(*[0] * 10)
-    sections += shdr.pack(1, 1, flags, 0x400000, data_off, len(payload), 0, 0, 16, 0)
-    sections += shdr.pack(2 + len(name), 3, 0, 0, names_off, len(names), 0, 0, 1, 0)
-    body = header + data + names
-    return body + bytes(shoff - len(body)) + sections
-
-
 def test_containers_in_ldata_are_found_as_in_libcufft() -> None:
     # libcufft keeps 24,453 containers in .ldata (writable, SHF_X86_64_LARGE) and one
     # in .nv_fatbin; cuobjdump sees only that one. The default scan must find them.
     real = (GOLDEN / "debug.fatbin").read_bytes()
     blob = b"junk" * 7 + real + real
-    elf = _elf_with_section(b".ldata", 0x2 | 0x1 | 0x10000000, blob)
+    elf = elf_with_section(b".ldata", 0x2 | 0x1 | 0x10000000, blob)
     report = read_buffer(elf, 0, len(elf), "libcufft-like.so", names=True)
     assert [(e.section, e.kind) for e in report.listing.entries] == [
         (".ldata", Kind.SASS), (".ldata", Kind.PTX), (".ldata", Kind.SASS), (".ldata", Kind.PTX),
@@ -517,14 +499,14 @@ def test_headers_only_reads_small_uncompressed_cubins_whole_to_tell_kernel_less_
     buf, entries = _golden_entries()
     stubs, kernels = entries[:2], entries[2]
     assert [e.kind for e in (*stubs, kernels)] == [fatbin.KIND_ELF] * 3
-    elf = _elf_with_section(b".nv_fatbin", 0x2, _container_of(buf, stubs))
+    elf = elf_with_section(b".nv_fatbin", 0x2, _container_of(buf, stubs))
     report = read_buffer(elf, 0, len(elf), "libw.so", names=False)
     assert report.names
     assert [(str(e.target), e.kernels) for e in report.listing.entries] == [
         ("sm_80", ()), ("sm_120", ()),
     ]  # fmt: skip
     # A small cubin with kernels beside them: the headers-only report stands.
-    mixed = _elf_with_section(b".nv_fatbin", 0x2, _container_of(buf, [*stubs, kernels]))
+    mixed = elf_with_section(b".nv_fatbin", 0x2, _container_of(buf, [*stubs, kernels]))
     report = read_buffer(mixed, 0, len(mixed), "libk.so", names=False)
     assert not report.names
     assert all(e.kernels == () for e in report.listing.entries)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -22,30 +21,12 @@ import pytest
 from gate.cli import main
 from gate.errors import ExitCode
 from gate.render.environment import fit
+from tests.elfbuild import elf_with_section
 
 pytestmark = pytest.mark.unit
 
 GOLDEN = Path(__file__).parent / "golden"
 HOST_ONLY = Path(shutil.which("true") or "/bin/true")  # an ELF file with no device code
-
-
-def _elf_with_section(name: bytes, flags: int, payload: bytes) -> bytes:
-    """A minimal x86-64 ELF shared object: null, ``name`` (PROGBITS) and .shstrtab."""
-    names = b"\0" + name + b"\0.shstrtab\0"
-    data_off = 64
-    data = payload + bytes(-len(payload) % 8)
-    names_off = data_off + len(data)
-    shoff = names_off + len(names) + (-(names_off + len(names)) % 8)
-    header = struct.pack(
-        "<4sBBBBB7xHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, 3, 62, 1, 0, 0, shoff, 0,
-        64, 0, 0, 64, 3, 2,
-    )  # fmt: skip
-    shdr = struct.Struct("<IIQQQQIIQQ")
-    sections = shdr.pack(*[0] * 10)
-    sections += shdr.pack(1, 1, flags, 0x400000, data_off, len(payload), 0, 0, 16, 0)
-    sections += shdr.pack(2 + len(name), 3, 0, 0, names_off, len(names), 0, 0, 1, 0)
-    body = header + data + names
-    return body + bytes(shoff - len(body)) + sections
 
 
 @pytest.fixture
@@ -54,7 +35,7 @@ def wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (sm_90 and compute_90 in .data) and four files without device code."""
     monkeypatch.setenv("COLUMNS", "100")  # the width a log gets, whatever the terminal
     path = tmp_path / "mix-2.0-py3-none-linux_x86_64.whl"
-    in_data = _elf_with_section(b".data", 0x3, b"junk" * 7 + (GOLDEN / "debug.fatbin").read_bytes())
+    in_data = elf_with_section(b".data", 0x3, b"junk" * 7 + (GOLDEN / "debug.fatbin").read_bytes())
     with zipfile.ZipFile(path, "w") as z:
         z.write(GOLDEN / "libkernels.so", "mix/libk.so")
         z.write(GOLDEN / "sm_90a.cubin", "mix/hopper.cubin")
