@@ -20,7 +20,7 @@ from gate.rules.causes import Cause, ExecPath
 from gate.rules.hosts import HostRule
 from gate.rules.kernels import describe, matching, parse
 from gate.rules.policy import DEFAULT_POLICY, Action, ReleasePolicy
-from gate.rules.remedies import Situation, remedy
+from gate.rules.remedies import Situation, lto_only, remedy
 from gate.rules.require import Requirement, why_not
 from gate.rules.routes import general, jit_support, min_driver
 from gate.rules.targets import Capability, Target, Version
@@ -252,6 +252,10 @@ def listing_checks(
                 message,
                 cause=cause if state is CheckState.FAILED else None,
                 path=ExecPath.JIT if ptx else ExecPath.NATIVE,
+                # LTO IR alone is device-linked, not rebuilt with another arch list.
+                remedy=lto_only(requirement.target)
+                if state is CheckState.FAILED and _lto_only(listing)
+                else None,
             )
         )
         if not entries and not action.judged:
@@ -378,6 +382,11 @@ def driver_checks(
                 + ("; the rules cannot tell whether it can" if support is None else ""),
                 cause=Cause.PTX_NEEDS_DRIVER if support is False else None,
                 path=ExecPath.JIT,
+                remedy=remedy(
+                    Situation(Cause.PTX_NEEDS_DRIVER, driver=driver_cuda, driver_needed=need)
+                )
+                if support is False
+                else None,
             )
         )
     return checks

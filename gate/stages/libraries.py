@@ -20,6 +20,7 @@ are invisible to inspection, and only the entry point's runs stand behind them.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -34,11 +35,13 @@ from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import read as reader
+from gate.reader.distributions import installed
 from gate.reader.listing import Kind, Listing
 from gate.record import LOADED_LIST, LoadedLibrary
 from gate.render import inspect as summary
 from gate.render.wording import library_on
 from gate.rules.causes import Cause
+from gate.rules.remedies import Situation, remedy
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import Route
 from gate.rules.targets import Capability, Version
@@ -459,8 +462,37 @@ def _check(library: Library, cap: Capability) -> Check:
     elif library.route.path is RoutePath.OTHER_DEVICES:
         why = "nothing in it runs on this device: only a/f builds for other devices"
     return Check(
-        name, "gate.loaded", CheckState.FAILED, f"{why}: {where}", cause=Cause.LOADED_LIBRARY
+        name,
+        "gate.loaded",
+        CheckState.FAILED,
+        f"{why}: {where}",
+        cause=Cause.LOADED_LIBRARY,
+        remedy=remedy(
+            Situation(
+                Cause.LOADED_LIBRARY,
+                device=cap,
+                library=library.path.name,
+                distribution=distribution_of(library.path),
+            )
+        ),
     )
+
+
+def distribution_of(path: Path) -> str | None:
+    """``nvidia-cublas 13.0.0``: the installed distribution whose RECORD lists ``path``, from
+    the site-packages folder above it; None where no distribution ships it."""
+    resolved = os.path.normpath(path)
+    for folder in Path(resolved).parents:
+        if folder.name not in ("site-packages", "dist-packages"):
+            continue
+        try:
+            for dist, files in installed(folder):
+                if resolved in files:
+                    return f"{dist.name} {dist.version}"
+        except OSError:
+            return None
+        return None
+    return None
 
 
 def codeless_checks(
