@@ -421,6 +421,15 @@ def test_no_diagnosis_when_both_pass_or_a_path_did_not_run() -> None:
     p = prediction(own("sm_90", "compute_90"))
     assert predict.diagnose([run(ExecPath.NATIVE), run(ExecPath.JIT)], [p]) == []
     assert predict.diagnose([run(ExecPath.NATIVE, 1, NO_IMAGE)], [p]) == []
+    # An entry point with one path run is passed over; the next one is still diagnosed.
+    other = predict.Prediction("b", H200, (), p.native, p.jit, ())
+    runs = [
+        run(ExecPath.NATIVE, 1, NO_IMAGE),
+        run(ExecPath.NATIVE, 1, "x\n", name="b"),
+        run(ExecPath.JIT, 1, "x\n", name="b"),
+    ]
+    [said] = predict.diagnose(runs, [p, other])
+    assert said.startswith("b: both paths fail")
 
 
 def failed_both(*sources: Source) -> str:
@@ -510,6 +519,13 @@ def test_an_excused_jit_run_says_what_was_predicted_and_proved() -> None:
         "the project has no device code of its own here"
     )
     assert predict.excuse(run(ExecPath.JIT), [alone], frozenset()) is None  # it passed
+    # A run that passed is never excused, even where its log names a failure of want of code.
+    said = run(ExecPath.JIT)
+    logged = Run(
+        said.entry_point, said.path, said.result, said.log_name, True, True, failed.failure
+    )
+    assert logged.passed
+    assert predict.excuse(logged, [alone], frozenset()) is None
     assert predict.excuse(run(ExecPath.NATIVE, 1, NO_IMAGE), [alone], frozenset()) is None
     assert predict.excuse(failed, [], frozenset()) is None  # no prediction for it
     other = run(ExecPath.JIT, 1, NO_IMAGE, name="other")

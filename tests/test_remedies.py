@@ -39,6 +39,17 @@ def test_which_variable_carries_the_architecture_list(
     commands: tuple[str, ...], placeholder: bool, arch: ArchList
 ) -> None:
     assert arch_list_of(commands, gencode_placeholder=placeholder) is arch
+    if not placeholder:  # the placeholder is not assumed
+        assert arch_list_of(commands) is arch
+
+
+def test_each_command_is_read_on_its_own() -> None:
+    # A flag's letters split over two commands are no flag.
+    assert arch_list_of(("echo -", "gencode")) is ArchList.UNKNOWN
+    assert arch_list_of(("echo CMAKE_CUDA_", "ARCHITECTURES")) is ArchList.UNKNOWN
+    assert arch_list_of(("true", "cmake --build b")) is ArchList.CMAKE
+    assert arch_list_of(("cmake",)) is ArchList.CMAKE
+    assert arch_list_of(("  ",)) is ArchList.UNKNOWN
 
 
 CODE = ", rebuild, and check the final link keeps it"
@@ -130,6 +141,29 @@ CODE = ", rebuild, and check the final link keeps it"
         (
             Situation(Cause.MISSING_KERNEL, kernel="softmax", kernels=("scale", "relu")),
             "kernels present: relu, scale",
+        ),
+        # Eight are named whole; a ninth is left to "...".
+        (
+            Situation(Cause.MISSING_KERNEL, kernel="zz", kernels=tuple(f"a{i}" for i in range(8))),
+            "kernels present: a0, a1, a2, a3, a4, a5, a6, a7",
+        ),
+        (
+            Situation(Cause.MISSING_KERNEL, kernel="zz", kernels=tuple(f"a{i}" for i in range(9))),
+            "kernels present: a0, a1, a2, a3, a4, a5, a6, a7, ...",
+        ),
+        # The closest of several close names.
+        (
+            Situation(Cause.MISSING_KERNEL, kernel="scale_x", kernels=("scale_y", "scale_xy")),
+            "kernels present: scale_xy, scale_y; did you mean scale_xy?",
+        ),
+        # Close, but not close enough (difflib's 0.6).
+        (
+            Situation(Cause.MISSING_KERNEL, kernel="abcd", kernels=("abxy",)),
+            "kernels present: abxy",
+        ),
+        (
+            Situation(Cause.MISSING_KERNEL, kernel="abcd", kernels=("abcx",)),
+            "kernels present: abcx; did you mean abcx?",
         ),
         (
             Situation(

@@ -32,23 +32,23 @@ class ArchList(enum.Enum):
 
 def arch_list_of(commands: Sequence[str], *, gencode_placeholder: bool = False) -> ArchList:
     """Which variable carries the architecture list, from the build's command lines (and
-    whether the configuration used ``{gencode}``): CMake, then torch, then plain nvcc flags."""
-    text = "\n".join(commands)
+    whether the configuration used ``{gencode}``): CMake, then torch, then plain nvcc flags
+    (``-arch`` also stands for ``--gpu-architecture``)."""
     if gencode_placeholder:
         return ArchList.GENCODE
-    if "CMAKE_CUDA_ARCHITECTURES" in text or any(_runs(c, "cmake") for c in commands):
+    if any("CMAKE_CUDA_ARCHITECTURES" in c or _runs(c, "cmake") for c in commands):
         return ArchList.CMAKE
-    if "TORCH_CUDA_ARCH_LIST" in text or "torch" in text:
+    if any("TORCH_CUDA_ARCH_LIST" in c or "torch" in c for c in commands):
         return ArchList.TORCH
-    if any(flag in text for flag in ("-gencode", "--generate-code", "-arch", "--gpu-architecture")):
+    if any(flag in c for c in commands for flag in ("-gencode", "--generate-code", "-arch")):
         return ArchList.NVCC
     return ArchList.UNKNOWN
 
 
 def _runs(command: str, tool: str) -> bool:
     """``command``'s program is ``tool`` (a path to it included)."""
-    first = command.split(maxsplit=1)[0] if command.strip() else ""
-    return first == tool or first.endswith(f"/{tool}")
+    words = command.split()
+    return bool(words) and (words[0] == tool or words[0].endswith(f"/{tool}"))
 
 
 def add_sass(arch: ArchList, target: Target) -> str:
@@ -195,7 +195,7 @@ def _kernel_line(s: Situation, _wanted: Target | None) -> str | None:
         return None
     if not kernels:
         return f"no artifact holds any kernel: check that {kernel} is compiled into them"
-    close = difflib.get_close_matches(kernel, kernels, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(kernel, kernels)  # the closest first
     present = ", ".join(sorted(kernels)[:8]) + (", ..." if len(kernels) > 8 else "")
     meant = f"; did you mean {close[0]}?" if close else ""
     return f"kernels present: {present}{meant}"
