@@ -47,6 +47,13 @@ def test_the_nearest_existing_path(
     assert nearest(tree(tmp_path, *files), pattern) == meant
 
 
+def test_an_absolute_pattern_is_not_searched_for_from_the_root(tmp_path: Path) -> None:
+    tree(tmp_path, "build/x")
+    # libc.so.6 is somewhere under / on this machine: the project is where it is looked for.
+    assert nearest(tmp_path, "/no-such-folder-here/libc.so.6") is None
+    assert nearest(tmp_path, f"{tmp_path}/biuld/x") == "build/"  # inside: as the project has it
+
+
 def test_hidden_folders_are_not_searched(tmp_path: Path) -> None:
     tree(tmp_path, ".git/objects/ap", "build/x")
     assert nearest(tmp_path, "bin/ap") is None

@@ -121,6 +121,11 @@ def test_evidence_holds_the_listings(build_and_inspect: Builder) -> None:
     assert wrong.message == (
         "x86-64 does not run on aarch64 (12.1 devices ship on aarch64 hosts only (GB10))"
     )
+    assert wrong.remedy == "build on (or cross-compile for) aarch64, the device host's machine"
+    # A configuration that contradicts the device: the message says so, no remedy guesses.
+    conflict = HostRule("x86_64", "the config's host", "the config says host x86_64, but ...")
+    assert inspection.host_check(art, conflict).remedy is None
+    assert inspection.host_check(art, HostRule("x86_64", "this host")).remedy is None
 
 
 def test_a_sass_dump_without_sass_is_not_a_sass_dump(build_and_inspect: Builder) -> None:

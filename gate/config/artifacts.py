@@ -6,6 +6,7 @@ import difflib
 import glob
 import os
 import stat
+from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -74,12 +75,15 @@ def nearest(root: Path, pattern: str) -> str | None:
     would write it, or None: the same file name elsewhere under ``root`` (built into
     another folder), else a close name in the deepest folder of the pattern that exists
     (``build/libmyk.so`` for ``build/libmyk.so.1``, ``build/`` where ``biuld/`` was
-    written). Reads at most :data:`NEAREST_ENTRIES` entries."""
+    written). Reads at most :data:`NEAREST_ENTRIES` entries, and only the folders an
+    absolute pattern names outside the project."""
     parts = Path(pattern).parts
-    base = root if not Path(pattern).is_absolute() else Path(parts[0])
-    start = 1 if Path(pattern).is_absolute() else 0
+    absolute = Path(pattern).is_absolute()
+    base = Path(parts[0]) if absolute else root
+    start = 1 if absolute else 0
     name = parts[-1] if parts else ""
-    if name and not _GLOB_CHARS & set(name):
+    # The same name elsewhere is looked for in the project only, never from "/".
+    if name and not absolute and not _GLOB_CHARS & set(name):
         for path in _bounded_walk(base):
             if path.name == name and path.is_file():
                 return _as_written(path, root)
@@ -108,9 +112,9 @@ def _close_entry(folder: Path, part: str) -> str | None:
 def _bounded_walk(base: Path) -> Iterator[Path]:
     """Paths under ``base``, breadth first, hidden folders passed over, at most
     :data:`NEAREST_ENTRIES` entries read; links to folders are not followed."""
-    todo, read = [base], 0
+    todo, read = deque([base]), 0
     while todo and read < NEAREST_ENTRIES:
-        folder = todo.pop(0)
+        folder = todo.popleft()
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:

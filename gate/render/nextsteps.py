@@ -3,20 +3,20 @@ each artifact reaches each device the configuration names.
 
 The remedies are :func:`gate.rules.remedies.remedy`'s, one per cause (a cause that failed
 six checks is said once, most fundamental first); the facts around each come from the run
-record: the device or the named target, the driver, the host the device ships on, and
-the variable that carries the build's architecture list (from the build commands as
-run). A check that knows more than the run does (the kernel that is missing, the library
-without code) carries its own remedy, and that one is said instead.
+record: the device or the named target, the driver, and the variable that carries the
+build's architecture list (from the build commands as run). A check that knows more
+than the run does (the host its artifact must run on, the kernel that is missing, the
+library without code) carries its own remedy, and that one is said instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gate.config import SMOKE_NAME
 from gate.record import RunRecord
 from gate.render.wording import reached
 from gate.rules.causes import Cause, rank
-from gate.rules.hosts import host_for
 from gate.rules.remedies import ArchList, Situation, arch_list_of, remedy
 from gate.rules.verdict import Check, CheckState
 
@@ -42,7 +42,7 @@ def count_line(checks: Sequence[Check]) -> str:
 
 def arch_list(record: RunRecord) -> ArchList:
     """Which variable carries the project's architecture list, from its build commands."""
-    return arch_list_of([b.command for b in record.builds if b.name != "smoke"])
+    return arch_list_of([b.command for b in record.builds if b.name != SMOKE_NAME])
 
 
 def next_steps(record: RunRecord) -> list[str]:
@@ -52,12 +52,6 @@ def next_steps(record: RunRecord) -> list[str]:
     device = record.device.capability
     target = record.device.target if record.device.source == "--target" else None
     driver = record.environment.driver.cuda_version if record.environment.driver else None
-    ships = target.capability if target is not None else device
-    host = (
-        host_for(ships, configured=None, here=record.environment.host_arch).host
-        if ships is not None
-        else None
-    )
     causes = {c.cause for c in failed}
     # Both forms missing: one line adds both (CMake's plain number, torch's +PTX).
     both = Cause.MISSING_SASS in causes and Cause.MISSING_PTX in causes
@@ -72,7 +66,6 @@ def next_steps(record: RunRecord) -> list[str]:
                 device=device,
                 target=target,
                 driver=driver,
-                host=host,
                 ptx_too=both,
             )
         )
@@ -89,7 +82,7 @@ def device_lines(record: RunRecord) -> list[str]:
     by which route (from the best route of their targets), those with no device code of
     their own left out: ``12.1: 2 from exact SASS (sm_121): ap, libk.so; 1 with no code:
     libold.so``."""
-    shipped = [a for a in record.artifacts if a.listing.entries and a.name != "smoke"]
+    shipped = [a for a in record.artifacts if a.listing.entries and a.name != SMOKE_NAME]
     lines = []
     for cap in record.devices:
         groups: dict[str, list[str]] = {}

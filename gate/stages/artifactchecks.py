@@ -100,6 +100,11 @@ def host_check(artifact: Inspected, host: HostRule) -> Check:
         CheckState.of(ok),
         message,
         cause=None if ok else Cause.HOST_ARCH,
+        # The host it must run on, as the configuration or the device decides it; a
+        # configuration that contradicts the device says so in the message instead.
+        remedy=remedy(Situation(Cause.HOST_ARCH, host=host.host))
+        if not ok and host.conflict is None
+        else None,
     )
 
 
