@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gate.attest.manifest import write_manifest
-from gate.attest.signing import KEY_PEM_ENV, generate_key_pair, load_signer_from_env_or_file
+from gate.attest.signing import generate_key_pair, load_signer_from_env_or_file
+from gate.config.options import KEY_PEM_ENV
 from gate.errors import EvidenceError
 from gate.guard.redact import REDACTED, Redactor, is_secret_name
 from tests.manifest_evidence import make_evidence

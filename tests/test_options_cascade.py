@@ -124,11 +124,6 @@ def test_every_command_line_value_is_checked_before_any_variable() -> None:
 
 
 def test_the_table_names_the_variables_the_readers_use() -> None:
-    assert (o.KEY_FILE_ENV, o.KEY_PEM_ENV, o.PUBLIC_KEY_FILE_ENV) == (
-        signing.KEY_FILE_ENV,
-        signing.KEY_PEM_ENV,
-        signing.PUBLIC_KEY_FILE_ENV,
-    )
     assert o.RUNNER_CLASS_ENV == ci.RUNNER_CLASS_ENV
     assert o.PYTHON.env == (machine.PYTHON_ENV,)
     bounds = (o.MAX_ENTRY_MB, o.MAX_ARTIFACT_MB, o.MAX_MEMBER_MB, o.MAX_RATIO)

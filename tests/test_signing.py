@@ -17,8 +17,6 @@ from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.signer import CryptoSigner, SSlibKey  # type: ignore[attr-defined]
 
 from gate.attest.signing import (
-    KEY_FILE_ENV,
-    KEY_PEM_ENV,
     PAYLOAD_TYPE,
     Envelope,
     EnvelopeSignature,
@@ -33,6 +31,7 @@ from gate.attest.signing import (
     signer_from_pem,
     verify_envelope,
 )
+from gate.config.options import KEY_FILE_ENV, KEY_PEM_ENV
 from gate.errors import BadInputError, ConfigError, SignatureError
 
 pytestmark = pytest.mark.unit

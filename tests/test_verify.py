@@ -15,7 +15,6 @@ import pytest
 from gate import cli
 from gate.attest.manifest import ENVELOPE_FILE, MANIFEST_FILE, write_manifest
 from gate.attest.signing import (
-    PUBLIC_KEY_FILE_ENV,
     KeyPair,
     generate_key_pair,
     load_public_key,
@@ -30,6 +29,7 @@ from gate.attest.verify import (
     Verification,
     verify,
 )
+from gate.config.options import PUBLIC_KEY_FILE_ENV
 from gate.errors import (
     ArtifactChangedError,
     BadInputError,

@@ -40,12 +40,10 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from gate.config.options import KEY_FILE_ENV, KEY_PEM_ENV
 from gate.errors import BadInputError, ConfigError, SignatureError
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
-KEY_FILE_ENV = "CUDA_GATE_SIGNING_KEY_FILE"
-KEY_PEM_ENV = "CUDA_GATE_SIGNING_KEY"
-PUBLIC_KEY_FILE_ENV = "CUDA_GATE_PUBLIC_KEY_FILE"
 ED25519_SIGNATURE_SIZE = 64
 
 

@@ -33,7 +33,8 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
 
 
 def _keygen(args: argparse.Namespace) -> int:
-    from gate.attest.signing import KEY_FILE_ENV, KEY_PEM_ENV, generate_key_pair
+    from gate.attest.signing import generate_key_pair
+    from gate.config.options import KEY_FILE_ENV, KEY_PEM_ENV
     from gate.errors import ConfigError
     from gate.fsutil import write_atomic
 

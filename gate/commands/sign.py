@@ -97,7 +97,8 @@ def handle(args: argparse.Namespace) -> int:
 
 def load_signer(key: Resolved[Path | str | None]) -> Signer | None:
     """The signer the resolved signing key names: a key file, or the PEM a variable held."""
-    from gate.attest.signing import KEY_PEM_ENV, load_signer_from_env_or_file
+    from gate.attest.signing import load_signer_from_env_or_file
+    from gate.config.options import KEY_PEM_ENV
 
     if isinstance(key.value, str):
         return load_signer_from_env_or_file(None, {KEY_PEM_ENV: key.value})

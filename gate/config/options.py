@@ -52,11 +52,12 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
 
 from gate.config.records import Config
+from gate.reader.limits import ENV as LIMITS
 from gate.reader.limits import parse_value
 
 T = TypeVar("T")
 
-# The signing key's variables (gate.attest.signing holds the same names; a test checks).
+# The signing key's variables (gate.attest.signing reads them from here).
 KEY_FILE_ENV = "CUDA_GATE_SIGNING_KEY_FILE"
 KEY_PEM_ENV = "CUDA_GATE_SIGNING_KEY"
 PUBLIC_KEY_FILE_ENV = "CUDA_GATE_PUBLIC_KEY_FILE"
@@ -168,26 +169,26 @@ JUNIT_FILE_ATTRIBUTE: Option[bool] = Option(
 MAX_ENTRY_MB: Option[int | None] = Option(
     "max_entry_mb",
     flag="--max-entry-mb",
-    env=("CUDA_GATE_MAX_ENTRY_MB",),
+    env=(LIMITS["entry"],),
     parse=_bound,
     parse_cli=True,
 )
 MAX_ARTIFACT_MB: Option[int | None] = Option(
     "max_artifact_mb",
     flag="--max-artifact-mb",
-    env=("CUDA_GATE_MAX_ARTIFACT_MB",),
+    env=(LIMITS["artifact"],),
     parse=_bound,
     parse_cli=True,
 )
 MAX_MEMBER_MB: Option[int | None] = Option(
     "max_member_mb",
     flag="--max-member-mb",
-    env=("CUDA_GATE_MAX_MEMBER_MB",),
+    env=(LIMITS["member"],),
     parse=_bound,
     parse_cli=True,
 )
 MAX_RATIO: Option[int | None] = Option(
-    "max_ratio", flag="--max-ratio", env=("CUDA_GATE_MAX_RATIO",), parse=_bound, parse_cli=True
+    "max_ratio", flag="--max-ratio", env=(LIMITS["ratio"],), parse=_bound, parse_cli=True
 )
 # Resolved where they are used (``read_by``); listed so the table names every option.
 PYTHON: Option[str | None] = Option(
