@@ -73,3 +73,18 @@ SMALL = (
     Wheel("nvidia-cuda-cupti-cu12==12.1.105", "nvidia_cuda_cupti_cu12-12.1.105-*_x86_64.whl"),
     Wheel("bitsandbytes==0.50.2", "bitsandbytes-0.50.2-*_x86_64.whl"),
 )
+
+# NVIDIA's CUDA 13.0 toolkit as wheels (about 104 MB for x86-64): nvcc and the four wheels a
+# build needs beside it, all unpacked into site-packages/nvidia/cu13 (gate.system.toolkit).
+_TOOLKIT = (
+    ("nvidia-cuda-nvcc==13.0.88", "nvidia_cuda_nvcc-13.0.88-*"),
+    ("nvidia-cuda-runtime==13.0.96", "nvidia_cuda_runtime-13.0.96-*"),
+    ("nvidia-cuda-crt==13.0.88", "nvidia_cuda_crt-13.0.88-*"),
+    ("nvidia-nvvm==13.0.88", "nvidia_nvvm-13.0.88-*"),
+    ("nvidia-cuda-cccl==13.0.85", "nvidia_cuda_cccl-13.0.85-*"),
+)
+
+
+def toolkit(arch: str = "x86_64") -> tuple[Wheel, ...]:
+    """The toolkit's wheels for ``arch`` (x86_64 or aarch64)."""
+    return tuple(Wheel(req, f"{pattern}_{arch}.whl", arch) for req, pattern in _TOOLKIT)

@@ -114,7 +114,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="full SASS dump: only for small artifacts (auto), always, or never",
     )
     parser.add_argument(
-        "--nvcc", default=None, help="the nvcc to use (default: CUDA_GATE_NVCC, PATH, CUDA_HOME)"
+        "--nvcc",
+        default=None,
+        help="the nvcc to use (default: CUDA_GATE_NVCC, PATH, CUDA_HOME, /usr/local/cuda, "
+        "NVIDIA's toolkit wheels)",
     )
     parser.add_argument(
         "--python",

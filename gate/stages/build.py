@@ -17,6 +17,7 @@ is the build's product, its artifacts are gated as it ships them (gate.stages.in
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -37,7 +38,7 @@ from gate.rules.verdict import Check, CheckState
 from gate.scan.checksums import Checksums
 from gate.stages import prebuilt as prebuilt_stage
 from gate.stages.probe import compile_gate_program
-from gate.system import machine
+from gate.system import machine, toolkit
 from gate.tools.programs import BUILD_TIMEOUT, cuda_source
 
 SMOKE = SMOKE_NAME
@@ -189,7 +190,9 @@ def run(
         else:
             failure = ToolError(
                 result.describe_failure("building the smoke program", BUILD_TIMEOUT),
-                hint=machine.nvcc_failure_hint(result.output()),
+                hint=machine.nvcc_failure_hint(
+                    result.output(), None if place.in_image else tools["nvcc"]
+                ),
             )
     return BuildOutcome(
         config.requirements(requirement),
@@ -238,18 +241,22 @@ def _steps(
         checked = prebuilt_stage.run(evidence, config, prebuilt)
         checks.append(checked.check)
         return outcome(checked.failure)
+    # The project's builds link with the toolkit the gate found (a wheel toolkit's library
+    # folder); a step's own env has the last word.
+    linking = toolkit.of(tools["nvcc"]).build_environment(tools["nvcc"], os.environ)
     for step in config.builds:
         if not since:
             since.append(time.time())
         try:
             command = step.render(targets, tools)
             name = f"build-{safe_name(step.name)}.log"
-            shown = proc.command_line(command.argv, sorted(command.env))
+            env = {**linking, **dict(command.env)}
+            shown = proc.command_line(command.argv, sorted(env.items()))
             # Written as the output comes (tail -f), then replaced by the whole log.
             with evidence.live(name, _head(shown, command.cwd) + _RUNNING) as live:
                 result = proc.run(
                     command.argv,
-                    env_set=dict(command.env),
+                    env_set=env,
                     cwd=command.cwd,
                     timeout=command.timeout,
                     sink=live.write,
@@ -273,7 +280,12 @@ def _steps(
         checks.append(_build_check(step.name, result, f"{step.key}", str(log)))
         if not result.ok:
             label = f"build step {step.name!r} ({step.key})"
-            return outcome(ToolError(result.describe_failure(label, command.timeout, str(log))))
+            return outcome(
+                ToolError(
+                    result.describe_failure(label, command.timeout, str(log)),
+                    hint=toolkit.failure_hint(tools["nvcc"], result.output()),
+                )
+            )
     return outcome()
 
 

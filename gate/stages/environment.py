@@ -20,7 +20,7 @@ from gate.evidence import EvidenceDir
 from gate.record import Environment
 from gate.rules.targets import Target
 from gate.rules.verdict import Check, CheckState
-from gate.system import git, machine
+from gate.system import git, machine, toolkit
 from gate.system.machine import DriverInfo, ToolkitInfo
 
 _QUERY_TIMEOUT = 60.0
@@ -62,27 +62,20 @@ def run(
     driver, driver_error, driver_check = _driver(evidence, place)
     checks = [driver_check]
     source = git.source_info(project_dir)
-    toolkit: ToolkitInfo | None = None
+    nvcc_info: ToolkitInfo | None = None
     supported: tuple[Target, ...] = ()
     failure: GateError | None = None
     try:
-        path, toolkit = _toolkit(evidence, place, nvcc, commands)
+        path, nvcc_info = _toolkit(evidence, place, nvcc, commands)
         supported = _supported_targets(evidence, place, path, commands)
-        checks.append(
-            Check(
-                "toolkit",
-                "gate.environment",
-                CheckState.PASSED,
-                f"nvcc {toolkit.release}, {len(supported)} targets",
-            )
-        )
+        checks.append(_toolkit_check(path, nvcc_info, supported, place))
     except GateError as e:
         failure = e
     environment = Environment(
         host_arch=host_arch,
         os=os_text,
         driver=driver,
-        toolkit=toolkit,
+        toolkit=nvcc_info,
         supported_targets=supported,
         container=container,
     )
@@ -119,6 +112,23 @@ def _driver(evidence: EvidenceDir, place: Place) -> tuple[DriverInfo | None, str
         )
     said = f"{driver.name}, driver {driver.driver_version}, CUDA {driver.cuda_version}"
     return driver, None, Check("driver", "gate.environment", CheckState.PASSED, said)
+
+
+def _toolkit_check(
+    path: str, found: ToolkitInfo, supported: tuple[Target, ...], place: Place
+) -> Check:
+    """nvcc's release and targets; where it came from when NVIDIA's wheels gave it, and a
+    warning naming the wheels such a toolkit lacks (its builds would fail far from it)."""
+    said = f"nvcc {found.release}, {len(supported)} targets"
+    if place.in_image:
+        return Check("toolkit", "gate.environment", CheckState.PASSED, said)
+    parts = toolkit.of(path)
+    if parts.from_wheels:
+        said += f", {parts.described()}"
+    missing = parts.missing_hint()
+    if missing is not None:
+        return Check("toolkit", "gate.environment", CheckState.WARNED, f"{said}; {missing}")
+    return Check("toolkit", "gate.environment", CheckState.PASSED, said)
 
 
 def _toolkit(

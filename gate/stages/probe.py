@@ -26,7 +26,7 @@ from gate.rules.causes import Cause
 from gate.rules.compat import sass_runs_on
 from gate.rules.targets import Capability, Target
 from gate.rules.verdict import Check, CheckState
-from gate.system import machine
+from gate.system import machine, toolkit
 from gate.tools import buildcache
 from gate.tools.programs import BUILD_TIMEOUT, cuda_source
 
@@ -74,8 +74,10 @@ def compile_gate_program(
     if place.in_image:
         output.unlink(missing_ok=True)
         return place.run(argv, cwd=cwd, timeout=BUILD_TIMEOUT, claim_strays=claim_strays)
+    # A toolkit from NVIDIA's wheels keeps its libraries where its nvcc.profile never looks.
+    linked = [argv[0], *toolkit.of(argv[0]).link_flags(), *argv[1:]]
     return buildcache.compile_program(
-        argv,
+        linked,
         output=output,
         inputs=inputs,
         cwd=cwd,
@@ -107,7 +109,7 @@ def build_probe(
     if not result.ok:
         raise ToolError(
             result.describe_failure("building the probe", BUILD_TIMEOUT),
-            hint=machine.nvcc_failure_hint(result.output()),
+            hint=machine.nvcc_failure_hint(result.output(), None if place.in_image else nvcc),
         )
     return binary, result
 

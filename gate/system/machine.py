@@ -21,6 +21,7 @@ from gate import proc
 from gate.errors import ConfigError, ToolError
 from gate.reader.hostelf import parse_ld_cache
 from gate.rules.targets import Capability, Target, Version
+from gate.system import toolkit
 
 _SMI_TIMEOUT = 60.0
 _NVCC_RELEASE_RE = re.compile(r"release (\d+\.\d+), (V[\w.]+)")
@@ -124,7 +125,9 @@ def driver_from(full: proc.Result, query: proc.Result | None) -> DriverInfo:
 
 
 def nvcc_path(explicit: str | None = None) -> str:
-    """The nvcc given (or CUDA_GATE_NVCC), else from PATH, CUDA_HOME, /usr/local/cuda."""
+    """The nvcc given (or CUDA_GATE_NVCC), else from PATH, CUDA_HOME, /usr/local/cuda, else
+    from NVIDIA's toolkit wheels (gate.system.toolkit) in the gate's or the project's
+    Python environment."""
     chosen = explicit or os.environ.get("CUDA_GATE_NVCC")
     if chosen:
         path = Path(chosen)
@@ -135,7 +138,26 @@ def nvcc_path(explicit: str | None = None) -> str:
         Path(os.environ[var]) / "bin" for var in ("CUDA_HOME", "CUDA_PATH") if var in os.environ
     ]
     extra.append(Path("/usr/local/cuda/bin"))
-    return proc.which("nvcc", extra_dirs=[str(p) for p in extra])
+    try:
+        return proc.which("nvcc", extra_dirs=[str(p) for p in extra])
+    except ToolError:
+        found = toolkit.wheel_nvcc(toolkit.search_folders(find_python_quietly()))
+        if found is None:
+            raise ToolError(
+                "nvcc not found: not on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or "
+                "NVIDIA's wheels (site-packages/nvidia/cu*/bin)",
+                hint=f"install a CUDA toolkit, or pip install '{toolkit.TOOLKIT_EXTRA}' "
+                "(NVIDIA's toolkit wheels), or name nvcc with --nvcc or CUDA_GATE_NVCC",
+            ) from None
+        return found
+
+
+def find_python_quietly() -> str | None:
+    """The project's interpreter as find_python finds it unasked, None when it cannot."""
+    try:
+        return find_python()
+    except ToolError:
+        return None
 
 
 # nvcc compiles the host side with gcc/g++ from PATH (or -ccbin, NVCC_CCBIN). Without one it
@@ -150,9 +172,12 @@ HOST_COMPILER_HINT = (
 )
 
 
-def nvcc_failure_hint(output: str) -> str | None:
-    """What to do about a failed nvcc build, where its output says (HOST_COMPILER_HINT)."""
-    return HOST_COMPILER_HINT if _NO_HOST_COMPILER.search(output) else None
+def nvcc_failure_hint(output: str, nvcc: str | None = None) -> str | None:
+    """What to do about a failed nvcc build, where its output says (HOST_COMPILER_HINT), or
+    where the files of ``nvcc``'s toolkit say (a wheel of NVIDIA's toolkit missing)."""
+    if _NO_HOST_COMPILER.search(output):
+        return HOST_COMPILER_HINT
+    return toolkit.failure_hint(nvcc, output) if nvcc else None
 
 
 def smi_capabilities() -> tuple[Capability, ...]:
