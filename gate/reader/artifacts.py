@@ -393,7 +393,8 @@ class Zip:
     file: _CountingFile
 
 
-def _zip_errors() -> tuple[type[BaseException], ...]:
+def zip_errors() -> tuple[type[BaseException], ...]:
+    """What reading a corrupted or unsupported zip (or a member of one) may raise."""
     import lzma  # noqa: PLC0415  (wheels only: keeps the common path's start-up short)
     import zipfile  # noqa: PLC0415
     import zlib  # noqa: PLC0415
@@ -415,7 +416,7 @@ def open_zip(path: str | os.PathLike[str], name: str) -> Iterator[Zip]:
     with counting:
         try:
             archive = zipfile.ZipFile(counting)
-        except _zip_errors() as e:
+        except zip_errors() as e:
             raise BadInputError(f"{name}: not a readable zip/wheel: {_reason(e)}") from e
         with archive:
             yield Zip(archive, counting)
@@ -490,7 +491,7 @@ def _pieces(archive: Zip, info: zipfile.ZipInfo, name: str, limits: Limits) -> I
                     )
                 yield piece
                 piece = member.read(_CHUNK)
-    except _zip_errors() as e:
+    except zip_errors() as e:
         raise BadInputError(f"{name}: broken zip member: {_reason(e)}") from e
 
 

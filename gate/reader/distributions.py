@@ -156,8 +156,8 @@ def _headers(text: str, name: str, version: str) -> tuple[str, str]:
 
 
 def wheel_distribution(path: Path) -> Distribution:
-    """A wheel's name and version from its METADATA (else its file name); BadInputError
-    when it is no readable zip."""
+    """A wheel's name and version from its METADATA (else, that missing or unreadable, its
+    file name); BadInputError when it is no readable zip."""
     display = shown(path)
     name, version = [*path.name.split("-"), "?"][:2]
     with artifacts.open_zip(path, display) as archive:
@@ -166,7 +166,10 @@ def wheel_distribution(path: Path) -> Distribution:
             if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
                 if info.file_size > 1 << 20:
                     break
-                text = archive.zip.read(info).decode("utf-8", "replace")
+                try:
+                    text = archive.zip.read(info).decode("utf-8", "replace")
+                except artifacts.zip_errors():  # a bad CRC, a broken stream
+                    break  # its file name says it: the members' errors are theirs to say
                 name, version = _headers(text, name, version)
                 break
     return Distribution(name, version, Owner.WHEEL, display)
