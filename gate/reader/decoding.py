@@ -1,41 +1,42 @@
 """Decoding an artifact's entries for their names: each payload once, on threads when worth it.
 
-:func:`first_copies` finds the entries that repeat an earlier one byte for byte (decoded
-once for all); :func:`decode_all` decodes the rest in order (:func:`decode`: a cubin's
-kernels, producer, trap stubs and empty kernels, a PTX text's entries, and each one's
-SHA-256), in the calling thread or, for a large artifact, on the threads a
-:class:`Threads` starts; the pages each payload was read from are dropped once decoded
-(:func:`gate.reader.pages.releaser`).
+As the reader finds the entries, :class:`Copies` tells which repeat an earlier one byte
+for byte (decoded once for all) and :class:`Decoding` takes the rest, in order, to decode
+(:func:`decode`: a cubin's kernels, producer, trap stubs and empty kernels, a PTX text's
+entries, and each one's SHA-256), in batches: on the threads a :class:`Threads` starts
+while the reader reads on, for a large artifact, else in the calling thread; the pages
+each batch was read from are dropped once decoded (:func:`gate.reader.pages.releaser`).
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import zlib
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from gate.reader import fatbin, payloads
 from gate.reader.elffile import Buffer
-from gate.reader.headers import PACKED_KIND, Headers, packed_signature, packed_sizes, signature
+from gate.reader.headers import Headers, signature
 from gate.reader.limits import Budget
-from gate.reader.pages import FAULT_AROUND, releaser
+from gate.reader.pages import releaser
 from gate.rules.targets import Variant
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor
+    from concurrent.futures import Executor, Future
     from hashlib import _Hash
 
-# Fewer entries than this to decompress are not worth a thread pool, nor entries smaller
-# than this on average: the Python work of each (which holds the GIL) then outweighs the
-# decompression a thread runs without it, and threads contending for the GIL are slower
-# than one. libcufft.so.11's 24,454 entries average 28 kB: 0.83 s in one thread, 1.03-1.14 s
-# in two (2-core VM); libcublasLt.so.13's 1,486 distinct entries average 1.5 MB and
-# libnccl.so.2's 466 1.4 MB: two threads 1.7x and 1.5x faster than one. Public tuning
-# values: the tests lower them to take the threaded path on small golden files.
+# Before this many entries to decompress a batch is not worth a thread pool, nor a batch
+# of entries smaller than this on average: the Python work of each (which holds the GIL)
+# then outweighs the decompression a thread runs without it, and threads contending for
+# the GIL are slower than one. libcufft.so.11's 24,454 entries average 28 kB: 0.83 s in
+# one thread, 1.03-1.14 s in two (2-core VM); libcublasLt.so.13's 1,486 distinct entries
+# average 1.5 MB and libnccl.so.2's 466 1.4 MB: two threads 1.7x and 1.5x faster than
+# one. Public tuning values: the tests lower them to take the threaded path on small
+# golden files.
 PARALLEL_MIN = 16
 PARALLEL_MEAN_BYTES = 128 << 10
 # Threads decoding names. Past 8 the per-entry Python work (which holds the GIL) bounds
@@ -47,9 +48,6 @@ _WORKERS = 8
 # Entries decoded by one task, and between two releases of the pages they were read from.
 _BATCH = 16
 _BATCH_BYTES = 4 << 20
-# Decoding in this thread, the pages of a run of nearby entries are dropped once the run
-# spans this many bytes.
-_RELEASE_BYTES = 1 << 20
 # Distinct payloads of one header signature kept to compare later entries against.
 _DISTINCT_COMPARED = 4
 
@@ -75,70 +73,147 @@ class Decoded:
     code: int | None = None
 
 
-def decode_all(
-    buf: Buffer,
-    headers: Headers,
-    first: array[int],
-    *,
-    display: str,
-    budget: Budget,
-    digests: bool = True,
-    threads: Threads | None = None,
-) -> Iterator[tuple[fatbin.Entry, Decoded | None]]:
-    """Every entry of ``headers`` in order, with what it decodes to: an entry that is the
-    first of its copies (``first[i] == i``, :func:`first_copies`) is decoded, once; a
-    copy is given its first's result (:func:`_with_copies`). On ``threads`` when they
-    are worth it, else in this thread."""
-    release = releaser(buf)
-    workers = min(os.cpu_count() or 1, _WORKERS)
-    if threads is None or workers == 1 or not _worth_threads(headers, first):
-        # Pages are dropped a run of nearby entries at a time, not entry by entry (a
-        # system call each; cuFFT's entries are a container header apart).
-        lo = hi = 0  # the run of pages read and not yet dropped: [lo, hi)
+class Copies:
+    """Which earlier entry each entry repeats byte for byte, told an entry at a time, as
+    the reader reads them (the entries are decoded meanwhile: :class:`Decoding`).
 
-        def decoded(e: fatbin.Entry) -> Decoded | None:
-            nonlocal lo, hi
-            found = decode(buf, e, display, budget, digests)
-            if hi == lo or not hi <= e.offset <= hi + FAULT_AROUND:
-                if hi > lo:
-                    release(lo, hi)
-                lo = e.offset
-            hi = e.payload_offset + e.payload_size
-            if hi - lo >= _RELEASE_BYTES:
-                release(lo, hi)
-                lo = hi
-            return found
+    Libraries repeat entries (libcublasLt: 4,479 of its 5,666 are copies, mostly small
+    device-link stubs): decoding each payload once saves the per-entry cost of the rest.
+    Only entries whose header fields all agree are compared, byte for byte, each against
+    at most a few distinct payloads (so a crafted file cannot make this quadratic); a
+    CRC-32 of each payload (read in place, its pages dropped after) is compared first,
+    so no payload is held: sgl-kernel's flash_ops holds 546 raw cubins of up to 6 MB.
+    LTO IR is never decoded, so never compared. Entries are grouped by their fields'
+    hash, and a group of one is its index alone (its CRC is taken once a second entry
+    comes): a tuple and a list per entry were 6 MB of cuFFT's 24,454 headers.
+    """
 
-        yield from _with_copies(headers, first, decoded)
-        if hi > lo:
-            release(lo, hi)
-        return
-    # lz4 and zstd release the GIL while decompressing: threads use every core. Chunks
-    # of a few entries (each task costs GIL time), handed out with no barrier between
-    # them: a worker never waits for another's large entry. Results come back in order;
-    # each chunk's pages are dropped once decoded.
-    work = [e for i, e in enumerate(headers) if first[i] == i]
-    chunks = list(_batches(work))
+    def __init__(self, buf: Buffer, headers: Headers) -> None:
+        self._buf, self._headers = buf, headers
+        self._release = releaser(buf)
+        # Per fields' hash: the first entry's index, or, from the second entry on, per
+        # exact fields (a crafted file can make fields that differ hash alike: flags and
+        # sizes are 64-bit) the few distinct payloads compared: (entry, CRC-32).
+        self._groups: dict[int, int | dict[tuple[int, ...], list[tuple[int, int]]]] = {}
 
-    def chunk(span: tuple[int, int]) -> list[Decoded | None]:
-        lo, hi = span
-        found = [decode(buf, e, display, budget, digests) for e in work[lo:hi]]
+    def first_of(self, i: int, entry: fatbin.Entry) -> int:
+        """The index of the first entry (``i`` itself, or an earlier one) with the same
+        header fields and payload bytes as entry ``i`` (``headers[i]``)."""
+        if entry.kind == fatbin.KIND_NVVM:
+            return i
+        key = hash(signature(entry))
+        seen = self._groups.get(key)
+        if seen is None:
+            self._groups[key] = i
+            return i
+        if isinstance(seen, int):
+            by_fields: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+            self._groups[key] = by_fields
+            self._place(by_fields, seen, self._headers[seen])
+            return self._place(by_fields, i, entry)
+        return self._place(seen, i, entry)
+
+    def _place(
+        self, by_fields: dict[tuple[int, ...], list[tuple[int, int]]], i: int, e: fatbin.Entry
+    ) -> int:
+        lo, hi = e.payload_offset, e.payload_offset + e.payload_size
+        with memoryview(self._buf) as view:
+            crc = zlib.crc32(view[lo:hi])
+            self._release(lo, hi)
+            distinct = by_fields.setdefault(signature(e), [])
+            for j, seen in distinct:
+                if seen == crc:
+                    other = self._headers[j]
+                    start = other.payload_offset
+                    if view[start : start + other.payload_size] == view[lo:hi]:
+                        return j
+        if len(distinct) < _DISTINCT_COMPARED:
+            distinct.append((i, crc))
+        return i
+
+
+class Decoding:
+    """The entries to decode (the first of their copies), handed over in order as the
+    reader finds them, and what each decodes to (:func:`decode`), given back in that order.
+
+    They are decoded in batches of a few entries: a batch worth it (PARALLEL_MIN entries
+    so far, PARALLEL_MEAN_BYTES on average) on the threads a :class:`Threads` starts, as
+    soon as it is full, while the reader reads on (the headers of other sections, the
+    scan for containers, the pages a first read brings in from disk); any other batch in
+    this thread, once its results are asked for. Each batch's pages are dropped once
+    decoded. :meth:`close` stops the threads (a read that failed half-way)."""
+
+    def __init__(
+        self,
+        buf: Buffer,
+        *,
+        display: str,
+        budget: Budget,
+        digests: bool = True,
+        threads: Threads | None = None,
+    ) -> None:
+        self._buf, self._display, self._budget, self._digests = buf, display, budget, digests
+        self._threads = threads
+        self._workers = min(os.cpu_count() or 1, _WORKERS)
+        self._release = releaser(buf)
+        self._pool: Executor | None = None
+        self._jobs: deque[Future[list[Decoded | None]] | list[fatbin.Entry]] = deque()
+        self._batch: list[fatbin.Entry] = []
+        self._stored = self._decoded = 0  # the batch's stored and decoded bytes
+        self._count = 0  # entries decoded (not LTO IR) handed over so far
+
+    def put(self, entry: fatbin.Entry) -> None:
+        """Add ``entry`` (the next in order) to the entries to decode."""
+        self._batch.append(entry)
+        self._stored += entry.header_size + entry.payload_size
+        if entry.kind != fatbin.KIND_NVVM:  # LTO IR: never decoded
+            self._count += 1
+            self._decoded += max(entry.payload_size, entry.uncompressed_size)
+        if len(self._batch) >= _BATCH or self._stored >= _BATCH_BYTES:
+            self._flush()
+
+    def results(self) -> Iterator[Decoded | None]:
+        """What each entry handed over decodes to, in order (once all are handed over)."""
+        self._flush()
+        while self._jobs:
+            job = self._jobs.popleft()
+            yield from self._decode(job) if isinstance(job, list) else job.result()
+
+    def close(self) -> None:
+        """Stop the threads, if any: batches not started are dropped, running ones end."""
+        self._jobs.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def _flush(self) -> None:
+        batch = self._batch
+        if not batch:
+            return
+        threads = self._threads
+        worth = (
+            self._workers > 1
+            and self._count >= PARALLEL_MIN
+            and self._decoded >= PARALLEL_MEAN_BYTES * len(batch)
+        )
+        self._batch, self._stored, self._decoded = [], 0, 0
+        if threads is None or not worth:  # decoded here, when asked for
+            self._jobs.append(batch)
+            return
+        if self._pool is None:
+            self._pool = threads(self._workers)
+        self._jobs.append(self._pool.submit(self._decode, batch))
+
+    def _decode(self, batch: list[fatbin.Entry]) -> list[Decoded | None]:
+        found = [decode(self._buf, e, self._display, self._budget, self._digests) for e in batch]
         # Dropped by the thread that read them, at once: a thread ahead of the others
         # would otherwise hold its pages until the results before its own were taken.
-        last = work[hi - 1]
-        release(work[lo].offset, last.payload_offset + last.payload_size)
+        last = batch[-1]
+        self._release(batch[0].offset, last.payload_offset + last.payload_size)
         return found
 
-    with threads(workers) as pool:
-        results = itertools.chain.from_iterable(pool.map(chunk, chunks))
-        try:
-            yield from _with_copies(headers, first, lambda _e: next(results))
-        except BaseException:
-            pool.shutdown(cancel_futures=True)  # a bad entry: decode no further
-            raise
 
-
-def _with_copies(
+def with_copies(
     headers: Headers, first: array[int], decoded: Callable[[fatbin.Entry], Decoded | None]
 ) -> Iterator[tuple[fatbin.Entry, Decoded | None]]:
     """Each entry with ``decoded(entry)`` for the first of its copies (asked in order), and
@@ -154,84 +229,6 @@ def _with_copies(
         if i in kept:
             kept[i] = d
         yield e, d
-
-
-def _worth_threads(headers: Headers, first: array[int]) -> bool:
-    """Whether decoding the entries of ``headers`` that are no copies (``first``) is worth
-    a pool of threads (PARALLEL_MEAN_BYTES)."""
-    count = decoded = 0
-    for i, v in enumerate(headers.packed()):
-        if first[i] == i and v[PACKED_KIND] != fatbin.KIND_NVVM:  # LTO IR: never decoded
-            count += 1
-            decoded += max(packed_sizes(v))
-    return count >= PARALLEL_MIN and decoded >= PARALLEL_MEAN_BYTES * count
-
-
-def first_copies(buf: Buffer, headers: Headers) -> array[int]:
-    """For each entry, the index of the first entry with the same header and payload bytes.
-
-    Libraries repeat entries (libcublasLt: 4,479 of its 5,666 are copies, mostly small
-    device-link stubs): decoding each payload once saves the per-entry cost of the rest.
-    Only entries whose header fields all agree are compared, byte for byte, each against
-    at most a few distinct payloads (so a crafted file cannot make this quadratic); a
-    CRC-32 of each payload (read in place, its pages dropped after) is compared first,
-    so no payload is held: sgl-kernel's flash_ops holds 546 raw cubins of up to 6 MB.
-    LTO IR is never decoded, so never compared. Entries are grouped by their fields'
-    hash, and a group of one is its index alone: a tuple and a list per entry were 6 MB
-    of cuFFT's 24,454 headers.
-    """
-    release = releaser(buf)
-    first = array("q", range(len(headers)))
-    groups: dict[int, int | list[int]] = {}
-    for i, v in enumerate(headers.packed()):
-        if v[PACKED_KIND] == fatbin.KIND_NVVM:
-            continue
-        key = hash(packed_signature(v))
-        seen = groups.get(key)
-        if seen is None:
-            groups[key] = i
-        elif isinstance(seen, int):
-            groups[key] = [seen, i]
-        else:
-            seen.append(i)
-    with memoryview(buf) as view:
-
-        def payload(e: fatbin.Entry) -> memoryview:
-            return view[e.payload_offset : e.payload_offset + e.payload_size]
-
-        for members in groups.values():
-            if isinstance(members, int):
-                continue
-            # Fields that differ but hash alike (a crafted file can make them: flags and
-            # sizes are 64-bit) are kept apart, each with its own few payloads compared.
-            by_fields: dict[tuple[int, ...], list[tuple[int, int]]] = {}  # entry, CRC-32
-            for i in members:
-                e = headers[i]
-                crc = zlib.crc32(payload(e))
-                release(e.payload_offset, e.payload_offset + e.payload_size)
-                distinct = by_fields.setdefault(signature(e), [])
-                same = next(
-                    (j for j, seen in distinct
-                     if seen == crc and payload(headers[j]) == payload(e)),
-                    None,
-                )  # fmt: skip
-                if same is not None:
-                    first[i] = same
-                elif len(distinct) < _DISTINCT_COMPARED:
-                    distinct.append((i, crc))
-    return first
-
-
-def _batches(entries: list[fatbin.Entry]) -> Iterator[tuple[int, int]]:
-    """Index ranges of at most _BATCH entries and about _BATCH_BYTES stored bytes each."""
-    lo, stored = 0, 0
-    for i, e in enumerate(entries):
-        stored += e.header_size + e.payload_size
-        if i + 1 - lo >= _BATCH or stored >= _BATCH_BYTES:
-            yield lo, i + 1
-            lo, stored = i + 1, 0
-    if lo < len(entries):
-        yield lo, len(entries)
 
 
 def decode(

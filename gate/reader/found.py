@@ -9,11 +9,12 @@ then decoded (:mod:`gate.reader.decoding`), copies once; what an entry's header 
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections.abc import Iterable
 from functools import cache
 
 from gate.reader import fatbin
-from gate.reader.decoding import Decoded, Threads, decode_all, first_copies
+from gate.reader.decoding import Copies, Decoded, Decoding, Threads, with_copies
 from gate.reader.elffile import Buffer
 from gate.reader.entries import EntryPacker, Kind
 from gate.reader.headers import Headers
@@ -29,7 +30,10 @@ class Found:
     Listing (kept as columns: :class:`~gate.reader.entries.EntryPacker`). Headers only:
     each entry is added as its container is read, and the header is let go
     (libcufft.so.11 holds 24,453 containers in .ldata). With names, the headers are kept,
-    packed, until all are decoded (copies are found across the whole artifact)."""
+    packed, until all are decoded (copies are found across the whole artifact), and each
+    entry that is no copy is handed to be decoded as soon as it is read: a large artifact's
+    entries are decoded on threads while the reader reads on. :meth:`close` (or
+    :meth:`listing`) must end a names read: it stops those threads."""
 
     def __init__(
         self,
@@ -44,9 +48,15 @@ class Found:
         self.buf, self.display, self.names = buf, display, names
         self.budget, self.digests, self.threads = budget, digests, threads
         # With names: the headers waiting to be decoded, and their sections as runs of
-        # (section, count) (a pair per header was 1.5 MB of cuFFT's 24,454).
+        # (section, count) (a pair per header was 1.5 MB of cuFFT's 24,454); the first of
+        # each one's copies; and the entries that are no copy, being decoded.
         self.pending = Headers()
         self.sections: list[tuple[str, int]] = []
+        self.first = array("q")
+        self.copies = Copies(buf, self.pending)
+        self.decoding = Decoding(
+            buf, display=display, budget=budget, digests=digests, threads=threads
+        )
         self.entries = EntryPacker()
         # Entries sharing a header signature share kind, target, ISA and compression:
         # those are worked out, and given their packer index, once per signature and
@@ -57,8 +67,16 @@ class Found:
     def add(self, section: str, containers: Iterable[fatbin.Container]) -> None:
         if self.names:
             before = len(self.pending)
+            pending, first, copies, decoding = self.pending, self.first, self.copies, self.decoding
             for c in containers:
-                self.pending.extend(c.entries)
+                start = len(pending)
+                pending.extend(c.entries)
+                # Decoding starts while the next containers are read (and scanned for).
+                for i, e in enumerate(c.entries, start):
+                    f = copies.first_of(i, e)
+                    first.append(f)
+                    if f == i:
+                        decoding.put(e)
             if len(self.pending) > before:
                 self.sections.append((section, len(self.pending) - before))
             return
@@ -70,21 +88,23 @@ class Found:
     def listing(self) -> Listing:
         headers, self.pending = self.pending, Headers()
         if headers:
-            first = first_copies(self.buf, headers)
-            each = decode_all(
-                self.buf, headers, first,
-                display=self.display, budget=self.budget, digests=self.digests,
-                threads=self.threads,
-            )  # fmt: skip
+            results = self.decoding.results()
+            each = with_copies(headers, self.first, lambda _e: next(results))
             add = self._add
-            for section, count in self.sections:
-                for e, d in itertools.islice(each, count):
-                    add(section, e, d)
-            # One step past the last entry: the generator drops its last run of pages and
-            # its pool ends (left suspended, neither would happen).
-            if next(each, None) is not None:
-                raise RuntimeError(f"{self.display}: more entries decoded than were read")
+            try:
+                for section, count in self.sections:
+                    for e, d in itertools.islice(each, count):
+                        add(section, e, d)
+                if next(each, None) is not None or next(results, None) is not None:
+                    raise RuntimeError(f"{self.display}: more entries decoded than were read")
+            finally:
+                self.decoding.close()
         return Listing(self.entries.entries())
+
+    def close(self) -> None:
+        """Stop decoding (a read that failed before :meth:`listing`): no thread is left
+        reading the buffer once this returns."""
+        self.decoding.close()
 
     def _add(self, section: str, e: fatbin.Entry, d: Decoded | None) -> None:
         variant = _VARIANT_KEYS[d.variant] if d else -1

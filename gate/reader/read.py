@@ -201,15 +201,22 @@ def read_buffer(
     head = bytes(buf[base : base + 8])
     if head.startswith(fatbin.CONTAINER_PREFIX):
         found = Found(buf, display, names, budget, digests, threads=threads)
-        found.add("(fatbin)", fatbin.parse_containers(buf, base, base + size, display))
-        return ArtifactReport(display, "fatbin", listing=found.listing(), names=names)
+        try:
+            found.add("(fatbin)", fatbin.parse_containers(buf, base, base + size, display))
+            listing = found.listing()
+        finally:
+            found.close()  # no thread left reading ``buf``, whatever went wrong
+        return ArtifactReport(display, "fatbin", listing=listing, names=names)
     elf = ElfFile(buf, display, base, size)
     if elf.machine == EM_CUDA:
         return _cubin_report(elf, display, names=names, digests=digests)
     found = Found(buf, display, names, budget, digests, threads=threads)
-    for section, containers in host_containers(buf, elf, display, scan=scan):
-        found.add(section, containers)
-    listing = found.listing()
+    try:
+        for section, containers in host_containers(buf, elf, display, scan=scan):
+            found.add(section, containers)
+        listing = found.listing()
+    finally:
+        found.close()
     if not names and _maybe_kernel_less(listing):
         # Headers alone cannot tell nvcc's kernel-less cubins (one per target for host
         # code: libcufftw.so's sm_52) from code; a few small raw cubins are read whole.
