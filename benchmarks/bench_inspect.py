@@ -1,17 +1,29 @@
-"""Time `cuda-gate inspect` against cuobjdump on large real libraries.
+r"""Time `cuda-gate inspect` against cuobjdump on the big vendor libraries, warm and cold.
+
+On the GPU machine (offline, 16 cores, cuobjdump on PATH, torch 2.11 cu130's wheels in
+the system python3), from the checkout, the one command line to run::
+
+    python3 benchmarks/bench_inspect.py --cold --names-only --runs 3 --output "$OUT/RESULTS.md" \
+        --site "$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))')"
 
 Whole processes, both tools in the same run, interleaved round-robin so machine noise
 hits both alike; median wall time and per-process peak RSS (``os.wait4`` rusage, so
-each run's own peak, not the maximum over all children). Writes its part of
-benchmarks/RESULTS.md, between two marker lines; the rest of the file is kept.
+each run's own peak, not the maximum over all children). Names mode runs with
+``--no-cache`` and a private cache folder: the inspection cache would otherwise answer
+every run after the first. Writes its part of benchmarks/RESULTS.md, between two marker
+lines; the rest of the file is kept.
 
-    python benchmarks/bench_inspect.py [LIBRARY ...] [--runs 5] [--output FILE] [--no-write]
+    python benchmarks/bench_inspect.py [LIBRARY ...] [--site DIR] [--cold] [--names-only]
+        [--runs 5] [--output FILE] [--no-write]
 
-With no LIBRARY, libcublasLt.so.13 is taken from the nvidia-cublas==13.10.0.20 wheel,
-downloaded with pip into ``--cache`` (ignored by git) when missing. Any other library
-can be named, such as torch's libtorch_cuda.so on a GPU machine (RESULTS.md says how).
-Names mode runs with ``--no-cache`` and a private cache folder: the inspection cache
-would otherwise answer every run after the first.
+With neither LIBRARY nor ``--site``, the libraries of LIBRARIES (cuBLASLt, cuBLAS,
+cuDNN's largest, cuFFT) are taken from their pinned wheels, downloaded with pip into
+``--cache`` (ignored by git) when missing. ``--site DIR`` takes the same libraries from
+an installed environment's site-packages folder instead (and torch's libtorch_cuda.so
+when it is there): nothing is downloaded. ``--cold`` adds runs with the page cache
+dropped before each command (root only: ``/proc/sys/vm/drop_caches``), the first run a
+user makes on a machine that has not read the library yet. ``--names-only`` times only
+the kernel names (``inspect --names`` against ``-symbols``), not the listings.
 This script calls subprocess directly (not gate.proc): it needs each child's rusage.
 """
 
@@ -34,13 +46,43 @@ sys.path.insert(0, str(ROOT))
 
 from gate.tools import cuobjdump  # noqa: E402
 
-DEFAULT = ("libcublasLt.so.13", "nvidia-cublas==13.10.0.20", "nvidia/cu13/lib/libcublasLt.so.13")
+
+@dataclass(frozen=True)
+class Library:
+    """A vendor library to time: its wheel, and its path inside it (which is also its path
+    under an environment's site-packages)."""
+
+    name: str
+    requirement: str
+    member: str
+
+
+# The libraries a user audits first, as issue 40 names them: cuBLASLt, cuBLAS, cuDNN's
+# largest library (its precompiled engines) and cuFFT (whose device code cuobjdump does not
+# see: it sits in .ldata).
+LIBRARIES = (
+    Library("libcublasLt.so.13", "nvidia-cublas==13.10.0.20", "nvidia/cu13/lib/libcublasLt.so.13"),
+    Library("libcublas.so.13", "nvidia-cublas==13.10.0.20", "nvidia/cu13/lib/libcublas.so.13"),
+    Library(
+        "libcudnn_engines_precompiled.so.9",
+        "nvidia-cudnn-cu13==9.28.1.4",
+        "nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9",
+    ),
+    Library("libcufft.so.12", "nvidia-cufft==12.5.0.14", "nvidia/cu13/lib/libcufft.so.12"),
+)
+# Under --site, also this one where it is installed (torch's own, on the GPU machine).
+TORCH = "torch/lib/libtorch_cuda.so"
 NAMES = "cuda-gate inspect --names (all sections)"
 NAMES_NO_SCAN = "cuda-gate inspect --names --no-scan"
 LISTING = "cuda-gate inspect (headers, all sections: default)"
 LISTING_NO_SCAN = "cuda-gate inspect --no-scan (headers, .nv_fatbin only)"
 LIST_ELF = "cuobjdump --list-elf"
 SYMBOLS = "cuobjdump -symbols"
+# Issue 40's targets for kernel names on these libraries.
+NAMES_TARGET = 3.0
+MEMORY_TARGET = 10
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+WARM, COLD = "warm", "cold"
 
 
 # The part of RESULTS.md this script writes; the rest of the file (runs on other machines,
@@ -53,25 +95,31 @@ END = "<!-- bench_inspect.py writes up to here -->"
 class Sample:
     seconds: float
     peak_kb: int
+    status: int = 0
 
 
-def fetch(cache: Path) -> Path:
-    """libcublasLt.so.13 extracted from its wheel into ``cache`` (downloaded when missing)."""
-    name, requirement, member = DEFAULT
+# (library name, page cache, command label) -> its samples' median seconds, peak KB and
+# the exit status of its last run.
+Results = dict[tuple[str, str, str], tuple[float, int, int]]
+
+
+def fetch(cache: Path, library: Library = LIBRARIES[0]) -> Path:
+    """``library`` extracted from its wheel into ``cache`` (downloaded when missing)."""
     cache.mkdir(parents=True, exist_ok=True)
-    target = cache / name
+    target = cache / library.name
     if target.exists():
         return target
-    pattern = f"{requirement.split('==')[0].replace('-', '_')}-*.whl"
+    name, version = library.requirement.split("==")
+    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
     wheels = list(cache.glob(pattern))
     if not wheels:
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache),
-             requirement],
+             library.requirement],
             check=True,
         )  # fmt: skip
         wheels = list(cache.glob(pattern))
-    with zipfile.ZipFile(wheels[0]) as z, z.open(member) as src:
+    with zipfile.ZipFile(wheels[0]) as z, z.open(library.member) as src:
         tmp = target.with_suffix(".part")
         with tmp.open("wb") as out:
             while chunk := src.read(1 << 20):
@@ -80,28 +128,52 @@ def fetch(cache: Path) -> Path:
     return target
 
 
-def measure(argv: list[str], env: dict[str, str]) -> Sample:
-    """Run ``argv`` once, output discarded; wall time and its own peak RSS."""
+def installed(site: Path) -> list[Path]:
+    """The libraries of LIBRARIES (and torch's libtorch_cuda.so) installed under ``site``."""
+    found = [site / lib.member for lib in LIBRARIES] + [site / TORCH]
+    missing = [str(p) for p in found[:-1] if not p.is_file()]
+    if missing:
+        print(f"not installed, left out: {', '.join(missing)}", file=sys.stderr)
+    return [p for p in found if p.is_file()]
+
+
+def measure(argv: list[str], env: dict[str, str], *, may_fail: bool = False) -> Sample:
+    """Run ``argv`` once, output discarded; wall time and its own peak RSS. A failed run
+    stops the benchmark unless ``may_fail`` (cuobjdump exits 255 on a library whose device
+    code it cannot see)."""
     start = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
+    if child.returncode != 0 and not may_fail:
         raise SystemExit(f"benchmark command failed ({child.returncode}): {' '.join(argv)}")
-    return Sample(elapsed, usage.ru_maxrss)
+    return Sample(elapsed, usage.ru_maxrss, child.returncode)
 
 
-def commands(tool: str, lib: Path) -> dict[str, list[str]]:
+def commands(tool: str, lib: Path, *, names_only: bool = False) -> dict[str, list[str]]:
     ours = [sys.executable, "-m", "gate", "inspect", "--no-detect"]
+    names = {
+        NAMES: [*ours, "--names", "--no-cache", str(lib)],
+        SYMBOLS: [tool, "-symbols", str(lib)],
+    }
+    if names_only:
+        return names
     return {
         LISTING_NO_SCAN: [*ours, "--no-scan", str(lib)],
         LISTING: [*ours, str(lib)],
         NAMES_NO_SCAN: [*ours, "--names", "--no-cache", "--no-scan", str(lib)],
-        NAMES: [*ours, "--names", "--no-cache", str(lib)],
+        NAMES: names[NAMES],
         LIST_ELF: [tool, "--list-elf", str(lib)],
-        SYMBOLS: [tool, "-symbols", str(lib)],
+        SYMBOLS: names[SYMBOLS],
     }
+
+
+def drop_page_cache() -> None:
+    """Write back and drop the page cache (and dentries, inodes): the next run reads the
+    library, the interpreter and the tool from disk."""
+    os.sync()
+    DROP_CACHES.write_text("3\n")
 
 
 def bytecode() -> None:
@@ -139,34 +211,61 @@ def machine() -> str:
     )
 
 
+def run_all(
+    libs: list[Path], tool: str, env: dict[str, str], *, runs: int, cold: bool, names_only: bool
+) -> Results:
+    """Every command on every library: warm (after one untimed run of each), then cold
+    (the page cache dropped before each command) when asked; interleaved round-robin."""
+    results: Results = {}
+    for cache in (WARM, COLD) if cold else (WARM,):
+        samples: dict[tuple[str, str], list[Sample]] = {}
+        every = {lib: commands(tool, lib, names_only=names_only) for lib in libs}
+        if cache == WARM:  # the page cache and the interpreter's bytecode
+            for cmds in every.values():
+                for label, argv in cmds.items():
+                    measure(argv, env, may_fail=label in (SYMBOLS, LIST_ELF))
+        for _ in range(runs):
+            for lib, cmds in every.items():
+                for label, argv in cmds.items():
+                    if cache == COLD:
+                        drop_page_cache()
+                    sample = measure(argv, env, may_fail=label in (SYMBOLS, LIST_ELF))
+                    samples.setdefault((lib.name, label), []).append(sample)
+        for (name, label), got in samples.items():
+            median = statistics.median(s.seconds for s in got)
+            peak = max(s.peak_kb for s in got)
+            results[name, cache, label] = (median, peak, got[-1].status)
+            print(f"{name:34} {cache:4} {label:56} {median:8.3f} s {peak / 1024:8.1f} MB",
+                  flush=True)  # fmt: skip
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("libraries", nargs="*", type=Path, metavar="LIBRARY")
+    parser.add_argument("--site", type=Path, help="take the libraries from this site-packages")
+    parser.add_argument("--cold", action="store_true", help="also time with the page cache dropped")
+    parser.add_argument("--names-only", action="store_true", help="time kernel names only")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cache", type=Path, default=ROOT / ".work" / "bench")
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print only, keep RESULTS.md")
     args = parser.parse_args()
+    if args.cold and not os.access(DROP_CACHES, os.W_OK):
+        parser.error(f"--cold drops the page cache: {DROP_CACHES} is not writable (root only)")
     tool = cuobjdump.find()
     bytecode()
-    libs = args.libraries or [fetch(args.cache)]
+    libs = list(args.libraries)
+    if args.site is not None:
+        libs += installed(args.site)
+    if not libs:
+        libs = [fetch(args.cache, lib) for lib in LIBRARIES]
     start_machine = machine()
-    results: dict[tuple[str, str], tuple[float, int]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as private:
         env = {**os.environ, "CUDA_GATE_CACHE_DIR": private}
-        for lib in libs:
-            cmds = commands(tool, lib)
-            for argv in cmds.values():  # warm the page cache and the interpreter's bytecode
-                measure(argv, env)
-            samples: dict[str, list[Sample]] = {label: [] for label in cmds}
-            for _ in range(args.runs):
-                for label, argv in cmds.items():
-                    samples[label].append(measure(argv, env))
-            for label, got in samples.items():
-                median = statistics.median(s.seconds for s in got)
-                peak = max(s.peak_kb for s in got)
-                results[lib.name, label] = (median, peak)
-                print(f"{lib.name:20} {label:56} {median:8.3f} s {peak / 1024:8.1f} MB", flush=True)
+        results = run_all(
+            libs, tool, env, runs=args.runs, cold=args.cold, names_only=args.names_only
+        )
     text = render(results, libs, tool, args.runs, start_machine)
     print(text)
     if not args.no_write:
@@ -200,59 +299,81 @@ def _revision() -> str:
     return head + ("+" if dirty else "")
 
 
-def render(
-    results: dict[tuple[str, str], tuple[float, int]],
-    libs: list[Path],
-    tool: str,
-    runs: int,
-    where: str,
-) -> str:
+def render(results: Results, libs: list[Path], tool: str, runs: int, where: str) -> str:
     version = cuobjdump.version(tool)
+    caches = [c for c in (WARM, COLD) if any(k[1] == c for k in results)]
     lines = [
         "# cuda-gate inspect vs cuobjdump",
         "",
         f"Machine: {where}. cuobjdump: {version}.",
-        f"Whole process, output to /dev/null, warm page cache, median of {runs} interleaved runs;",
-        "peak = the largest per-process max RSS over the runs (os.wait4 rusage). Names mode",
-        "with --no-cache (the inspection cache would answer every later run).",
+        f"Whole process, output to /dev/null, median of {runs} interleaved runs; peak = the",
+        "largest per-process max RSS over the runs (os.wait4 rusage). Names mode with",
+        "--no-cache and a private cache folder (the inspection cache would answer every later",
+        "run). Warm: the page cache holds the library (one untimed run of each command first);",
+        "cold: the page cache dropped before every command (`sync; echo 3 >",
+        "/proc/sys/vm/drop_caches`), as on a first audit.",
         "",
         "Inputs: " + "; ".join(f"`{p.name}` ({p.stat().st_size / 1e6:.0f} MB)" for p in libs),
         "",
-        "| library | command | median s | peak MB |",
-        "|---|---|---:|---:|",
+        (
+            f"## Kernel names against the targets (>= {NAMES_TARGET:.0f}x `-symbols`, peak "
+            f"memory <= 1/{MEMORY_TARGET})"
+        ),
+        "",
+        (
+            "| library | page cache | gate s | `-symbols` s | x | gate peak MB | `-symbols` "
+            "peak MB | memory | time | memory |"
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
+    for cache in caches:
+        lines += [_names_row(results, lib.name, cache) for lib in libs]
+    lines += ["", "## Every command", "", "| library | page cache | command | median s | peak MB |"]
+    lines.append("|---|---|---|---:|---:|")
     lines += [
-        f"| {n} | {label} | {s:.3f} | {kb / 1024:.1f} |" for (n, label), (s, kb) in results.items()
+        f"| {n} | {c} | {label}{_failed(status)} | {s:.3f} | {kb / 1024:.1f} |"
+        for (n, c, label), (s, kb, status) in results.items()
     ]
-    lines += ["", "## Against the targets", ""]
-    for lib in libs:
-        n = lib.name
-        elf, elf_kb = results[n, LIST_ELF]
-        sym, sym_kb = results[n, SYMBOLS]
-        fast, _ = results[n, LISTING_NO_SCAN]
-        full, full_kb = results[n, LISTING]
-        names, names_kb = results[n, NAMES]
-        names_ns, names_ns_kb = results[n, NAMES_NO_SCAN]
-        peak_names = max(names_kb, names_ns_kb)
-        kernels = (
-            f"- kernel names, every section: {names:.3f} s, {sym / names:.2f}x faster than "
-            f"`-symbols` ({sym:.3f} s) (target >= 2x: {_met(sym / names >= 2)}); .nv_fatbin "
-            f"only (what cuobjdump reads): {names_ns:.3f} s, {sym / names_ns:.2f}x"
+    listings = [lib.name for lib in libs if (lib.name, WARM, LIST_ELF) in results]
+    if listings:
+        lines += ["", "## Listing and `--no-scan`, warm", ""]
+        lines += [_listing_line(results, name) for name in listings]
+    return "\n".join(lines) + "\n"
+
+
+def _names_row(results: Results, name: str, cache: str) -> str:
+    ours, ours_kb, _ = results[name, cache, NAMES]
+    theirs, theirs_kb, status = results[name, cache, SYMBOLS]
+    memory = f"1/{theirs_kb / max(ours_kb, 1):.1f}"
+    if status != 0:  # cuobjdump read nothing: no ratio to judge
+        return (
+            f"| {name} | {cache} | {ours:.3f} | {theirs:.3f}{_failed(status)} | - | "
+            f"{ours_kb / 1024:.0f} | {theirs_kb / 1024:.0f} | {memory} | - | - |"
         )
-        listing = (
-            f"- listing, every section scanned (default): {full:.3f} s, {elf / full:.1f}x "
-            f"faster than `--list-elf` ({elf:.3f} s) (target >= 20x: {_met(elf / full >= 20)}); "
-            f"`--no-scan`: {fast:.3f} s, {elf / fast:.1f}x"
-        )
-        memory_ok = peak_names * 10 <= sym_kb and full_kb * 10 <= elf_kb
-        memory = (
-            f"- peak memory: names {peak_names / 1024:.0f} MB vs `-symbols` "
-            f"{sym_kb / 1024:.0f} MB (1/{sym_kb / max(peak_names, 1):.0f}); listing "
-            f"{full_kb / 1024:.0f} MB vs `--list-elf` {elf_kb / 1024:.0f} MB "
-            f"(1/{elf_kb / max(full_kb, 1):.0f}) (target <= 1/10: {_met(memory_ok)})"
-        )
-        lines += [f"### {n}", "", kernels, listing, memory, ""]
-    return "\n".join(lines)
+    ratio = theirs / ours
+    return (
+        f"| {name} | {cache} | {ours:.3f} | {theirs:.3f} | {ratio:.2f} | {ours_kb / 1024:.0f} | "
+        f"{theirs_kb / 1024:.0f} | {memory} | {_met(ratio >= NAMES_TARGET)} | "
+        f"{_met(ours_kb * MEMORY_TARGET <= theirs_kb)} |"
+    )
+
+
+def _listing_line(results: Results, name: str) -> str:
+    elf, elf_kb, _ = results[name, WARM, LIST_ELF]
+    fast, _, _ = results[name, WARM, LISTING_NO_SCAN]
+    full, full_kb, _ = results[name, WARM, LISTING]
+    names_ns, _, _ = results[name, WARM, NAMES_NO_SCAN]
+    sym, _, _ = results[name, WARM, SYMBOLS]
+    return (
+        f"- {name}: listing, every section scanned (default) {full:.3f} s, {elf / full:.1f}x "
+        f"`--list-elf` ({elf:.3f} s), `--no-scan` {fast:.3f} s ({elf / fast:.1f}x); peak "
+        f"{full_kb / 1024:.0f} MB vs {elf_kb / 1024:.0f} MB; names `--no-scan` (what cuobjdump "
+        f"reads) {names_ns:.3f} s ({sym / names_ns:.2f}x `-symbols`)"
+    )
+
+
+def _failed(status: int) -> str:
+    return f" (exit {status}: no device code it can see)" if status else ""
 
 
 def merge(
