@@ -152,11 +152,14 @@ def test_inspect_prints_one_line_per_distribution_and_a_summary(
     out = capsys.readouterr().out.splitlines()
     rows = {line.split()[0]: line for line in out if line.split() and line.split()[0] in
             ("fastlib", "quant", "hopper")}  # fmt: skip
-    assert rows["fastlib"].endswith("12.1    compatible SASS (sm_120)")
-    assert rows["quant"].endswith("compatible SASS (sm_120) with CUDA runtime 12.8")
+    # Read without kernel names, each distribution's line says it was judged by targets.
+    by_target = "; by target only (--names: per kernel)"
+    assert rows["fastlib"].endswith("12.1    compatible SASS (sm_120)" + by_target)
+    assert rows["quant"].endswith("compatible SASS (sm_120) with CUDA runtime 12.8" + by_target)
     # A mixed answer says its bottom line first, then the libraries behind each route.
     assert rows["hopper"].endswith(
         "12.1    partly: 1 of 2 libraries by compatible SASS (sm_120); 1 only for other devices"
+        + by_target
     )
     assert "    12.1 only for other devices: 1 file: hopper/libh.so" in out
     assert any(line.startswith("no device code (") and "puresrc 0.1" in line for line in out)
@@ -184,7 +187,7 @@ def test_require_device_fails_exactly_the_distributions_that_cannot_run(
     assert main(["inspect", "--no-detect", "--device", "12.1", "--cuda-runtime", "11.8",
                  str(venv)]) == 0  # fmt: skip
     rows = capsys.readouterr().out.splitlines()
-    assert any(r.startswith("quant ") and r.endswith("with CUDA runtime 11.8") for r in rows)
+    assert any(r.startswith("quant ") and "with CUDA runtime 11.8; by target" in r for r in rows)
     assert any(r.startswith("      12.1 (CUDA runtime 11.8 loads cuda118): ") for r in rows)
 
 
@@ -295,7 +298,7 @@ def test_identical_artifacts_collapse_into_one_line_with_a_count(
     assert short[2:5] == [
         (
             "cubins        1.0      12.1    partly: 1 of 41 libraries by compatible SASS (sm_120); "
-            "40 only for other devices"
+            "40 only for other devices; by target only (--names: per kernel)"
         ),
         "    12.1 compatible SASS (sm_120): 1 file: cubins/libk.so",
         others,

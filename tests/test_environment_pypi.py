@@ -77,13 +77,17 @@ def test_one_verdict_line_per_distribution_and_a_summary(venv: Path) -> None:
     result = _inspect("--device", "12.1", str(venv))
     assert result.returncode == 0, result.stderr
     rows = _rows(result.stdout, NAMES)
-    assert rows["nvidia-cuda-cupti"].endswith("13.0.85   12.1    native: exact SASS (sm_121)")
+    # Read without kernel names: each line says it was judged by target only.
+    by_target = "; by target only (--names: per kernel)"
+    assert rows["nvidia-cuda-cupti"].endswith(
+        "13.0.85   12.1    native: exact SASS (sm_121)" + by_target
+    )
     assert (
         "12.1.105  12.1    nothing for this device (has SASS sm_50..sm_90 (11))"
         in (rows["nvidia-cuda-cupti-cu12"])
     )
     assert rows["bitsandbytes"].endswith(
-        "compatible SASS (sm_120) with CUDA runtime 12.8, 13.0, 13.2"
+        "compatible SASS (sm_120) with CUDA runtime 12.8, 13.0, 13.2" + by_target
     )
     lines = result.stdout.splitlines()
     assert sum(1 for line in lines if line.split() and line.split()[0] in NAMES) == 3
@@ -163,7 +167,10 @@ def test_builds_per_gpu_folder_are_alternatives(gpu_folders_wheel: Path) -> None
                       str(gpu_folders_wheel))  # fmt: skip
     assert result.returncode == 0, result.stderr
     rows = result.stdout.splitlines()
-    assert "kern          0.3      9.0     native: exact SASS (sm_90a) with sm90/" in rows
+    assert (
+        "kern          0.3      9.0     native: exact SASS (sm_90a) with sm90/; "
+        "by target only (--names: per kernel)"
+    ) in rows
     assert f"{'':23}12.1    compatible SASS (sm_120) with sm100/" in rows
     assert "      12.1: compatible SASS (sm_120): sm100; only for other devices: sm90" in rows
     assert (

@@ -63,7 +63,7 @@ def test_one_wheel_is_one_distribution_with_its_bottom_line_first(
         (
             "mix           2.0      12.1    partly: 2 of 3 libraries run (1 by compatible SASS "
             "(sm_120), 1 by PTX JIT (compute_90, ISA 9.0, driver >= 13.0)); "
-            "1 only for other devices"
+            "1 only for other devices; by target only (--names: per kernel)"
         ),
         (
             "                       9.0     runs: 2 libraries by exact SASS, 1 by PTX JIT "

@@ -29,6 +29,7 @@ from gate.rules.environment import (
     unmet,
 )
 from gate.rules.routes import Path, Route, route
+from gate.rules.shares import tally
 from gate.rules.targets import Capability, Target, Version
 from gate.rules.variants import RULES, Selector, Variant, VariantSet, find_sets
 
@@ -392,6 +393,31 @@ def test_a_distribution_s_category_on_a_device(
     assert overall([_part(o) for o in outcomes], errors=errors) is expected
 
 
+# (parts' outcomes, the kernels' groups, the category): where kernels were counted, the
+# route most of them take answers, whatever the parts' categories.
+SM_90 = sass("sm_90", "9.0")
+JIT_80 = ptx("compute_80", "9.0", "9.0")
+KERNELS_ROWS = [
+    ((NATIVE,), [(NONE, ("b1", "c1")), (SM_90, ("a1",))], Category.NOTHING),
+    ((NATIVE, PTX_OK), [(JIT_80, ("a", "b")), (SM_90, ("c",))], Category.PTX_JIT),
+    ((NOTHING,), [(SM_90, ("a",))], Category.NATIVE),
+    # No kernel counted: the parts answer, as without names.
+    ((NATIVE, PTX_OK), [], Category.MIXED),
+    # No part: no device code, counted kernels or not.
+    ((), [(SM_90, ("a",))], Category.NO_DEVICE_CODE),
+]
+
+
+@pytest.mark.parametrize(("outcomes", "groups", "expected"), KERNELS_ROWS)
+def test_counted_kernels_give_a_distribution_the_category_of_their_majority(
+    outcomes: tuple[Outcome, ...],
+    groups: list[tuple[Route, tuple[str, ...]]],
+    expected: Category,
+) -> None:
+    kernels = tally(groups)
+    assert overall([_part(o) for o in outcomes], errors=False, kernels=kernels) is expected
+
+
 def test_a_distribution_passes_a_device_when_every_part_does() -> None:
     cap = Capability(9, 0)
     assert DeviceVerdict(cap, Category.NO_DEVICE_CODE, ()).passes
@@ -585,3 +611,12 @@ def test_what_fails_a_required_device(
     expected: tuple[Shortfall, ...],
 ) -> None:
     assert shortfalls(devices, required, frozenset(unnamed)) == expected
+
+
+def test_a_shortfall_carries_the_device_s_kernels_where_they_were_counted() -> None:
+    kernels = tally([(NONE, ("b1", "c1")), (SM_90, ("a1",))])
+    failing = DeviceVerdict(H100, Category.NOTHING, (_part(FAILS_NATIVE, "x.so"),), kernels)
+    assert shortfalls((failing,), (H100,), frozenset()) == (
+        Shortfall(H100, ("x.so",), False, kernels),
+    )
+    assert DeviceVerdict(H100, Category.NATIVE, ()).kernels is None

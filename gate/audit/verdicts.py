@@ -7,6 +7,12 @@ first: old builds are alternatives, never missing code. What answers for a part,
 it passes, and a distribution's category are the decision core's
 (:mod:`gate.rules.environment`); this module reads each group's reports for it.
 
+A part read with kernel names is judged kernel by kernel: it passes a device when every
+kernel built for it has code there (the per-file verdict's count), whatever its route's
+label; read without names, its targets are judged (something in it runs). Where every
+part was read with names, the distribution's kernels are counted per route on each device
+(:mod:`gate.rules.shares`): its verdict is the route most of them take, with the shares.
+
 A distribution passes a device when every part does; one with no device code needs no
 device and passes (it is said, not failed: ``no device code``).
 """
@@ -21,6 +27,7 @@ from gate.reader.distributions import Group
 from gate.reader.read import ArtifactReport
 from gate.rules import environment
 from gate.rules.environment import DeviceVerdict, Outcome, Part
+from gate.rules.shares import Shares, tally
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import VariantSet, find_sets
 
@@ -52,9 +59,10 @@ def outcome(
     report: ArtifactReport, cap: Capability, *, strict: bool = False, driver: Version | None = None
 ) -> Outcome:
     """One artifact with device code on ``cap``: its route there
-    (:func:`gate.rules.environment.answer`), and the require-device rule's reason."""
+    (:func:`gate.rules.environment.answer`; with ``strict`` the worst), and why it fails:
+    per kernel where its names were read, else by its targets."""
     found = routes(report, cap)
-    why = failure(report, cap, per_kernel=strict, driver=driver, found=found)
+    why = failure(report, cap, per_kernel=True, driver=driver, found=found)
     return environment.outcome(found, cap, strict=strict, driver=driver, why=why)
 
 
@@ -84,6 +92,7 @@ def judge_group(
             Part(member, outcome(report, cap, strict=strict, driver=driver), carried)
             for member, report, carried in alone
         ]
+        read: list[ArtifactReport | None] = [report for _, report, _ in alone]
         for s in sets:
             builds = tuple(
                 (v.label, _build(by_member[v.path], cap, strict=strict, driver=driver))
@@ -92,9 +101,29 @@ def judge_group(
             part = environment.set_part(s, builds, runtime)
             if part is not None:
                 parts.append(part)
-        category = environment.overall(parts, errors=bool(errors))
-        devices.append(DeviceVerdict(cap, category, tuple(parts)))
+                chosen = {v.label: v.path for v in s.variants}
+                read += [by_member[chosen[label]] for label in part.chosen[:1]] or [None]
+        kernels = _kernels(parts, read, cap, driver)
+        category = environment.overall(parts, errors=bool(errors), kernels=kernels)
+        devices.append(DeviceVerdict(cap, category, tuple(parts), kernels))
     return DistributionVerdict(group, sets, tuple(devices), errors)
+
+
+def _kernels(
+    parts: Sequence[Part],
+    read: Sequence[ArtifactReport | None],
+    cap: Capability,
+    driver: Version | None,
+) -> Shares | None:
+    """The kernels of the parts (``read``: each part's report; a set's, the build that
+    answers for it) by route on ``cap``; None where some part's kernels are unknown (read
+    without names, no build chosen, nothing to route) or there is no part."""
+    if not parts or any(
+        r is None or not r.names or p.outcome.route is None
+        for p, r in zip(parts, read, strict=True)
+    ):
+        return None
+    return tally((g for r in read if r is not None for g in r.listing.kernel_groups(cap)), driver)
 
 
 def _build(

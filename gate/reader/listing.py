@@ -295,6 +295,13 @@ class Listing:
             known = self._kernel_routes[cap] = tuple(r for r, _ in ordered)
         return known
 
+    def kernel_groups(self, cap: Capability) -> tuple[tuple[Route, tuple[str, ...]], ...]:
+        """The kernels by the route they take on ``cap``: one group per set of places the
+        kernels are found in (equal routes of two groups both appear), each kernel once;
+        empty without kernel names. What the shares per route need (:func:`gate.rules.
+        shares.tally`), without a prediction per kernel."""
+        return tuple((r, tuple(names)) for r, names in self._mask_routes(cap))
+
     def _mask_routes(self, cap: Capability) -> list[tuple[Route, list[str]]]:
         """One route per group of kernels found in the same places, computed once per group
         and device."""

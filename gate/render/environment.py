@@ -23,12 +23,14 @@ from gate.reader.distributions import Owner
 from gate.reader.listing import Kind, totals
 from gate.reader.sections import PRIMARY_SECTIONS
 from gate.render.inspect import route_json
+from gate.render.shares import share_words, shares_text
 from gate.render.wording import plural
 from gate.rules.environment import Category, DeviceVerdict, Outcome, Part, shortfalls
+from gate.rules.shares import reach
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import Selector, VariantSet
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DOCUMENT = "cuda-gate-environment"
 _SHOWN = 3  # details and errors shown per line before "+N more" (all with verbose)
 _UNBOUNDED = 1 << 30  # a width no line reaches: every name (verbose)
@@ -37,7 +39,13 @@ _COLUMNS = tuple(Category)
 
 
 def verdict_text(dev: DeviceVerdict) -> str:
-    """The verdict phrase for one distribution on one device."""
+    """The verdict phrase for one distribution on one device: its kernels' shares per
+    route where they were counted (:func:`gate.render.wording.shares_text`), else what
+    its libraries' targets give."""
+    if dev.kernels is not None:
+        notes = [t for p in dev.parts if (t := selection_text(p))]
+        text = shares_text(dev.kernels, reach(dev.kernels, passes=dev.passes))
+        return text + (f" {'; '.join(notes)}" if notes else "")
     if dev.category is Category.NO_DEVICE_CODE:
         return "no device code"
     if dev.category is Category.UNREADABLE:
@@ -97,9 +105,16 @@ def unmet_lines(v: DistributionVerdict, required: Sequence[Capability]) -> list[
             if short.by_targets
             else ""
         )
+        missing = short.kernels.missing if short.kernels is not None else ()
+        total = short.kernels.total if short.kernels is not None else 0
+        what = (
+            "; ".join(share_words(m, total if not i else None) for i, m in enumerate(missing))
+            if missing
+            else "nothing runs there"
+        )
         lines.append(
             f"{dist.name} {dist.version}: does not run on {short.capability}: "
-            f"nothing runs there in {shown}{hint}"
+            f"{what} in {shown}{hint}"
         )
     return lines
 
@@ -169,14 +184,20 @@ def _block(
     lines, details = [], []
     if not v.devices:  # no device given: what it carries stands in for a verdict
         lines.append(f"{dist.name:<{name_w}}  {dist.version:<{ver_w}}  {'-':<6}  {carried(v)}")
+    # Judged by targets where some library's kernel names were not read: said on the
+    # distribution's line (its first).
+    note = BY_TARGET if v.unnamed and any(d.kernels is None and d.parts for d in v.devices) else ""
     for i, dev in enumerate(v.devices):
         name, version = (dist.name, dist.version) if i == 0 else ("", "")
         row = f"{name:<{name_w}}  {version:<{ver_w}}  {dev.capability!s:<6}  "
+        said = note if i == 0 else ""  # said once, with the distribution's name
         if dev.category is not Category.MIXED:
-            lines.append(row + verdict_text(dev))
+            lines.append(row + verdict_text(dev) + said)
+            if dev.kernels is not None and len(_routes_of(dev)) > 1:
+                details += _mixed_lines(dev, set(), width)
             continue
-        text, named = _mixed(dev, width - len(row))
-        lines.append(row + text)
+        text, named = _mixed(dev, width - len(row) - len(said))
+        lines.append(row + text + said)
         details += _mixed_lines(dev, named, width)
     for s in v.sets:
         lines += _set_lines(s, v, runtime)
@@ -187,6 +208,9 @@ def _block(
     for error in v.errors[: None if verbose else _SHOWN]:
         lines.append(f"    error: {error}")
     return lines
+
+
+BY_TARGET = "; by target only (--names: per kernel)"
 
 
 def carried(v: DistributionVerdict) -> str:
@@ -274,8 +298,15 @@ def _routes_of(dev: DeviceVerdict) -> list[tuple[str, list[str], bool]]:
     """The parts by route, best first: ``(route words, names, whether they pass)``."""
     by: dict[tuple[str, bool], list[str]] = {}
     for p in sorted(dev.parts, key=lambda p: _COLUMNS.index(p.outcome.category)):
-        by.setdefault((detail(p.outcome), p.outcome.passes), []).append(p.name)
+        by.setdefault((_part_route(p.outcome), p.outcome.passes), []).append(p.name)
     return [(what, names, ok) for (what, ok), names in by.items()]
+
+
+def _part_route(o: Outcome) -> str:
+    """A library's route, ``partly`` where it fails though that route runs (some kernels
+    built for the device have no code there)."""
+    runs = o.route is not None and o.route.usable(None) and o.route.expected()
+    return f"partly {detail(o)}" if runs and not o.passes else detail(o)
 
 
 def _by_category(dev: DeviceVerdict) -> list[tuple[str, list[str], bool, set[str]]]:
@@ -484,6 +515,27 @@ def _part_json(p: Part) -> dict[str, Any]:
     }
 
 
+def _kernels_json(dev: DeviceVerdict) -> dict[str, Any] | None:
+    """The kernels by route (names only for those with no usable code); None by targets."""
+    shares = dev.kernels
+    if shares is None:
+        return None
+    missing = shares.missing
+    return {
+        "total": shares.total,
+        "reach": reach(shares, passes=dev.passes).value,
+        "shares": [
+            {
+                "route": route_json(s.route),
+                "kernels": s.count,
+                "usable": s.route.usable(shares.driver),
+                "kernel_names": list(s.kernels) if s in missing else None,
+            }
+            for s in shares.shares
+        ],
+    }
+
+
 def _set_json(s: VariantSet) -> dict[str, Any]:
     return {
         "family": s.family,
@@ -525,6 +577,8 @@ def distribution_json(v: DistributionVerdict) -> dict[str, Any]:
                 "category": dev.category.value,
                 "verdict": verdict_text(dev),
                 "passes": dev.passes,
+                "per_kernel": dev.kernels is not None,
+                "kernels": _kernels_json(dev),
                 "parts": [_part_json(p) for p in dev.parts],
             }
             for dev in v.devices

@@ -29,6 +29,8 @@ pass, warns on or fails         device code, surplus SASS, PTX for the highest t
 what answers for an artifact,   :mod:`gate.rules.environment` (``answer``,
 a set of builds and a           ``unmet``: ``--require-device``, ``needs_device``,
 distribution on a device        ``set_part``, ``overall``, ``shortfalls``)
+how a distribution's kernels   :mod:`gate.rules.shares` (``tally``, ``Shares.majority``,
+share the routes on a device    ``runs``, ``partly``, ``reach``)
 which of a library's builds a   :mod:`gate.rules.variants` (``RULES``, ``find_sets``,
 package loads at run time       ``VariantSet.loaded``)
 what a run says about its       :mod:`gate.rules.prediction` (``reading``,

@@ -19,9 +19,10 @@ and plain facts; the audit (:mod:`gate.audit`) reads the artifacts and asks thes
 4. A set of runtime-selected builds (:func:`set_part`) is answered by the best build that
    may be loaded (:meth:`gate.rules.variants.VariantSet.loaded`): a passing one first,
    then the best category; none loadable with device code fails.
-5. A distribution on a device (:func:`overall`): one category when every part agrees,
-   else mixed; no part is *no device code* (or *unreadable* when a file could not be
-   read). It passes when every part does.
+5. A distribution on a device (:func:`overall`): where its kernels were counted
+   (:mod:`gate.rules.shares`), the category of the route most of them take; else one
+   category when every part agrees, else mixed; no part is *no device code* (or
+   *unreadable* when a file could not be read). It passes when every part does.
 6. What fails ``--require-device`` (:func:`shortfalls`): each required device a
    distribution does not pass, with the parts that do not run there.
 """
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from gate.rules.routes import Path, Route, judge, route
+from gate.rules.shares import Shares
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import VariantSet
 
@@ -122,6 +124,9 @@ class DeviceVerdict:
     capability: Capability
     category: Category
     parts: tuple[Part, ...]
+    # Its kernels by route, where every part's kernel names were read; None: judged by
+    # targets alone.
+    kernels: Shares | None = None
 
     @property
     def passes(self) -> bool:
@@ -240,12 +245,16 @@ def set_part(
     return Part(s.family, best, "", s, builds, chosen)
 
 
-def overall(parts: Sequence[Part], *, errors: bool) -> Category:
-    """A distribution's category on one device from its parts (step 5); with no part, no
-    device code, or *unreadable* where some file had ``errors``."""
+def overall(parts: Sequence[Part], *, errors: bool, kernels: Shares | None = None) -> Category:
+    """A distribution's category on one device from its parts (step 5), or from the route
+    most of its ``kernels`` take where they were counted; with no part, no device code, or
+    *unreadable* where some file had ``errors``."""
     categories = {p.outcome.category for p in parts}
     if not categories:
         return Category.UNREADABLE if errors else Category.NO_DEVICE_CODE
+    majority = kernels.majority if kernels is not None else None
+    if majority is not None:
+        return category(majority.route.path)
     return categories.pop() if len(categories) == 1 else Category.MIXED
 
 
@@ -256,6 +265,7 @@ class Shortfall:
     capability: Capability
     failing: tuple[str, ...]  # the parts that do not run there, in order
     by_targets: bool  # some of them judged by targets alone: its kernel names were not read
+    kernels: Shares | None = None  # its kernels by route, where they were counted
 
 
 def shortfalls(
@@ -271,5 +281,6 @@ def shortfalls(
         if dev.capability not in required or dev.passes:
             continue
         failing = tuple(p.name for p in dev.parts if not p.outcome.passes)
-        out.append(Shortfall(dev.capability, failing, any(n in unnamed for n in failing)))
+        by_targets = any(n in unnamed for n in failing)
+        out.append(Shortfall(dev.capability, failing, by_targets, dev.kernels))
     return tuple(out)

@@ -1,0 +1,111 @@
+"""A distribution on a device, kernel by kernel: the share of its kernels each route takes.
+
+A *kernel* here is a name in a cubin or PTX of one file: each file counts its distinct
+kernel names (a name in its sm_80 and its sm_90 cubin is one kernel), and a
+distribution's count is the sum over its files (one name in two libraries is two
+kernels: each library launches its own). Which route each kernel takes is
+:func:`gate.rules.routes.route`'s; here, what the kernels' routes add up to:
+
+1. Shares (:func:`tally`): kernels grouped by route, equal routes merged; the largest
+   share first (of equal shares, the better route), kernels built only for other devices
+   (``a``/``f`` builds that exclude this one) last: they are not expected here.
+2. The majority (:attr:`Shares.majority`): the route most kernels expected on the device
+   take; where none is expected, the route of those built for other devices.
+3. Whether it runs (:attr:`Shares.runs`): some kernel is expected on the device and every
+   one expected there has usable code (SASS, or PTX its driver can JIT); *partly*
+   (:attr:`Shares.partly`): some have usable code and some do not.
+4. What a distribution's line says first (:func:`reach`): *runs* when it passes the
+   device and every kernel built for it runs; *does not run* when no kernel built for it
+   has usable code; else *partly* (some kernels have no code, or some library has none
+   built for this device).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gate.rules.routes import Route, rank
+from gate.rules.targets import Version
+
+
+@dataclass(frozen=True)
+class Share:
+    """The kernels that take one route, by name (one entry per kernel per file)."""
+
+    route: Route
+    kernels: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        """How many kernels take the route."""
+        return len(self.kernels)
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The kernels of a distribution (or a library) on one device, by route."""
+
+    shares: tuple[Share, ...]  # the majority first, those only for other devices last
+    driver: Version | None = None
+
+    @property
+    def total(self) -> int:
+        """Every kernel counted, those only for other devices too."""
+        return sum(s.count for s in self.shares)
+
+    @property
+    def expected(self) -> tuple[Share, ...]:
+        """The shares of kernels built for this device (not only for other devices)."""
+        return tuple(s for s in self.shares if s.route.expected())
+
+    @property
+    def missing(self) -> tuple[Share, ...]:
+        """The shares of kernels built for this device with no usable code there."""
+        return tuple(s for s in self.expected if not s.route.usable(self.driver))
+
+    @property
+    def majority(self) -> Share | None:
+        """The route most kernels expected here take (step 2); None with no kernel."""
+        return self.shares[0] if self.shares else None
+
+    @property
+    def runs(self) -> bool:
+        """Every kernel built for this device has usable code there, and there is one."""
+        return bool(self.expected) and not self.missing
+
+    @property
+    def partly(self) -> bool:
+        """Some kernels built for this device have usable code there and some do not."""
+        return bool(self.missing) and len(self.missing) < len(self.expected)
+
+
+def tally(groups: Iterable[tuple[Route, Sequence[str]]], driver: Version | None = None) -> Shares:
+    """The shares of kernels grouped by route (step 1): ``groups`` of equal routes are
+    merged, each share's kernels sorted by name."""
+    merged: dict[Route, list[str]] = {}
+    for r, names in groups:
+        merged.setdefault(r, []).extend(names)
+    ordered = sorted(
+        (Share(r, tuple(sorted(names))) for r, names in merged.items() if names),
+        key=lambda s: (not s.route.expected(), -s.count, rank(s.route, driver)),
+    )
+    return Shares(tuple(ordered), driver)
+
+
+class Reach(enum.Enum):
+    """How far a distribution runs on a device, as its line says first (step 4)."""
+
+    RUNS = "runs"
+    PARTLY = "partly"
+    NONE = "does not run"
+
+
+def reach(shares: Shares, *, passes: bool) -> Reach:
+    """Step 4: ``passes`` is whether every part of the distribution passes the device."""
+    if passes and shares.runs:
+        return Reach.RUNS
+    if len(shares.missing) < len(shares.expected):
+        return Reach.PARTLY
+    return Reach.NONE

@@ -1,0 +1,159 @@
+"""A distribution's kernels on a device, by route (gate.rules.shares), row by row.
+
+Each table is written from the module's numbered steps (and docs/environments.md): the
+shares, their order (majority first, those only for other devices last), whether the
+kernels run, run partly or not at all; every branch and boundary a row, so that a flipped
+comparison or a dropped condition fails one.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.rules.routes import Path, Route
+from gate.rules.shares import Reach, Share, Shares, reach, tally
+from gate.rules.targets import Target, Version
+
+pytestmark = pytest.mark.unit
+
+EXACT = Route(Path.EXACT_SASS, Target.parse("sm_90"))
+EXACT_A = Route(Path.EXACT_SASS, Target.parse("sm_121a"))
+COMPATIBLE = Route(Path.COMPATIBLE_SASS, Target.parse("sm_120"))
+OLDER = Route(Path.COMPATIBLE_SASS, Target.parse("sm_80"))
+PTX_OK = Route(Path.PTX_JIT, Target.parse("compute_80"), Version(9, 0), Version(13, 0))
+PTX_NEW = Route(Path.PTX_JIT, Target.parse("compute_90"), Version(9, 2), Version(13, 2))
+NONE = Route(Path.NONE)
+OTHER = Route(Path.OTHER_DEVICES)
+DRIVER = Version(13, 0)  # JITs ISA 9.0, not 9.2
+
+
+def _names(shares: Shares) -> list[tuple[Route, tuple[str, ...]]]:
+    return [(s.route, s.kernels) for s in shares.shares]
+
+
+# --- Step 1: kernels grouped by route, majority first --------------------------------
+# (groups as the listings give them, the driver, the shares in order)
+TALLY_ROWS = [
+    ([], None, []),
+    # Equal routes of two groups (two files) merge; a name in both counts twice, and
+    # makes the merged share the larger.
+    (
+        [(EXACT, ("k",)), (NONE, ("b1", "c1")), (EXACT, ("k", "a"))],
+        None,
+        [(EXACT, ("a", "k", "k")), (NONE, ("b1", "c1"))],
+    ),
+    # Each share's kernels sorted by name.
+    ([(NONE, ("c1", "b1"))], None, [(NONE, ("b1", "c1"))]),
+    # The largest share first, whatever the route.
+    (
+        [(EXACT_A, ("x",)), (COMPATIBLE, ("a", "b"))],
+        None,
+        [(COMPATIBLE, ("a", "b")), (EXACT_A, ("x",))],
+    ),
+    # Of equal shares the better route first: by path, then the newer target ...
+    ([(COMPATIBLE, ("a",)), (EXACT, ("b",))], None, [(EXACT, ("b",)), (COMPATIBLE, ("a",))]),
+    ([(EXACT, ("b",)), (COMPATIBLE, ("a",))], None, [(EXACT, ("b",)), (COMPATIBLE, ("a",))]),
+    ([(OLDER, ("a",)), (COMPATIBLE, ("b",))], None, [(COMPATIBLE, ("b",)), (OLDER, ("a",))]),
+    ([(NONE, ("a",)), (PTX_OK, ("b",))], None, [(PTX_OK, ("b",)), (NONE, ("a",))]),
+    # ... and usable with the driver before unusable, a better path or not.
+    ([(PTX_NEW, ("a",)), (NONE, ("b",))], DRIVER, [(PTX_NEW, ("a",)), (NONE, ("b",))]),
+    ([(PTX_NEW, ("a",)), (OLDER, ("b",))], DRIVER, [(OLDER, ("b",)), (PTX_NEW, ("a",))]),
+    # Only for other devices last, however many.
+    (
+        [(OTHER, ("x", "y", "z")), (NONE, ("a",))],
+        None,
+        [(NONE, ("a",)), (OTHER, ("x", "y", "z"))],
+    ),
+    # A group without kernels adds no share.
+    ([(EXACT, ()), (NONE, ("a",))], None, [(NONE, ("a",))]),
+]
+
+
+@pytest.mark.parametrize(("groups", "driver", "expected"), TALLY_ROWS)
+def test_kernels_are_shared_by_route_majority_first(
+    groups: list[tuple[Route, tuple[str, ...]]],
+    driver: Version | None,
+    expected: list[tuple[Route, tuple[str, ...]]],
+) -> None:
+    shares = tally(groups, driver)
+    assert _names(shares) == expected
+    assert shares.driver == driver
+
+
+def test_a_share_counts_its_kernels_and_the_shares_count_them_all() -> None:
+    assert Share(NONE, ("a", "b")).count == 2
+    shares = tally([(EXACT, ("a",)), (NONE, ("b", "c")), (OTHER, ("d",))])
+    assert shares.total == 4
+    assert tally([]).total == 0
+
+
+# --- Steps 2 and 3: majority, runs, partly ----------------------------------------
+# (groups, driver, majority route, expected shares' routes, missing routes, runs, partly)
+ANSWER_ROWS = [
+    # Nothing to count.
+    ([], None, None, [], [], False, False),
+    # The issue's library on 9.0: a1 from sm_90, b1 and c1 with no code.
+    ([(EXACT, ("a1",)), (NONE, ("b1", "c1"))], None, NONE, [NONE, EXACT], [NONE], False, True),
+    # Every kernel runs: one route, or several.
+    ([(EXACT, ("a",))], None, EXACT, [EXACT], [], True, False),
+    (
+        [(COMPATIBLE, ("a", "b")), (EXACT_A, ("c",))],
+        None,
+        COMPATIBLE,
+        [COMPATIBLE, EXACT_A],
+        [],
+        True,
+        False,
+    ),
+    # No kernel has code: not partly.
+    ([(NONE, ("a", "b"))], None, NONE, [NONE], [NONE], False, False),
+    # PTX the driver cannot JIT has no usable code; with no driver known it may.
+    ([(PTX_NEW, ("a",)), (OLDER, ("b",))], DRIVER, OLDER, [OLDER, PTX_NEW], [PTX_NEW], False, True),
+    ([(PTX_NEW, ("a",)), (OLDER, ("b",))], None, OLDER, [OLDER, PTX_NEW], [], True, False),
+    # Kernels only for other devices are not expected: they neither run nor fail ...
+    ([(EXACT, ("a",)), (OTHER, ("x", "y"))], None, EXACT, [EXACT], [], True, False),
+    ([(NONE, ("a",)), (OTHER, ("x", "y"))], None, NONE, [NONE], [NONE], False, False),
+    # ... and where every kernel is one, nothing is expected here: it does not run.
+    ([(OTHER, ("x",))], None, OTHER, [], [], False, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("groups", "driver", "majority", "expected", "missing", "runs", "partly"), ANSWER_ROWS
+)
+def test_the_majority_and_whether_the_kernels_run(  # noqa: PLR0917  (one row's columns)
+    groups: list[tuple[Route, tuple[str, ...]]],
+    driver: Version | None,
+    majority: Route | None,
+    expected: list[Route],
+    missing: list[Route],
+    runs: bool,
+    partly: bool,
+) -> None:
+    shares = tally(groups, driver)
+    assert (shares.majority.route if shares.majority else None) == majority
+    assert [s.route for s in shares.expected] == expected
+    assert [s.route for s in shares.missing] == missing
+    assert (shares.runs, shares.partly) == (runs, partly)
+
+
+# --- Step 4: what the line says first ----------------------------------------------
+# (groups, whether every part passes, the reach)
+REACH_ROWS = [
+    ([(EXACT, ("a",))], True, Reach.RUNS),
+    # Every kernel runs, yet some library has nothing built for this device.
+    ([(EXACT, ("a",))], False, Reach.PARTLY),
+    ([(EXACT, ("a",)), (NONE, ("b",))], False, Reach.PARTLY),
+    ([(EXACT, ("a",)), (NONE, ("b",))], True, Reach.PARTLY),  # kernels decide, not parts
+    ([(NONE, ("b",))], False, Reach.NONE),
+    ([(NONE, ("b",))], True, Reach.NONE),
+    ([(OTHER, ("x",))], False, Reach.NONE),
+    ([(OTHER, ("x",))], True, Reach.NONE),
+]
+
+
+@pytest.mark.parametrize(("groups", "passes", "expected"), REACH_ROWS)
+def test_a_line_says_first_whether_it_runs_partly_or_not(
+    groups: list[tuple[Route, tuple[str, ...]]], passes: bool, expected: Reach
+) -> None:
+    assert reach(tally(groups), passes=passes) is expected
