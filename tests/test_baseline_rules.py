@@ -89,7 +89,7 @@ LOSSES = [
     pytest.param(
         lib(sass("90"), sass("121", frozenset({"scale"}))),
         lib(sass("90", frozenset({"scale"})), sass("121", frozenset({"scale"}))),
-        {(Level.FAIL, Rule.DROPPED_KERNEL, "sm_90 lost kernel shift")},
+        {(Level.FAIL, Rule.DROPPED_KERNEL, "lost kernel shift from sm_90")},
         id="kernel-dropped-from-one-target",
     ),
     pytest.param(
@@ -161,7 +161,7 @@ def test_additions_are_reported_never_judged() -> None:
     assert judged(diff) == set()
     assert diff.failed == ()
     assert diff.warned == ()
-    assert {"sm_121 added", "compute_121 added", "sm_90 gained kernel shift"} <= infos(diff)
+    assert {"sm_121 added", "compute_121 added", "gained kernel shift in sm_90"} <= infos(diff)
 
 
 @pytest.mark.parametrize(
@@ -404,8 +404,8 @@ def test_a_release_against_its_baseline_change_by_change() -> None:
         Change(k, fail, "sm_86 dropped", Rule.DROPPED_TARGET),
         Change(k, info, "sm_100 added"),
         Change(k, info, "sm_120 added"),
-        Change(k, fail, "sm_90 lost kernel shift", Rule.DROPPED_KERNEL),
-        Change(k, info, "sm_90 gained kernel fill"),
+        Change(k, fail, "lost kernel shift from sm_90", Rule.DROPPED_KERNEL, "shift"),
+        Change(k, info, "gained kernel fill in sm_90", kernel="fill"),
         Change(k, info, "sm_90 +400 bytes (+8.0%)"),
         Change(k, info, "compute_90 +60 bytes (+8.6%)"),
         Change(k, fail, "PTX ISA 8.8 -> 9.0 needs driver >= 13.0", Rule.NEWER_DRIVER),
@@ -430,9 +430,9 @@ def test_a_release_against_its_baseline_check_by_check() -> None:
             CheckState.FAILED,
             Cause.WRONG_TARGET,
             (
-                "lost against v1.2: sm_80 dropped; sm_86 dropped; sm_90 lost kernel shift; PTX "
-                "ISA 8.8 -> 9.0 needs driver >= 13.0; device 8.0 lost its native route: exact "
-                "SASS (sm_80) -> nothing; and 1 more"
+                "lost against v1.2: sm_80 dropped; sm_86 dropped; lost kernel shift from sm_90; "
+                "PTX ISA 8.8 -> 9.0 needs driver >= 13.0; device 8.0 lost its native route: "
+                "exact SASS (sm_80) -> nothing; and 1 more"
             ),
         ),
         # A passed artifact is followed by the rest.

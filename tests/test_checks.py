@@ -70,9 +70,7 @@ def test_full_build_passes_every_listing_check() -> None:
     result = listing_checks("smoke", listing(), SM90, ("write_value",))
     assert len(result) == 4
     assert failing(result) == []
-    assert "write_value present in sm_90 SASS as write_value(int*) [_Z11write_valuePi]" in [
-        c.message for c in result
-    ]
+    assert "write_value present in sm_90 SASS as write_value(int*)" in [c.message for c in result]
 
 
 def test_ptx_only_build_fails_the_sass_checks_and_names_what_is_there() -> None:

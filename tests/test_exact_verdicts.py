@@ -123,14 +123,11 @@ def test_a_kernel_is_matched_by_its_whole_name_and_the_match_is_named(
     missing = checks["libk.so: kernel scale in sm_90 SASS"]
     assert missing["state"] == "failed"
     assert missing["message"] == (
-        "scale missing from sm_90 SASS (kernels named like it: "
-        "scale_f32_fast1(float*) [_Z15scale_f32_fast1Pf])"
+        "scale missing from sm_90 SASS (kernels named like it: scale_f32_fast1(float*))"
     )
     found = checks["libk.so: kernel write_value in compute_90 PTX"]
     assert found["state"] == "passed"
-    assert found["message"] == (
-        "write_value present in compute_90 PTX as write_value(int*) [_Z11write_valuePi]"
-    )
+    assert found["message"] == ("write_value present in compute_90 PTX as write_value(int*)")
 
 
 def test_a_stale_artifact_is_a_warning_and_with_the_switch_a_failure(

@@ -21,7 +21,7 @@ from gate.evidence import EvidenceDir
 from gate.launch.coverage import judge
 from gate.launch.summary import ArtifactCoverage, KernelLaunch, Launches
 from gate.reader.elffile import ElfFile
-from gate.record import RunRecord, load
+from gate.record import RESULT_VERSION, RunRecord, load
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability
 from tests.launch_golden import GOLDEN, library, run_of
@@ -69,7 +69,7 @@ def test_a_run_record_keeps_the_launches_and_reads_them_back(tmp_path: Path) -> 
     summary = recorded(tmp_path)
     doc = json.loads(replace(make_record(), launches=summary).dumps())
     jsonschema.Draft202012Validator(_schema("result.schema.json")).validate(doc)
-    assert doc["version"] == 6
+    assert doc["version"] == RESULT_VERSION  # launches since version 6
     assert RunRecord.from_json(doc, "result.json").launches == summary
     assert RunRecord.from_json(json.loads(make_record().dumps()), "r").launches is None
 
@@ -80,7 +80,7 @@ def test_the_signed_predicate_states_the_launches(tmp_path: Path) -> None:
     record = replace(load(ev.folder), launches=summary)
     (ev.folder / "result.json").write_text(record.dumps(), encoding="utf-8")
     signed = build_statement(ev.folder)["predicate"]
-    assert signed["version"] == 4
+    assert signed["version"] == predicate.PREDICATE_VERSION  # launches since version 4
     assert signed["launches"] == summary.to_json()
     assert predicate.read(signed, "manifest.json").launches == summary
 

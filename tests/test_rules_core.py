@@ -85,7 +85,7 @@ def test_the_parts_of_a_demangled_name() -> None:
 def test_matching_and_describing_say_which_kernel_matched() -> None:
     found = kernels.matching("scale", list(SYMBOLS.values()))
     assert found == tuple(sorted([SYMBOLS["plain"], SYMBOLS["nested"], SYMBOLS["template"]]))
-    assert kernels.describe((SYMBOLS["plain"],)) == "scale(float*) [_Z5scalePf]"
+    assert kernels.describe((SYMBOLS["plain"],)) == "scale(float*)"
     assert kernels.describe(("scale_c",)) == "scale_c"
     many = tuple(f"k{i}" for i in range(5))
     assert kernels.describe(many) == "k0, k1, k2 and 2 more"

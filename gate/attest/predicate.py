@@ -22,7 +22,8 @@ it; 4 gives ``environment.container`` its shape (the run record's, version 6), m
 the delivery image, where its digest is known, a subject of the Statement beside the
 artifacts (:attr:`GatePredicate.image`), and adds ``launches``: what the launch recorder
 showed (kernels launched per artifact and path, with the code that ran each; runtime
-modules), as result.json version 6 holds it. Versions 1 to 3 are still read: a check
+modules), as result.json version 6 holds it; 5 keeps each baseline change's ``kernel``
+(the symbol; result.json version 7). Versions 1 to 4 are still read: a check
 version 1 marks skipped reads as not run.
 """
 
@@ -45,7 +46,7 @@ from gate.rules.causes import Cause, ExecPath, RuntimeFailure
 from gate.rules.verdict import Check, CheckState
 
 PREDICATE_TYPE = "https://cuda-gate.dev/attestation/gate-run/v1"
-PREDICATE_VERSION = 4
+PREDICATE_VERSION = 5
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,8 @@ def _optional(value: object) -> str | None:
 
 
 def diff_json(diff: Diff) -> dict[str, Any]:
-    """Rows and changes, with the counts a script checks first."""
+    """Rows and changes, with the counts a script checks first; a change about a kernel
+    names it by its symbol (``kernel``) beside the sentence (``what``) that reads it."""
     return {
         "regressions": len(diff.failed),
         "warnings": len(diff.warned),
@@ -135,6 +136,7 @@ def diff_json(diff: Diff) -> dict[str, Any]:
                 "level": c.level.value,
                 "rule": None if c.rule is None else c.rule.value,
                 "what": c.what,
+                "kernel": c.kernel,
             }
             for c in diff.changes
         ],
@@ -154,6 +156,7 @@ def diff_from_json(doc: Mapping[str, Any]) -> Diff:
             Level(c["level"]),
             str(c["what"]),
             None if c["rule"] is None else Rule(c["rule"]),
+            _optional(c.get("kernel")),  # since result.json 7 and diff --json 2
         )
         for c in doc["changes"]
     )

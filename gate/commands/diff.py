@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from gate.baseline.comparison import Baseline
     from gate.baseline.resolve import Found, Which
 
-DIFF_VERSION = 1
+DIFF_VERSION = 2  # 2: a change names its kernel by symbol; one change per kernel lost
 
 
 def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subparsers type
@@ -108,7 +108,7 @@ def _found(args: argparse.Namespace, reference: str, dest: Path, project: Any) -
 
 
 def document(compared: Baseline, new: Found) -> dict[str, Any]:
-    """``diff --json``: gate/schemas/diff.schema.json, version 1."""
+    """``diff --json``: gate/schemas/diff.schema.json, version 2."""
     from gate import __version__
     from gate.baseline.comparison import diff_json
 

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Protocol
 
 from gate.config import EntryPoint
-from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir
 from gate.launch import summary as launchsummary
@@ -47,6 +46,7 @@ from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.render.wording import coverage_line, unmet_line
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.coverage import ALL, Coverage, coverage, unmet
+from gate.rules.kernels import readable
 from gate.rules.policy import Action
 from gate.rules.routes import Path as RoutePath
 from gate.rules.targets import Capability, Target
@@ -234,10 +234,11 @@ def coverage_check(
         own = launch_counts(run.launches)
         mine = coverage(cov.carried, {k: v.count for k, v in own.items()})
         text.append(f"  {run.entry_point.name}: {mine.figures} launched")
+    names = readable(cov.carried)
     text += [
-        f"  {c:>8}  {demangle(s)}  {route_text(launched[s], path, held)}" for s, c in cov.launched
+        f"  {c:>8}  {names[s]}  {route_text(launched[s], path, held)}" for s, c in cov.launched
     ]
-    text += [f"  {'never':>8}  {demangle(s)}" for s in cov.never]
+    text += [f"  {'never':>8}  {names[s]}" for s in cov.never]
     kept = ArtifactCoverage(
         artifact.name,
         path,
@@ -279,6 +280,7 @@ def route_checks(
     launched = launch_counts([p for r in runs for p in r.launches])
     prediction = {k.kernel: k.route for k in artifact.listing.predict(cap).kernels}
     wrong = []
+    said = readable(prediction)
     for symbol, route in prediction.items():
         k = launched.get(symbol)
         ran = k.ran_version if k is not None else None
@@ -289,7 +291,7 @@ def route_checks(
         expected = route.target.major * 10 + route.target.minor
         if ran != expected:
             wrong.append(
-                f"{demangle(symbol)}: predicted {route.describe()}, the driver ran "
+                f"{said[symbol]}: predicted {route.describe()}, the driver ran "
                 f"{k.sass or k.module_sass}"
             )
     if not wrong:
@@ -452,7 +454,8 @@ def module_check(module: RuntimeModule, cap: Capability) -> Check:
             cause=Cause.WRONG_TARGET,
         )
     kernels = module.listing.kernels()
-    shown = ", ".join(demangle(k) for k in kernels[:5]) + (" ..." if len(kernels) > 5 else "")
+    said = readable(kernels[:5])
+    shown = ", ".join(said[k] for k in kernels[:5]) + (" ..." if len(kernels) > 5 else "")
     on = f"on {cap}: {route.describe()}" if route is not None else "not readable"
     return Check(
         name,

@@ -32,7 +32,9 @@ in (``environment.container``: how it ran there, ``runtime`` for ``--image`` or
 platform, runtime and version, the GPUs passed), where 5 had only ``image`` and
 ``digest`` (read as an ``inside`` run whose digest came from the environment), and what
 the launch recorder showed (``launches``: coverage per artifact and path, runtime
-modules; gate.launch.summary), null without it.
+modules; gate.launch.summary), null without it; 7 names the kernel of each baseline
+change about one (``baseline.changes[].kernel``: the symbol, where ``what`` reads it
+demangled) and says a kernel lost from several targets as one change.
 Versions 1 and 2 are still read: a check they mark skipped reads as not run, so a
 stored run is judged by today's rule (a check that did not run never counts as passed);
 their stored verdict is not compared with it. Versions 1 to 3 read with every size 0

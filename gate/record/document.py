@@ -40,8 +40,8 @@ from gate.system.git import SourceInfo
 
 RESULT_FILE = "result.json"
 LOADED_LIST = "loaded-libraries.txt"  # every library the runs loaded, how each runs here
-RESULT_VERSION = 6
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
+RESULT_VERSION = 7
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
 # The most of result.json any command reads back (diff, run --baseline, sign, upload):
 # it is read whole, then parsed. Runs write far less (the torch example's, 40,000 loaded

@@ -34,8 +34,19 @@ def headline(diff: Diff, against: str) -> str:
     return f"{head} against {against}{tail}"
 
 
+def closing(diff: Diff, against: str) -> str:
+    """The headline, then what was only reported, on one line so each change is counted
+    once: ``1 regression against v1; 2 more changes reported, not judged``."""
+    said = headline(diff, against)
+    reported = sum(c.level is Level.INFO for c in diff.changes)
+    if not reported:
+        return said
+    noun = "more change" if diff.failed or diff.warned else "change"
+    return f"{said}; {count(reported, noun)} reported, not judged"
+
+
 def console(diff: Diff, against: str, *, total: int) -> str:
-    """The changed rows as a table, the losses, and the headline."""
+    """The changed rows as a table, the losses, and the closing line."""
     rows = changed_rows(diff)
     parts = []
     if rows:
@@ -44,12 +55,7 @@ def console(diff: Diff, against: str, *, total: int) -> str:
         compared = count(len(diff.rows), "compared quantity", "compared quantities")
         parts.append(f"nothing changed in {compared}")
     parts += losses(diff)
-    added = [c for c in diff.changes if c.level is Level.INFO]
-    if added:
-        parts.append(
-            f"{count(len(added), 'change')} reported, none judged (additions, sizes, routes)"
-        )
-    parts.append(headline(diff, against))
+    parts.append(closing(diff, against))
     return "\n".join(parts)
 
 

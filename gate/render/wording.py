@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from gate.rules import kernels
 from gate.rules.coverage import Coverage, Unmet
-from gate.rules.kernels import parse
 from gate.rules.routes import Path, Route
 from gate.rules.targets import Capability
 
@@ -32,13 +31,18 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 def short_name(symbol: str) -> str:
     """A kernel as a phrase names it: ``scale``, ``silu<float>``; the symbol when it
     cannot be read; at most 60 characters."""
-    name = kernels.parse(symbol).function_args or symbol
+    return _cut(kernels.parse(symbol).function_args or symbol)
+
+
+def _cut(name: str) -> str:
     return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 3] + "..."
 
 
 def some_names(symbols: Sequence[str], shown: int = NAMES_SHOWN) -> str:
-    """``k1, k2, k3`` or ``k1, k2, k3 and 4 more``: the first ``shown`` by their short names."""
-    names = ", ".join(short_name(s) for s in symbols[:shown])
+    """``k1, k2, k3`` or ``k1, k2, k3 and 4 more``: the first ``shown`` by their short names,
+    two overloads by their whole names (:func:`gate.rules.kernels.readable`)."""
+    said = kernels.readable(symbols[:shown], short=True)
+    names = ", ".join(_cut(said[s]) for s in symbols[:shown])
     rest = len(symbols) - shown
     return f"{names} and {rest:,} more" if rest > 0 else names
 
@@ -112,7 +116,8 @@ SHOWN = 5
 
 def never_shown(cov: Coverage, limit: int = SHOWN) -> str:
     """The never-launched kernels as people read them (demangled), a few and a count."""
-    names = [parse(s).shown for s in cov.never[:limit]]
+    said = kernels.readable(cov.never[:limit])
+    names = [said[s] for s in cov.never[:limit]]
     more = len(cov.never) - limit
     return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
@@ -129,6 +134,7 @@ def unmet_line(unmet: Unmet) -> str:
     """What to tell the user about one part of ``require_launch`` the runs left unmet."""
     if not unmet.kernels:
         return f"{unmet.wanted}: names no kernel this artifact carries"
-    shown = ", ".join(parse(s).shown for s in unmet.kernels[:SHOWN])
+    said = kernels.readable(unmet.kernels[:SHOWN])
+    shown = ", ".join(said[s] for s in unmet.kernels[:SHOWN])
     more = len(unmet.kernels) - SHOWN
     return f"{unmet.wanted}: never launched: {shown}" + (f" and {more} more" if more > 0 else "")

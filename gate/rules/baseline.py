@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from gate.errors import ConfigError
 from gate.rules.causes import Cause
 from gate.rules.compat import rules
+from gate.rules.kernels import readable
 from gate.rules.routes import Route, min_driver, route
 from gate.rules.targets import Capability, Target, Version
 from gate.rules.verdict import Check, CheckState
@@ -139,12 +140,17 @@ class CodeFacts:
 
 @dataclass(frozen=True)
 class Change:
-    """One difference between the baseline and the run; ``rule`` None: reported only."""
+    """One difference between the baseline and the run; ``rule`` None: reported only.
+
+    ``what`` says it to a person (a kernel by its demangled name); ``kernel`` is the
+    symbol of the kernel it is about, the identity scripts compare.
+    """
 
     artifact: str
     level: Level
     what: str
     rule: Rule | None = None
+    kernel: str | None = None
 
 
 @dataclass(frozen=True)
@@ -228,8 +234,10 @@ def _artifact(
         changes += [Change(name, Level.INFO, f"{t} added") for t in _only_in(new_t, old_t)]
     old_by, new_by = was.by_label(), now.by_label()
     ordered = (*was.labels(ptx=False), *was.labels(ptx=True))  # by SM number, SASS first
-    for label in (t for t in ordered if t in new_by):
-        r, c = _target(name, old_by[label], new_by[label], policy)
+    both = [(old_by[t], new_by[t]) for t in ordered if t in new_by]
+    changes += _kernels(name, both, policy)
+    for old_code, new_code in both:
+        r, c = _target(name, old_code, new_code)
         rows += r
         changes += c
     rows.append(_size_row(name, "device code bytes", was.size(), now.size()))
@@ -244,14 +252,37 @@ def _artifact(
     return rows, changes
 
 
-def _target(
-    name: str, was: TargetCode, now: TargetCode, policy: Policy
-) -> tuple[list[Row], list[Change]]:
-    """Kernels and bytes of one target both runs carry."""
+def _kernels(name: str, both: list[tuple[TargetCode, TargetCode]], policy: Policy) -> list[Change]:
+    """One change per kernel lost (or gained), naming every target it left (or joined):
+    a kernel dropped from the source is one regression, however many targets held it.
+
+    Kernels are named as a person reads them, told apart among every kernel of the
+    artifact in either run (:func:`gate.rules.kernels.readable`).
+    """
+    lost: dict[str, list[str]] = {}
+    gained: dict[str, list[str]] = {}
+    for was, now in both:
+        for k in sorted(was.kernels - now.kernels):
+            lost.setdefault(k, []).append(was.label)
+        for k in sorted(now.kernels - was.kernels):
+            gained.setdefault(k, []).append(was.label)
+    names = readable(k for was, now in both for k in was.kernels | now.kernels)
+    level = policy.level(Rule.DROPPED_KERNEL)
+    changes = [
+        Change(name, level, f"lost kernel {names[k]} from {', '.join(ts)}", Rule.DROPPED_KERNEL, k)
+        for k, ts in sorted(lost.items(), key=lambda kv: (names[kv[0]], kv[0]))
+    ]
+    changes += [
+        Change(name, Level.INFO, f"gained kernel {names[k]} in {', '.join(ts)}", kernel=k)
+        for k, ts in sorted(gained.items(), key=lambda kv: (names[kv[0]], kv[0]))
+    ]
+    return changes
+
+
+def _target(name: str, was: TargetCode, now: TargetCode) -> tuple[list[Row], list[Change]]:
+    """The kernel count and the bytes of one target both runs carry."""
     rows, changes = [], []
-    lost = sorted(was.kernels - now.kernels)
-    gained = sorted(now.kernels - was.kernels)
-    if lost or gained:
+    if was.kernels != now.kernels:
         rows.append(
             Row(
                 name,
@@ -261,16 +292,6 @@ def _target(
                 _set_change(tuple(was.kernels), tuple(now.kernels), counts=True),
             )
         )
-    changes += [
-        Change(
-            name,
-            policy.level(Rule.DROPPED_KERNEL),
-            f"{was.label} lost kernel {k}",
-            Rule.DROPPED_KERNEL,
-        )
-        for k in lost
-    ]
-    changes += [Change(name, Level.INFO, f"{was.label} gained kernel {k}") for k in gained]
     if was.size != now.size and was.size is not None and now.size is not None:
         rows.append(_size_row(name, f"{was.label} bytes", was.size, now.size))
         changes.append(Change(name, Level.INFO, f"{was.label} {_delta(was.size, now.size)}"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -104,9 +105,46 @@ def matching(wanted: str, symbols: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted({s for s in symbols if matches(wanted, s)}))
 
 
+def readable(symbols: Iterable[str], *, short: bool = False) -> dict[str, str]:
+    """Each of ``symbols`` by the name a person reads: the one place that says it.
+
+    The demangled name (``scale(float*, int)``; an ``extern "C"`` kernel, or a name that
+    cannot be demangled, as it is); where two of ``symbols`` would read alike (the same
+    C++ name of two symbols; ``scale`` for both overloads where the demangler is
+    missing), each is followed by its symbol: ``scale [_Z5scalePfi]``. With ``short``,
+    the function's own name (``scale``, ``silu<float>``) where that tells it from the
+    others, else the whole name as above.
+    """
+    unique = tuple(dict.fromkeys(symbols))
+    whole = _told_apart({s: parse(s).shown for s in unique}, bracket=True)
+    if not short:
+        return whole
+    brief = _told_apart({s: parse(s).function_args or s for s in unique}, bracket=False)
+    return {s: brief.get(s, whole[s]) for s in unique}
+
+
+def readable_name(symbol: str) -> str:
+    """One kernel by the name a person reads (alone, it reads like no other)."""
+    return parse(symbol).shown
+
+
+def _told_apart(shown: dict[str, str], *, bracket: bool) -> dict[str, str]:
+    """``shown`` where no two read alike; those that do get `` [symbol]`` (``bracket``) or
+    are left out for the caller to name otherwise."""
+    times = Counter(shown.values())
+    told: dict[str, str] = {}
+    for symbol, name in shown.items():
+        if times[name] == 1 or name == symbol:
+            told[symbol] = name
+        elif bracket:
+            told[symbol] = f"{name} [{symbol}]"
+    return told
+
+
 def describe(symbols: tuple[str, ...]) -> str:
     """The kernels a requirement matched, as the report names them."""
-    shown = [f"{parse(s).shown} [{s}]" if parse(s).shown != s else s for s in symbols[:3]]
+    names = readable(symbols)
+    shown = [names[s] for s in symbols[:3]]
     more = f" and {len(symbols) - 3} more" if len(symbols) > 3 else ""
     return ", ".join(shown) + more
 

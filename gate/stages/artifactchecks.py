@@ -18,7 +18,7 @@ from gate.reader.listing import Kind, Listing
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
 from gate.rules.hosts import HostRule
-from gate.rules.kernels import describe, matching, parse
+from gate.rules.kernels import describe, matching, parse, readable
 from gate.rules.policy import DEFAULT_POLICY, Action, ReleasePolicy
 from gate.rules.remedies import Situation, lto_only, remedy
 from gate.rules.require import Requirement, why_not
@@ -329,7 +329,8 @@ def coverage_check(name: str, listing: Listing) -> Check:
         for kernel in kernels:
             by_kernel.setdefault(kernel, []).append(target)
     shown = list(by_kernel.items())[:5]
-    detail = "; ".join(f"{demangle(k)} missing from {', '.join(ts)}" for k, ts in shown)
+    said = readable(k for k, _ in shown)
+    detail = "; ".join(f"{said[k]} missing from {', '.join(ts)}" for k, ts in shown)
     if len(by_kernel) > 5:
         detail += f"; and {count(len(by_kernel) - 5, 'more kernel', 'more kernels')}"
     general_builds = {

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.demangle import demangle
 from gate.reader.listing import Kind, Listing
 from gate.reader.stubs import stubs_of
 from gate.record import LOADED_LIST
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
+from gate.rules.kernels import readable_name
 from gate.rules.prediction import Diagnosis, Reading, diagnosis, excused, jit_gap, reading
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import min_driver, ptx_route, sass_route
@@ -376,7 +376,7 @@ def _traps(prediction: Prediction, runs: Sequence[Run]) -> str:
         return ""
     cap = prediction.capability
     named = [
-        f"{demangle(stub.kernel)} in {source.name} ({' '.join(map(str, stub.targets))} SASS)"
+        f"{readable_name(stub.kernel)} in {source.name} ({' '.join(map(str, stub.targets))} SASS)"
         for source in prediction.sources
         if source.own
         for stub in stubs_of(source.listing, (cap,))

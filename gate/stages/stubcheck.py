@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gate.demangle import demangle
 from gate.reader.listing import Kind, Listing
 from gate.reader.stubs import stubs_of, unread_targets
 from gate.render.text import count, stub_line
 from gate.rules.causes import Cause, ExecPath
+from gate.rules.kernels import readable_name
 from gate.rules.policy import Action, stub_severity
 from gate.rules.stubs import Severity
 from gate.rules.targets import Capability
@@ -53,7 +53,7 @@ def stub_check(
         said = f"{kernels}: code in every SASS target read{note}"
         return Check(title, "gate.inspect", CheckState.PASSED, said)
     ranked = sorted(found, key=lambda s: _ORDER[s.severity(own=True)])
-    message = "; ".join(stub_line(s, demangle) for s in ranked[:_SHOWN])
+    message = "; ".join(stub_line(s, readable_name) for s in ranked[:_SHOWN])
     if len(found) > _SHOWN:
         message += f"; and {count(len(found) - _SHOWN, 'more kernel')}"
     worst = min((s.severity(own=own) for s in found), key=_ORDER.__getitem__)
