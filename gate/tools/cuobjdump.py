@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +52,35 @@ class PtxText:
 
 
 def find() -> str:
-    """cuobjdump from PATH, next to nvcc, or from the nvidia-cuda-cuobjdump wheel."""
-    return proc.which("cuobjdump", extra_dirs=_candidate_dirs())
+    """cuobjdump from PATH, next to nvcc, or from the nvidia-cuda-cuobjdump wheel: the first
+    of them that runs on this machine. A wheel's tag can promise more than its binary keeps
+    (the aarch64 wheel of 13.5.37 is tagged manylinux_2_17 but needs glibc 2.38, and Debian
+    12 has 2.36), so a cuobjdump that cannot start is passed over; ToolError naming why
+    when none can."""
+    first = shutil.which("cuobjdump")
+    found = [first] if first else []
+    for folder in _candidate_dirs():
+        candidate = Path(folder) / "cuobjdump"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            found.append(str(candidate))
+    if not found:
+        raise ToolError("cuobjdump not found on PATH", hint="install it or put it on PATH")
+    failures = []
+    for tool in dict.fromkeys(found):
+        why = _cannot_run(tool)
+        if why is None:
+            return tool
+        failures.append(f"{tool}: {why}")
+    raise ToolError(f"no cuobjdump found runs on this machine ({'; '.join(failures)})")
+
+
+@functools.cache
+def _cannot_run(tool: str) -> str | None:
+    """Why ``tool --version`` fails (a loader error, ...), None when it runs: asked once."""
+    result = proc.run([tool, "--version"], timeout=60)
+    if result.ok:
+        return None
+    return result.last_line() or f"exit status {result.returncode}"
 
 
 def _candidate_dirs() -> list[str]:
