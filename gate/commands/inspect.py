@@ -84,8 +84,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="CAP",
         help="fail (exit 1, one line per failing artifact) when nothing in an artifact runs "
         "on this device (no SASS that runs there, no PTX that JITs for it), as the run judges "
-        "vendor libraries; an artifact with no device code, or LTO IR only, fails too; also "
-        "shown like --device; repeatable",
+        "vendor libraries; an artifact with no device code, or LTO IR only, fails too; a "
+        "distribution read with --names fails where a kernel built for the device has no code "
+        "there; also shown like --device; repeatable",
     )
     parser.add_argument(
         "--strict",
