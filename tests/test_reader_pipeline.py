@@ -61,7 +61,7 @@ def _one_container_per_entry() -> bytes:
     """libkernels.so's fatbin entries, each in a container of its own."""
     buf = (GOLDEN / "libkernels.so").read_bytes()
     at = buf.find(fatbin.CONTAINER_PREFIX)
-    entries = []
+    entries: list[fatbin.Entry] = []
     while at < len(buf) and buf.startswith(fatbin.CONTAINER_PREFIX, at):
         container = fatbin.parse_container(buf, at, len(buf), "libkernels.so")
         entries += container.entries
