@@ -48,8 +48,8 @@ def _jobs(path: Path) -> dict[str, dict[str, Any]]:
     return jobs
 
 
-def test_there_are_the_three_workflows_the_action_and_dependabot() -> None:
-    assert {f.name for f in FILES} == {"gate.yml", "pr.yml", "release.yml"}
+def test_there_are_the_four_workflows_the_action_and_dependabot() -> None:
+    assert {f.name for f in FILES} == {"aarch64.yml", "gate.yml", "pr.yml", "release.yml"}
     assert _load(ACTION)["runs"]["using"] == "composite"
     ecosystems = {u["package-ecosystem"] for u in _load(ROOT / ".github/dependabot.yml")["updates"]}
     assert ecosystems == {"github-actions", "pip"}
@@ -429,3 +429,12 @@ def test_the_action_asks_for_the_file_attribute_the_github_reporters_read() -> N
     assert asked()
     assert not asked("--no-junit-file-attribute")
     assert not resolve(JUNIT_FILE_ATTRIBUTE, parser.parse_args(["run"])).value  # the default
+
+
+def test_the_aarch64_tier_runs_the_nox_session_on_an_arm64_runner() -> None:
+    (job,) = _jobs(WORKFLOWS / "aarch64.yml").values()
+    assert job["runs-on"] == "ubuntu-24.04-arm"
+    assert job["permissions"] == {"contents": "read"}
+    assert ".venv/bin/nox -s aarch64" in job["steps"][-1]["run"]
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert "def aarch64(session" in noxfile

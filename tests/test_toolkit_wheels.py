@@ -11,6 +11,7 @@ gates a one-kernel project with them.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import stat
 import subprocess
@@ -175,7 +176,7 @@ path = "app"
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The five 13.0 wheels installed by pip into a folder of their own."""
     wheels = []
-    for wheel in toolkit_wheels():
+    for wheel in toolkit_wheels(platform.machine()):
         try:
             wheels.append(fetch(wheel, folder()))
         except ToolError as e:
