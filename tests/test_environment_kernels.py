@@ -4,10 +4,13 @@ item 3).
 The library of the issue: three kernels in one ``.so``, ``a1`` with sm_90 SASS only, ``b1``
 and ``c1`` with sm_80 SASS only, no PTX. On 9.0 the per-file verdict says "no code for 2
 of 3 kernels (b1, c1)"; the distribution's line, which said "native: exact SASS (sm_90)"
-and counted nothing that cannot run, now says the same count, reads "partly", and fails
-``--require-device``; read without names it says it was judged by target only, and how
-to get the per-kernel answer. Installed in a virtual environment's folder (dist-info,
-RECORD) and packed as a wheel; ``inspect`` run as a process, as a user runs it.
+and counted nothing that cannot run, now says the same count and reads "partly".
+``--require-device`` judges it as it judges the file alone: something in it runs on 9.0,
+so it passes (a vendor library picks its kernels per device); ``--strict`` fails it,
+naming b1 and c1. The wheel alone and the environment holding it exit alike. Read without
+names each line says it was judged by target only, and how to get the per-kernel answer.
+Installed in a virtual environment's folder (dist-info, RECORD) and packed as a wheel;
+``inspect`` run as a process, as a user runs it.
 """
 
 from __future__ import annotations
@@ -99,30 +102,71 @@ def test_with_names_the_distribution_line_counts_the_kernels_with_no_code(venv: 
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert LINE_9_0 in lines
-    # The summary counts it under the route most of its kernels take, and as one that
-    # cannot run.
-    assert lines[-2:] == ["summary  nothing  cannot run", "9.0            1           1"]
+    # The summary counts it under the route most of its kernels take; something in it
+    # runs, so it is not one that cannot run.
+    assert lines[-2:] == ["summary  nothing  cannot run", "9.0            1           0"]
     # The per-file verdict says the same count.
     per_file = _inspect("--device", "9.0", "--names", "--files", str(venv))
     assert "  device 9.0: no code for 2 of 3 kernels (b1, c1): " in per_file.stdout
 
 
-def test_require_device_fails_it_naming_the_kernels_and_the_library(venv: Path) -> None:
+def test_require_device_passes_it_partly_and_strict_fails_it_naming_the_kernels(
+    venv: Path,
+) -> None:
+    # Something in it runs on 9.0: as the file alone, it passes, said partly.
     result = _inspect("--names", "--require-device", "9.0", str(venv))
-    assert result.returncode == ExitCode.NOT_ACCEPTED
+    assert result.returncode == 0, result.stderr
+    assert LINE_9_0 in result.stdout.splitlines()
+    assert "cuda-gate: error:" not in result.stderr
+    # Every kernel built for 9.0 needs code there with --strict.
+    strict = _inspect("--strict", "--require-device", "9.0", str(venv))
+    assert strict.returncode == ExitCode.NOT_ACCEPTED
+    assert LINE_9_0 in strict.stdout.splitlines()
     assert (
         "cuda-gate: error: item3 1.0: does not run on 9.0: no code for 2 of 3 kernels "
         "(b1, c1) in item3/libitem3.so"
-    ) in result.stderr.splitlines()
+    ) in strict.stderr.splitlines()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--require-device", "9.0"),
+        ("--names", "--require-device", "9.0"),
+        ("--strict", "--require-device", "9.0"),
+        ("--names", "--require-device", "12.1"),
+        ("--require-device", "8.0"),
+        ("--strict", "--require-device", "8.0"),
+        ("--json", "--names", "--require-device", "9.0"),
+        ("--json", "--strict", "--require-device", "9.0"),
+    ],
+)
+def test_the_wheel_alone_and_the_environment_holding_it_exit_alike(
+    venv: Path, wheel: Path, flags: tuple[str, ...]
+) -> None:
+    alone = _inspect(*flags, str(wheel))
+    held = _inspect(*flags, str(venv))
+    wheelhouse = _inspect(*flags, str(wheel.parent))
+    assert alone.returncode == held.returncode == wheelhouse.returncode, (
+        alone.stderr,
+        held.stderr,
+        wheelhouse.stderr,
+    )
+    assert alone.returncode in (0, ExitCode.NOT_ACCEPTED)
 
 
 def test_without_names_the_line_says_it_was_judged_by_target_only(venv: Path) -> None:
-    result = _inspect("--device", "9.0", str(venv))
+    result = _inspect("--device", "9.0", "--device", "12.1", str(venv))
     assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # Said on every row it holds for: a device's row read alone says it too.
     assert (
         "item3         1.0      9.0     native: exact SASS (sm_90); "
         "by target only (--names: per kernel)"
-    ) in result.stdout.splitlines()
+    ) in lines
+    (row,) = [line for line in lines if line.startswith(f"{'':23}12.1    ")]
+    assert row.startswith(f"{'':23}12.1    nothing for this device (has SASS ")
+    assert row.endswith("; by target only (--names: per kernel)")
     # By target something runs on 9.0: it passes, as before.
     assert _inspect("--require-device", "9.0", str(venv)).returncode == 0
 
@@ -145,11 +189,13 @@ def test_the_json_document_carries_the_shares(venv: Path) -> None:
     jsonschema.validate(doc, json.loads(schema))
     (dist,) = doc["distributions"]
     (device,) = dist["devices"]
+    # Partly: it passes (something runs), counted under the route most kernels take.
     assert (device["per_kernel"], device["passes"], device["category"]) == (
         True,
-        False,
+        True,
         "nothing",
     )
+    assert device["verdict"] == LINE_9_0.split("9.0     ")[1]
     kernels = device["kernels"]
     assert (kernels["total"], kernels["reach"]) == (3, "partly")
     assert [(s["route"]["route"], s["kernels"], s["usable"], s["kernel_names"])
@@ -158,8 +204,11 @@ def test_the_json_document_carries_the_shares(venv: Path) -> None:
         ("exact SASS (sm_90)", 1, True, None),
     ]  # fmt: skip
     headers = json.loads(_inspect("--json", "--device", "9.0", str(venv)).stdout)
+    jsonschema.validate(headers, json.loads(schema))
     (device,) = headers["distributions"][0]["devices"]
     assert (device["per_kernel"], device["kernels"], device["passes"]) == (False, None, True)
+    # The verdict says it was judged by target only, as the console's line does.
+    assert device["verdict"] == "native: exact SASS (sm_90); by target only (--names: per kernel)"
 
 
 def test_a_wheel_gets_the_same_distribution_line(wheel: Path) -> None:

@@ -171,7 +171,9 @@ def test_builds_per_gpu_folder_are_alternatives(gpu_folders_wheel: Path) -> None
         "kern          0.3      9.0     native: exact SASS (sm_90a) with sm90/; "
         "by target only (--names: per kernel)"
     ) in rows
-    assert f"{'':23}12.1    compatible SASS (sm_120) with sm100/" in rows
+    assert (
+        f"{'':23}12.1    compatible SASS (sm_120) with sm100/; by target only (--names: per kernel)"
+    ) in rows
     assert "      12.1: compatible SASS (sm_120): sm100; only for other devices: sm90" in rows
     assert (
         "    alternatives loaded by GPU: the package picks one build per device: "

@@ -67,7 +67,7 @@ def test_one_wheel_is_one_distribution_with_its_bottom_line_first(
         ),
         (
             "                       9.0     runs: 2 libraries by exact SASS, 1 by PTX JIT "
-            "(compute_80, ISA 9.0, driver >= 13.0)"
+            "(compute_80, ISA 9.0, driver >= 13.0); by target only (--names: per kernel)"
         ),
         "    12.1 compatible SASS (sm_120): 1 file: mix/libk.so",
         "    12.1 PTX JIT (compute_90, ISA 9.0, driver >= 13.0): 1 file: mix/librand.so",
@@ -134,6 +134,20 @@ def test_json_and_exit_statuses_are_the_per_file_reading_s(
     )
     assert table[0] == files[0] == ExitCode.NOT_ACCEPTED
     assert table[2] == files[2]  # the same failing artifacts, said the same way
+
+
+def test_its_files_without_device_code_need_no_device_as_in_a_folder_of_wheels(
+    wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The four host-only libraries are no part of mix's answer: the wheel alone passes 9.0
+    # as the folder holding it does (they used to fail it, file by file), and fails 12.1
+    # (hopper.cubin: only for other devices) as the folder does.
+    for device, expected in (("9.0", 0), ("12.1", ExitCode.NOT_ACCEPTED)):
+        for flags in ((), ("--files",), ("--json",), ("--strict",)):
+            alone = _run(capsys, *flags, "--require-device", device, str(wheel))
+            folder = _run(capsys, *flags, "--require-device", device, str(wheel.parent))
+            assert alone[0] == folder[0] == expected, (device, flags, alone[2], folder[2])
+            assert "_host" not in alone[2]
 
 
 NAMES = ["a.so", "bb.so", "ccc.so", "dddd.so"]

@@ -20,6 +20,7 @@ from gate.rules.environment import (
     Unmet,
     answer,
     category,
+    kernels_of,
     needs_device,
     outcome,
     overall,
@@ -29,7 +30,7 @@ from gate.rules.environment import (
     unmet,
 )
 from gate.rules.routes import Path, Route, route
-from gate.rules.shares import tally
+from gate.rules.shares import Shares, tally
 from gate.rules.targets import Capability, Target, Version
 from gate.rules.variants import RULES, Selector, Variant, VariantSet, find_sets
 
@@ -213,7 +214,7 @@ def test_outcomes_are_equal_by_category_route_and_reason() -> None:
 
 
 # --- 2. Whether an artifact fails a required device -------------------------------------
-# (routes, driver, readable, names, per_kernel, why it fails or None)
+# (routes, driver, readable, names, strict, why it fails or None)
 UNMET_ROWS = [
     # An unreadable file is not judged here: its error is said, and fails the command.
     ((), None, False, True, True, None),
@@ -221,37 +222,42 @@ UNMET_ROWS = [
     # Nothing to route (no device code, LTO IR only, no kernels): it fails.
     ((), None, True, False, False, Unmet.NOTHING_TO_ROUTE),
     ((), None, True, True, True, Unmet.NOTHING_TO_ROUTE),
-    # As a whole: something must run.
+    # As a whole: something must run. A library that runs partly (the item-3 library,
+    # cuBLAS's kernels built only for sm_75) passes, names read or not.
     ((NONE, sass("sm_90", "9.0")), None, True, True, False, None),
+    ((sass("sm_90", "9.0"), NONE, NONE), None, True, True, False, None),
     ((NONE,), None, True, True, False, Unmet.NOTHING_RUNS),
     ((OTHER, NONE), None, True, False, False, Unmet.NOTHING_RUNS),
     ((ptx("compute_90", "9.2", "12.1"),), DRIVER_13_0, True, True, False, Unmet.NOTHING_RUNS),
     ((ptx("compute_90", "9.2", "12.1"),), None, True, True, False, None),  # no driver known
-    # Per kernel, with names: every kernel expected here needs code (only-for-other-devices
+    # Strict, with names: every kernel expected here needs code (only-for-other-devices
     # kernels are not expected), and one must be expected.
     ((NONE, sass("sm_90", "9.0")), None, True, True, True, Unmet.KERNEL_WITHOUT_CODE),
+    ((sass("sm_90", "9.0"), ptx("compute_90", "9.0", "9.0")), DRIVER_13_0, True, True, True,
+     None),
+    ((NONE,), None, True, True, True, Unmet.KERNEL_WITHOUT_CODE),
     ((OTHER, sass("sm_90", "9.0")), None, True, True, True, None),
     ((OTHER,), None, True, True, True, Unmet.KERNEL_WITHOUT_CODE),
     ((sass("sm_90", "9.0"), ptx("compute_90", "9.2", "9.0")), DRIVER_13_0, True, True, True,
      Unmet.KERNEL_WITHOUT_CODE),
-    # Per kernel without names: the targets stand for every kernel, judged as a whole.
+    # Strict without names: the targets stand for every kernel, judged as a whole.
     ((NONE, sass("sm_90", "9.0")), None, True, False, True, None),
     ((NONE,), None, True, False, True, Unmet.NOTHING_RUNS),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("routes", "driver", "readable", "names", "per_kernel", "expected"), UNMET_ROWS
+    ("routes", "driver", "readable", "names", "strict", "expected"), UNMET_ROWS
 )
 def test_why_an_artifact_fails_a_required_device(  # noqa: PLR0917  (one row's columns)
     routes: tuple[Route, ...],
     driver: Version | None,
     readable: bool,
     names: bool,
-    per_kernel: bool,
+    strict: bool,
     expected: Unmet | None,
 ) -> None:
-    got = unmet(routes, driver, readable=readable, names=names, per_kernel=per_kernel)
+    got = unmet(routes, driver, readable=readable, names=names, strict=strict)
     assert got is expected
 
 
@@ -613,10 +619,48 @@ def test_what_fails_a_required_device(
     assert shortfalls(devices, required, frozenset(unnamed)) == expected
 
 
-def test_a_shortfall_carries_the_device_s_kernels_where_they_were_counted() -> None:
-    kernels = tally([(NONE, ("b1", "c1")), (SM_90, ("a1",))])
-    failing = DeviceVerdict(H100, Category.NOTHING, (_part(FAILS_NATIVE, "x.so"),), kernels)
-    assert shortfalls((failing,), (H100,), frozenset()) == (
-        Shortfall(H100, ("x.so",), False, kernels),
-    )
+PARTLY_90 = tally([(NONE, ("b1", "c1")), (SM_90, ("a1",))])  # the item-3 library on 9.0
+NONE_90 = tally([(NONE, ("x", "y"))])
+RUNS_90 = tally([(SM_90, ("k",))])
+PASSES_PARTLY = Outcome(Category.NATIVE, SM_90, None)  # as a whole: something runs
+
+# (parts: (name, outcome, its kernels), the kernels the shortfall carries): those of the
+# failing parts alone (a library that passes partly lends it none of its kernels without
+# code), counted only where every failing part's were.
+SHORTFALL_KERNELS_ROWS = [
+    ((("x.so", FAILS_NATIVE, PARTLY_90),), PARTLY_90),
+    ((("a.so", PASSES_PARTLY, PARTLY_90), ("b.so", NOTHING, NONE_90)), NONE_90),
+    ((("a.so", NATIVE, RUNS_90), ("b.so", NOTHING, NONE_90), ("c.so", FAILS_NATIVE, PARTLY_90)),
+     tally([(NONE, ("x", "y", "b1", "c1")), (SM_90, ("a1",))])),
+    ((("a.so", NATIVE, RUNS_90), ("b.so", NOTHING, None)), None),  # b.so read without names
+    ((("b.so", NOTHING, NONE_90), ("c.so", NOTHING_TOO, None)), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("parts", "expected"), SHORTFALL_KERNELS_ROWS)
+def test_a_shortfall_carries_the_failing_parts_kernels_where_they_were_counted(
+    parts: tuple[tuple[str, Outcome, Shares | None], ...], expected: Shares | None
+) -> None:
+    built = tuple(Part(name, o, kernels=k) for name, o, k in parts)
+    (short,) = shortfalls((DeviceVerdict(H100, Category.MIXED, built),), (H100,), frozenset())
+    assert short.failing == tuple(p.name for p in built if not p.outcome.passes)
+    assert short.kernels == expected
+
+
+# (parts' kernels, the distribution's): every part's as one, only where each was counted.
+KERNELS_OF_ROWS = [
+    ((), None),
+    ((RUNS_90,), RUNS_90),
+    ((RUNS_90, PARTLY_90), tally([(SM_90, ("a1", "k")), (NONE, ("b1", "c1"))])),
+    ((RUNS_90, None), None),
+    ((None, RUNS_90), None),
+]
+
+
+@pytest.mark.parametrize(("kernels", "expected"), KERNELS_OF_ROWS)
+def test_a_distribution_s_kernels_are_its_parts_as_one(
+    kernels: tuple[Shares | None, ...], expected: Shares | None
+) -> None:
+    parts = [Part(f"{i}.so", NATIVE, kernels=k) for i, k in enumerate(kernels)]
+    assert kernels_of(parts) == expected
     assert DeviceVerdict(H100, Category.NATIVE, ()).kernels is None

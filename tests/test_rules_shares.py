@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from gate.rules.routes import Path, Route
-from gate.rules.shares import Reach, Share, Shares, reach, tally
+from gate.rules.shares import Reach, Share, Shares, combine, meets, reach, reach_of, tally
 from gate.rules.targets import Target, Version
 
 pytestmark = pytest.mark.unit
@@ -157,3 +157,85 @@ def test_a_line_says_first_whether_it_runs_partly_or_not(
     groups: list[tuple[Route, tuple[str, ...]]], passes: bool, expected: Reach
 ) -> None:
     assert reach(tally(groups), passes=passes) is expected
+
+
+# --- Step 5: how far one artifact runs, from its kernels' (or targets') routes ----------
+# (routes, driver, the reach)
+REACH_OF_ROWS = [
+    ((), None, Reach.NONE),  # nothing expected here
+    ((EXACT,), None, Reach.RUNS),
+    ((EXACT, COMPATIBLE), None, Reach.RUNS),
+    # The item-3 library on 9.0: a1 by sm_90, b1 and c1 with no code.
+    ((EXACT, NONE), None, Reach.PARTLY),
+    ((NONE, EXACT, NONE), None, Reach.PARTLY),
+    ((NONE,), None, Reach.NONE),
+    ((NONE, NONE), None, Reach.NONE),
+    # Only for other devices: not expected here, neither running nor failing ...
+    ((EXACT, OTHER), None, Reach.RUNS),
+    ((NONE, OTHER), None, Reach.NONE),
+    # ... and with nothing else, nothing runs here.
+    ((OTHER,), None, Reach.NONE),
+    # PTX the driver cannot JIT has no usable code; with no driver known it may.
+    ((PTX_NEW,), DRIVER, Reach.NONE),
+    ((PTX_NEW,), None, Reach.RUNS),
+    ((OLDER, PTX_NEW), DRIVER, Reach.PARTLY),
+    ((PTX_OK, PTX_NEW), Version(13, 2), Reach.RUNS),
+]
+
+
+@pytest.mark.parametrize(("routes", "driver", "expected"), REACH_OF_ROWS)
+def test_how_far_an_artifact_runs_on_a_device(
+    routes: tuple[Route, ...], driver: Version | None, expected: Reach
+) -> None:
+    assert reach_of(routes, driver) is expected
+    assert reach_of(iter(routes), driver) is expected  # read once: any iterable
+
+
+# --- Step 6: whether that meets --require-device ------------------------------------------
+# (reach, strict, passes): one rule for a file alone and for a distribution's library.
+MEETS_ROWS = [
+    (Reach.RUNS, False, True),
+    (Reach.RUNS, True, True),
+    # A vendor library that picks its kernels per device runs partly: it passes, and
+    # fails only where every kernel is judged.
+    (Reach.PARTLY, False, True),
+    (Reach.PARTLY, True, False),
+    (Reach.NONE, False, False),
+    (Reach.NONE, True, False),
+]
+
+
+@pytest.mark.parametrize(("how", "strict", "expected"), MEETS_ROWS)
+def test_what_meets_a_required_device(how: Reach, strict: bool, expected: bool) -> None:
+    assert meets(how, strict=strict) is expected
+
+
+# (each library's groups, the driver, the shares as one)
+COMBINE_ROWS = [
+    ([], None, []),
+    ([[(EXACT, ("a1",)), (NONE, ("b1", "c1"))]], None, [(NONE, ("b1", "c1")), (EXACT, ("a1",))]),
+    # Equal routes of two libraries merge; one name in both counts twice.
+    (
+        [[(EXACT, ("k",))], [(EXACT, ("k",)), (NONE, ("b",))]],
+        None,
+        [(EXACT, ("k", "k")), (NONE, ("b",))],
+    ),
+    # Re-ordered as one: the larger share first, those for other devices last.
+    (
+        [[(OTHER, ("x", "y", "z")), (EXACT, ("a",))], [(NONE, ("b", "c"))]],
+        DRIVER,
+        [(NONE, ("b", "c")), (EXACT, ("a",)), (OTHER, ("x", "y", "z"))],
+    ),
+]
+
+
+@pytest.mark.parametrize(("libraries", "driver", "expected"), COMBINE_ROWS)
+def test_libraries_shares_combine_as_one(
+    libraries: list[list[tuple[Route, tuple[str, ...]]]],
+    driver: Version | None,
+    expected: list[tuple[Route, tuple[str, ...]]],
+) -> None:
+    combined = combine([tally(groups, driver) for groups in libraries], driver)
+    assert _names(combined) == expected
+    assert combined.driver == driver
+    assert combined == tally([g for groups in libraries for g in groups], driver)

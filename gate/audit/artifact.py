@@ -138,16 +138,18 @@ def unmet(
     report: ArtifactReport,
     cap: Capability,
     *,
-    per_kernel: bool = False,
+    strict: bool = False,
     driver: Version | None = None,
 ) -> str | None:
     """Why ``report`` fails a required device, or None (:func:`gate.rules.environment.unmet`).
 
-    As a whole by default (something in it runs on ``cap``); with ``per_kernel`` (the
-    project's own code; needs names) every kernel built for ``cap`` needs code there. A
-    file with nothing to judge (no device code, LTO IR only, no kernels) fails too.
+    As a whole by default (something in it runs on ``cap``: a library that runs partly
+    passes); with ``strict`` (the project's own code; needs names) every kernel built for
+    ``cap`` needs code there. A file with nothing to judge (no device code, LTO IR only,
+    no kernels) fails too. A file alone and a distribution's library
+    (:func:`gate.audit.verdicts.outcome`) are judged by this one rule.
     """
-    why = failure(report, cap, per_kernel=per_kernel, driver=driver)
+    why = failure(report, cap, strict=strict, driver=driver)
     return None if why is None else why()
 
 
@@ -155,7 +157,7 @@ def failure(
     report: ArtifactReport,
     cap: Capability,
     *,
-    per_kernel: bool = False,
+    strict: bool = False,
     driver: Version | None = None,
     found: Sequence[Route] | None = None,
 ) -> Callable[[], str] | None:
@@ -167,9 +169,7 @@ def failure(
     readable = report.error is None
     if found is None:
         found = routes(report, cap) if readable else ()
-    why = environment.unmet(
-        found, driver, readable=readable, names=report.names, per_kernel=per_kernel
-    )
+    why = environment.unmet(found, driver, readable=readable, names=report.names, strict=strict)
     if why is None:
         return None
     if why is Unmet.NOTHING_TO_ROUTE:

@@ -7,11 +7,12 @@ first: old builds are alternatives, never missing code. What answers for a part,
 it passes, and a distribution's category are the decision core's
 (:mod:`gate.rules.environment`); this module reads each group's reports for it.
 
-A part read with kernel names is judged kernel by kernel: it passes a device when every
-kernel built for it has code there (the per-file verdict's count), whatever its route's
-label; read without names, its targets are judged (something in it runs). Where every
-part was read with names, the distribution's kernels are counted per route on each device
-(:mod:`gate.rules.shares`): its verdict is the route most of them take, with the shares.
+A part passes a device by the rule a file alone is judged by (``inspect --require-device``,
+:func:`gate.audit.artifact.failure`): something in it runs there, and with ``strict`` every
+kernel built for the device (where its names were read). Where a part was read with
+names, its kernels are counted per route on each device (:mod:`gate.rules.shares`); where
+every part's were, the distribution's verdict is the route most of them take, with the
+shares (``partly`` where some have no code, which fails only with ``strict``).
 
 A distribution passes a device when every part does; one with no device code needs no
 device and passes (it is said, not failed: ``no device code``).
@@ -20,13 +21,13 @@ device and passes (it is said, not failed: ``no device code``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gate.audit.artifact import failure, has_code, needs_device, routes, targets_text
 from gate.reader.distributions import Group
 from gate.reader.read import ArtifactReport
 from gate.rules import environment
-from gate.rules.environment import DeviceVerdict, Outcome, Part
+from gate.rules.environment import DeviceVerdict, Outcome, Part, kernels_of
 from gate.rules.shares import Shares, tally
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import VariantSet, find_sets
@@ -60,9 +61,10 @@ def outcome(
 ) -> Outcome:
     """One artifact with device code on ``cap``: its route there
     (:func:`gate.rules.environment.answer`; with ``strict`` the worst), and why it fails:
-    per kernel where its names were read, else by its targets."""
+    the rule a file alone is judged by (something in it runs; with ``strict``, every
+    kernel built for ``cap`` where its names were read)."""
     found = routes(report, cap)
-    why = failure(report, cap, per_kernel=True, driver=driver, found=found)
+    why = failure(report, cap, strict=strict, driver=driver, found=found)
     return environment.outcome(found, cap, strict=strict, driver=driver, why=why)
 
 
@@ -88,11 +90,10 @@ def judge_group(
     ]
     devices = []
     for cap in caps:
-        parts = [
-            Part(member, outcome(report, cap, strict=strict, driver=driver), carried)
-            for member, report, carried in alone
-        ]
-        read: list[ArtifactReport | None] = [report for _, report, _ in alone]
+        parts = []
+        for member, report, carried in alone:
+            found = outcome(report, cap, strict=strict, driver=driver)
+            parts.append(Part(member, found, carried, kernels=_kernels(found, report, cap, driver)))
         for s in sets:
             builds = tuple(
                 (v.label, _build(by_member[v.path], cap, strict=strict, driver=driver))
@@ -100,30 +101,25 @@ def judge_group(
             )
             part = environment.set_part(s, builds, runtime)
             if part is not None:
-                parts.append(part)
                 chosen = {v.label: v.path for v in s.variants}
-                read += [by_member[chosen[label]] for label in part.chosen[:1]] or [None]
-        kernels = _kernels(parts, read, cap, driver)
+                answers = [by_member[chosen[label]] for label in part.chosen[:1]]
+                counted = _kernels(part.outcome, answers[0], cap, driver) if answers else None
+                parts.append(replace(part, kernels=counted))
+        kernels = kernels_of(parts)
         category = environment.overall(parts, errors=bool(errors), kernels=kernels)
         devices.append(DeviceVerdict(cap, category, tuple(parts), kernels))
     return DistributionVerdict(group, sets, tuple(devices), errors)
 
 
 def _kernels(
-    parts: Sequence[Part],
-    read: Sequence[ArtifactReport | None],
-    cap: Capability,
-    driver: Version | None,
+    found: Outcome, report: ArtifactReport, cap: Capability, driver: Version | None
 ) -> Shares | None:
-    """The kernels of the parts (``read``: each part's report; a set's, the build that
-    answers for it) by route on ``cap``; None where some part's kernels are unknown (read
-    without names, no build chosen, nothing to route) or there is no part."""
-    if not parts or any(
-        r is None or not r.names or p.outcome.route is None
-        for p, r in zip(parts, read, strict=True)
-    ):
+    """A part's kernels by route on ``cap`` (``report``: the library, or the build that
+    answers for a set); None where they are unknown (read without names) or there is
+    nothing to route."""
+    if not report.names or found.route is None:
         return None
-    return tally((g for r in read if r is not None for g in r.listing.kernel_groups(cap)), driver)
+    return tally(report.listing.kernel_groups(cap), driver)
 
 
 def _build(

@@ -5,9 +5,11 @@ variant, PTX ISA, sizes, and per device a route per target (standing for every k
 ``--names`` decompresses every entry for kernel names: kernel counts per target, kernels
 missing from some target (shown demangled; the JSON keeps them mangled), and the route
 each kernel takes per device. ``--require-device`` turns a device without code into exit 1,
-by the rule the run judges libraries by (gate.rules.routes.judge): something in each file
-runs there, or with ``--strict`` every kernel built for that device does. A file with
-nothing to judge (no device code, LTO IR only) and a path with no file at all fail too.
+by the rule the run judges libraries by (gate.rules.environment.unmet): something in each
+file runs there (one that runs partly passes), or with ``--strict`` every kernel built for
+that device does; a distribution's libraries are judged by the same rule. A file with
+nothing to judge (no device code, LTO IR only) and a path with no file at all fail too; a
+wheel's member with no device code needs no device, as in its distribution.
 
 A virtual environment, a site-packages folder, a folder of wheels, a requirements lock or
 a container image (or any path with ``--by-distribution``) is read by distribution instead
@@ -84,16 +86,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="CAP",
         help="fail (exit 1, one line per failing artifact) when nothing in an artifact runs "
         "on this device (no SASS that runs there, no PTX that JITs for it), as the run judges "
-        "vendor libraries; an artifact with no device code, or LTO IR only, fails too; a "
-        "distribution read with --names fails where a kernel built for the device has no code "
-        "there; also shown like --device; repeatable",
+        "vendor libraries: one where only some kernels built for the device have code there "
+        "(a library that picks its kernels per device) passes, shown as partly; a "
+        "distribution fails when one of its libraries does, by the same rule; an artifact "
+        "with no device code, or LTO IR only, fails too (not a wheel's member: it needs no "
+        "device, as in its distribution); also shown like --device; repeatable",
     )
     parser.add_argument(
         "--strict",
         action="store_true",
         help="with --require-device, judge every kernel as the run judges the project's own "
-        "code: each kernel built for the device needs code there (a kernel only in a/f builds "
-        "for other devices is not expected); implies --names",
+        "code: each kernel built for the device needs code there, in a file and in a "
+        "distribution alike (partly fails, naming the kernels without code; a kernel only in "
+        "a/f builds for other devices is not expected); implies --names",
     )
     parser.add_argument(
         "--no-detect", action="store_true", help="do not ask nvidia-smi for the local GPU"
@@ -410,10 +415,16 @@ class _View:
 
 
 def _unmet(report: ArtifactReport, required: list[Any], *, strict: bool) -> list[str]:
-    """Why ``report`` fails each required device it fails, in their order."""
-    from gate.audit.artifact import unmet
+    """Why ``report`` fails each required device it fails, in their order: the rule its
+    distribution judges it by (:func:`gate.audit.verdicts.outcome`), so that a wheel and
+    the folder or environment holding it exit alike. A wheel's member with no code a device
+    must run (host code alone) is no part of its distribution's answer: not judged."""
+    from gate.audit.artifact import needs_device, unmet
 
-    return [why for cap in required if (why := unmet(report, cap, per_kernel=strict))]
+    wheel, bang, _ = report.path.partition("!")
+    if bang and wheel.endswith(".whl") and not needs_device(report):
+        return []
+    return [why for cap in required if (why := unmet(report, cap, strict=strict))]
 
 
 def _by_distribution(args: argparse.Namespace) -> bool:

@@ -184,13 +184,12 @@ def _block(
     lines, details = [], []
     if not v.devices:  # no device given: what it carries stands in for a verdict
         lines.append(f"{dist.name:<{name_w}}  {dist.version:<{ver_w}}  {'-':<6}  {carried(v)}")
-    # Judged by targets where some library's kernel names were not read: said on the
-    # distribution's line (its first).
-    note = BY_TARGET if v.unnamed and any(d.kernels is None and d.parts for d in v.devices) else ""
     for i, dev in enumerate(v.devices):
         name, version = (dist.name, dist.version) if i == 0 else ("", "")
         row = f"{name:<{name_w}}  {version:<{ver_w}}  {dev.capability!s:<6}  "
-        said = note if i == 0 else ""  # said once, with the distribution's name
+        # On every row it holds for, as in the JSON's verdict: a row read alone (grep, a
+        # device's lines) never passes for a per-kernel answer.
+        said = by_target_note(v, dev)
         if dev.category is not Category.MIXED:
             lines.append(row + verdict_text(dev) + said)
             if dev.kernels is not None and len(_routes_of(dev)) > 1:
@@ -211,6 +210,12 @@ def _block(
 
 
 BY_TARGET = "; by target only (--names: per kernel)"
+
+
+def by_target_note(v: DistributionVerdict, dev: DeviceVerdict) -> str:
+    """:data:`BY_TARGET` where the distribution's verdict on a device was judged by its
+    libraries' targets because some library's kernel names were not read; else empty."""
+    return BY_TARGET if v.unnamed and dev.kernels is None and dev.parts else ""
 
 
 def carried(v: DistributionVerdict) -> str:
@@ -298,15 +303,17 @@ def _routes_of(dev: DeviceVerdict) -> list[tuple[str, list[str], bool]]:
     """The parts by route, best first: ``(route words, names, whether they pass)``."""
     by: dict[tuple[str, bool], list[str]] = {}
     for p in sorted(dev.parts, key=lambda p: _COLUMNS.index(p.outcome.category)):
-        by.setdefault((_part_route(p.outcome), p.outcome.passes), []).append(p.name)
+        by.setdefault((_part_route(p), p.outcome.passes), []).append(p.name)
     return [(what, names, ok) for (what, ok), names in by.items()]
 
 
-def _part_route(o: Outcome) -> str:
-    """A library's route, ``partly`` where it fails though that route runs (some kernels
-    built for the device have no code there)."""
+def _part_route(p: Part) -> str:
+    """A library's route, ``partly`` where that route runs but some kernels built for the
+    device have no code there (it passes unless --strict)."""
+    o = p.outcome
     runs = o.route is not None and o.route.usable(None) and o.route.expected()
-    return f"partly {detail(o)}" if runs and not o.passes else detail(o)
+    partly = p.kernels is not None and p.kernels.partly
+    return f"partly {detail(o)}" if runs and partly else detail(o)
 
 
 def _by_category(dev: DeviceVerdict) -> list[tuple[str, list[str], bool, set[str]]]:
@@ -575,7 +582,7 @@ def distribution_json(v: DistributionVerdict) -> dict[str, Any]:
             {
                 "capability": str(dev.capability),
                 "category": dev.category.value,
-                "verdict": verdict_text(dev),
+                "verdict": verdict_text(dev) + by_target_note(v, dev),
                 "passes": dev.passes,
                 "per_kernel": dev.kernels is not None,
                 "kernels": _kernels_json(dev),

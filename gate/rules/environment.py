@@ -11,8 +11,11 @@ and plain facts; the audit (:mod:`gate.audit`) reads the artifacts and asks thes
    with ``strict`` (every kernel built for the device needs code there), the worst route
    its kernels expected there take (all only for other devices: that).
 2. Whether it fails a required device (:func:`unmet`): an unreadable artifact is not
-   judged (its error is said); nothing to route fails; else :func:`judge`, per kernel
-   only where kernel names were read.
+   judged (its error is said); nothing to route fails; else how far it runs there
+   (:func:`gate.rules.shares.reach_of`) meets the device or not
+   (:func:`gate.rules.shares.meets`): something in it must run, and with ``strict`` (where
+   kernel names were read) every kernel built for the device. A file alone and a library
+   of a distribution are judged by this one rule.
 3. Which artifacts are parts of a distribution's answer (:func:`needs_device`): a library
    whose cubins hold no kernel (read with names: nvcc's per-target cubins of a host-only
    library) needs no device.
@@ -22,9 +25,9 @@ and plain facts; the audit (:mod:`gate.audit`) reads the artifacts and asks thes
 5. A distribution on a device (:func:`overall`): where its kernels were counted
    (:mod:`gate.rules.shares`), the category of the route most of them take; else one
    category when every part agrees, else mixed; no part is *no device code* (or
-   *unreadable* when a file could not be read). It passes when every part does.
+   *unreadable* when a file could not be read). It passes when every part does (step 2).
 6. What fails ``--require-device`` (:func:`shortfalls`): each required device a
-   distribution does not pass, with the parts that do not run there.
+   distribution does not pass, with the parts that do not run there and their kernels.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from gate.rules.routes import Path, Route, judge, route
-from gate.rules.shares import Shares
+from gate.rules.routes import Path, Route, route
+from gate.rules.shares import Shares, combine, meets, reach_of
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import VariantSet
 
@@ -115,6 +118,9 @@ class Part:
     variants: VariantSet | None = None
     builds: tuple[tuple[str, Outcome | None], ...] = ()  # label -> outcome (None: no code)
     chosen: tuple[str, ...] = ()  # the labels that give ``outcome``
+    # Its kernels by route (a set's: the build that answers for it), where its kernel
+    # names were read; None: judged by targets alone.
+    kernels: Shares | None = None
 
 
 @dataclass(frozen=True)
@@ -196,23 +202,25 @@ def unmet(
     *,
     readable: bool,
     names: bool,
-    per_kernel: bool,
+    strict: bool,
 ) -> Unmet | None:
     """Why an artifact whose kernels (or targets) take ``routes`` fails a required device,
-    or None when it passes: the rule the run judges loaded libraries by.
+    or None when it passes (step 2): the rule the run judges loaded libraries by.
 
-    As a whole by default (something in it runs); with ``per_kernel`` (the project's own
-    code), where kernel names were read, every kernel built for the device needs code
-    there. A file with nothing to route fails too; an unreadable one is not judged.
+    As a whole by default: something in it runs (a library that runs partly passes);
+    with ``strict`` (the project's own code), where kernel names were read, every kernel
+    built for the device needs code there. A file with nothing to route fails too; an
+    unreadable one is not judged.
     """
     if not readable:
         return None
     if not routes:
         return Unmet.NOTHING_TO_ROUTE
-    strict = per_kernel and names
-    if judge(routes, driver, per_kernel=strict):
+    per_kernel = strict and names
+    how = reach_of(routes, driver)
+    if meets(how, strict=per_kernel):
         return None
-    return Unmet.KERNEL_WITHOUT_CODE if strict else Unmet.NOTHING_RUNS
+    return Unmet.KERNEL_WITHOUT_CODE if per_kernel else Unmet.NOTHING_RUNS
 
 
 def needs_device(*, has_code: bool, names: bool, kernels: bool, lto: bool) -> bool:
@@ -265,7 +273,8 @@ class Shortfall:
     capability: Capability
     failing: tuple[str, ...]  # the parts that do not run there, in order
     by_targets: bool  # some of them judged by targets alone: its kernel names were not read
-    kernels: Shares | None = None  # its kernels by route, where they were counted
+    # The kernels of the failing parts by route, where every one's were counted.
+    kernels: Shares | None = None
 
 
 def shortfalls(
@@ -280,7 +289,17 @@ def shortfalls(
     for dev in devices:
         if dev.capability not in required or dev.passes:
             continue
-        failing = tuple(p.name for p in dev.parts if not p.outcome.passes)
-        by_targets = any(n in unnamed for n in failing)
-        out.append(Shortfall(dev.capability, failing, by_targets, dev.kernels))
+        failing = [p for p in dev.parts if not p.outcome.passes]
+        names = tuple(p.name for p in failing)
+        by_targets = any(n in unnamed for n in names)
+        out.append(Shortfall(dev.capability, names, by_targets, kernels_of(failing)))
     return tuple(out)
+
+
+def kernels_of(parts: Sequence[Part]) -> Shares | None:
+    """The kernels of ``parts`` by route, as one; None where some part's were not counted
+    (or there is no part)."""
+    counted = [p.kernels for p in parts if p.kernels is not None]
+    if not parts or len(counted) < len(parts):
+        return None
+    return combine(counted, counted[0].driver)

@@ -18,6 +18,15 @@ kernels: each library launches its own). Which route each kernel takes is
    device and every kernel built for it runs; *does not run* when no kernel built for it
    has usable code; else *partly* (some kernels have no code, or some library has none
    built for this device).
+5. How far one artifact runs (:func:`reach_of`), from the routes its kernels (or, read
+   without names, its targets) take: every one expected there usable (and one is), some,
+   or none.
+6. Whether that meets ``--require-device`` (:func:`meets`), the one rule a file and a
+   distribution's libraries are judged by: *runs* passes, *does not run* fails, and
+   *partly* passes unless ``strict``. A vendor library picks its kernels per device
+   (cuBLAS carries kernels built only for sm_75 beside its sm_90 and sm_121 ones): a
+   binary cannot tell those from kernels a build forgot, so only ``--strict`` (the rule
+   the run judges the project's own code by) fails them.
 """
 
 from __future__ import annotations
@@ -109,3 +118,25 @@ def reach(shares: Shares, *, passes: bool) -> Reach:
     if len(shares.missing) < len(shares.expected):
         return Reach.PARTLY
     return Reach.NONE
+
+
+def reach_of(routes: Iterable[Route], driver: Version | None) -> Reach:
+    """Step 5: how far an artifact whose kernels (or targets) take ``routes`` runs on a
+    device; routes only for other devices are not expected there, and none expected
+    does not run."""
+    expected = [r for r in routes if r.expected()]
+    usable = sum(1 for r in expected if r.usable(driver))
+    if usable == len(expected) and expected:
+        return Reach.RUNS
+    return Reach.PARTLY if usable else Reach.NONE
+
+
+def meets(how: Reach, *, strict: bool) -> bool:
+    """Step 6: whether an artifact that runs ``how`` far passes a required device."""
+    return how is Reach.RUNS or (how is Reach.PARTLY and not strict)
+
+
+def combine(parts: Iterable[Shares], driver: Version | None = None) -> Shares:
+    """The shares of several libraries as one (a distribution's, or its failing
+    libraries'): :func:`tally` over every share of each."""
+    return tally(((s.route, s.kernels) for p in parts for s in p.shares), driver)
