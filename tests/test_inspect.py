@@ -187,8 +187,61 @@ def test_missing_kernels_are_shown_demangled_and_kept_mangled_in_json() -> None:
     )
     art = artifact_json(ArtifactReport("two.so", "ELF", listing=listing), [])
     assert art["missing_kernels"] == {"sm_120": ["_Z1bv"]}
-    text = console(art, demangle={"_Z1bv": "b()"}.get)  # type: ignore[arg-type]
-    assert "sm_120 lacks 1 kernel: b()" in text
+    assert "sm_120 lacks 1 kernel: b()" in console(art)
+    # The names are the caller's to give (a list in, each name out).
+    text = console(art, names=lambda ks: {k: k.upper() for k in ks})
+    assert "sm_120 lacks 1 kernel: _Z1BV" in text
+
+
+# scale(float*, int), scale(double*, int); f(char*, char*) spelt two ways (S_ and again).
+SCALE_F, SCALE_D, F_SUB, F_OUT = "_Z5scalePfi", "_Z5scalePdi", "_Z1fPcS_", "_Z1fPcPc"
+
+
+def _listing_lacking(*kernels: str) -> str:
+    from gate.reader.listing import DeviceEntry, Kind, Listing
+    from gate.reader.read import ArtifactReport
+    from gate.render.inspect import artifact_json, console
+    from gate.rules.targets import Target
+
+    listing = Listing(
+        (
+            DeviceEntry(Kind.SASS, Target.parse("sm_90"), ("_Z4keepv", *kernels)),
+            DeviceEntry(Kind.SASS, Target.parse("sm_120"), ("_Z4keepv",)),
+        )
+    )
+    return console(artifact_json(ArtifactReport("o.so", "ELF", listing=listing), []))
+
+
+def test_an_overload_pair_in_an_inspect_listing_reads_apart_by_its_c_plus_plus_names() -> None:
+    # Demangled, the overloads already read apart: no symbol is added.
+    assert "sm_120 lacks 2 kernels: scale(double*, int); scale(float*, int)\n" in (
+        _listing_lacking(SCALE_F, SCALE_D)
+    )
+    # Two symbols of one C++ name read alike: each gets its symbol, in brackets.
+    assert (
+        f"sm_120 lacks 2 kernels: f(char*, char*) [{F_OUT}]; f(char*, char*) [{F_SUB}]\n"
+    ) in _listing_lacking(F_SUB, F_OUT)
+
+
+def test_without_a_demangler_an_overload_pair_in_an_inspect_listing_gets_its_symbols(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gate.rules import kernels
+
+    monkeypatch.setattr(kernels, "demangle", lambda name: name)  # as without libstdc++
+    assert (f"sm_120 lacks 2 kernels: scale [{SCALE_D}]; scale [{SCALE_F}]\n") in _listing_lacking(
+        SCALE_F, SCALE_D
+    )
+
+
+def test_a_long_name_is_cut_before_the_symbol_that_tells_it_apart() -> None:
+    from gate.render.inspect import _short
+
+    alike = "n" * 70 + "(char*, char*)"
+    cut = _short(f"{alike} [{F_SUB}]")
+    assert cut == f"{'n' * 57}... [{F_SUB}]"
+    assert _short("m" * 70) == "m" * 57 + "..."
+    assert _short("short [x]") == "short [x]"
 
 
 @pytest.mark.parametrize(

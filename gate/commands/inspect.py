@@ -365,7 +365,6 @@ class _View:
 
     def show(self, found: Found) -> None:
         """One report: kept with its wheel, or its table written (none for an error)."""
-        from gate.demangle import demangle
         from gate.render import inspect as inspect_view
 
         report = found.report
@@ -373,7 +372,7 @@ class _View:
             return
         self.flush()
         art = inspect_view.artifact_json(report, self.caps, with_entries=False)
-        text = inspect_view.console(art, demangle=demangle)
+        text = inspect_view.console(art)
         if found.origin:
             text += found.origin.console()
         self.out.write(text, flush=self.live)

@@ -11,7 +11,7 @@ and the document says so.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gate import __version__
@@ -20,6 +20,7 @@ from gate.reader.listing import Kind, Listing, missing_by_target, totals
 from gate.reader.read import ArtifactReport
 from gate.reader.stubs import stubs_of, unread_targets
 from gate.render.wording import kernels_by, plural
+from gate.rules.kernels import readable
 from gate.rules.routes import Path, Route
 from gate.rules.targets import Capability, Target, Version
 
@@ -198,15 +199,15 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
 
 
-def _same(name: str) -> str:
-    return name
+Names = Callable[[Sequence[str]], Mapping[str, str]]
 
 
-def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
+def console(art: dict[str, Any], names: Names = readable) -> str:
     """The readable table for one artifact of the document.
 
-    Kernel names are shown through ``demangle`` (the CLI passes the C++ runtime's
-    demangler; the JSON keeps the mangled names).
+    Each list of kernel names is shown through ``names`` (by default the one helper,
+    :func:`gate.rules.kernels.readable`: demangled, the symbol in brackets only where two
+    in the list read alike); the JSON keeps the mangled names.
     """
     if art["error"]:
         return f"{art['path']}: ERROR: {art['error']}\n"
@@ -234,10 +235,11 @@ def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
                 f"{_mb(row['stored_size']):>10} {_mb(row['size']):>10}  {','.join(row['sections'])}"
             )
     for target, missing in (art["missing_kernels"] or {}).items():
-        shown = [_short(demangle(k)) for k in missing[:3]]
+        said = names(missing[:3])
+        shown = [_short(said[k]) for k in missing[:3]]
         sample = "; ".join(shown) + ("; ..." if len(missing) > 3 else "")
         lines.append(f"  {target} lacks {plural(len(missing), 'kernel')}: {sample}")
-    lines += _stub_lines(art["stubs"], demangle)
+    lines += _stub_lines(art["stubs"], names)
     if any(dev["routes"] and not dev["per_kernel"] for dev in art["devices"]):
         # Said once, not on every device line.
         lines.append("  routes per target, each standing for every kernel (--names: per kernel)")
@@ -257,14 +259,16 @@ def console(art: dict[str, Any], demangle: Callable[[str], str] = _same) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _stub_lines(stubs: dict[str, Any] | None, demangle: Callable[[str], str]) -> list[str]:
+def _stub_lines(stubs: dict[str, Any] | None, names: Names) -> list[str]:
     """``  trap stub: k(float*) in sm_121 SASS: present but traps on 12.1``, at most five."""
     if stubs is None:
         return []
     lines = []
-    for s in stubs["kernels"][:_STUBS_SHOWN]:
+    shown = stubs["kernels"][:_STUBS_SHOWN]
+    said = names([s["kernel"] for s in shown])
+    for s in shown:
         trap = s["body"] == "trap"
-        where = f"{_short(demangle(s['kernel']))} in {' '.join(s['targets'])} SASS"
+        where = f"{_short(said[s['kernel']])} in {' '.join(s['targets'])} SASS"
         caps = ", ".join(s["devices"])
         verb = "traps" if trap else "does nothing"
         runs = f": present but {verb} on {caps}" if caps else ""
@@ -283,4 +287,14 @@ _STUBS_SHOWN = 5
 
 
 def _short(name: str) -> str:
-    return name if len(name) <= 60 else name[:57] + "..."
+    """At most 60 characters of the name; a symbol in brackets that tells it from another
+    (:func:`gate.rules.kernels.readable`) is kept whole, the name before it cut."""
+    if len(name) <= _NAME_WIDTH:
+        return name
+    head, bracket, symbol = name.rpartition(" [")
+    if bracket and symbol.endswith("]") and head:
+        return f"{_short(head)} [{symbol}"
+    return name[: _NAME_WIDTH - 3] + "..."
+
+
+_NAME_WIDTH = 60

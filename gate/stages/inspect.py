@@ -18,7 +18,6 @@ from pathlib import Path
 
 from gate import fsutil
 from gate.config import Config, ResolvedArtifact, resolve_artifact_specs
-from gate.demangle import demangle
 from gate.errors import BadInputError, GateError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import artifacts as found_files
@@ -411,7 +410,7 @@ def _write_reader_evidence(
 ) -> None:
     """What our reader saw: the device code (text and JSON), host format and dependencies."""
     view = summary.artifact_json(report, devices)
-    evidence.write_text(f"{prefix}device-code.txt", summary.console(view, demangle=demangle))
+    evidence.write_text(f"{prefix}device-code.txt", summary.console(view))
     evidence.write_json(f"{prefix}device-code.json", {"version": 1, "artifact": view})
     evidence.write_text(f"{prefix}binary-format.txt", fmt.description + "\n")
     evidence.write_text(

@@ -31,7 +31,6 @@ from pathlib import Path
 from gate import jsonutil
 from gate.audit.artifact import phrase
 from gate.config import Config
-from gate.demangle import demangle
 from gate.errors import BadInputError
 from gate.evidence import EvidenceDir, unique_name
 from gate.reader import read as reader
@@ -114,7 +113,7 @@ def render_view(report: reader.ArtifactReport, cap: Capability) -> View:
     """
     view = summary.artifact_json(report, (cap,))
     return View(
-        summary.console(view, demangle=demangle),
+        summary.console(view),
         jsonutil.dumps({"version": 1, "artifact": view}),
     )
 
