@@ -1,9 +1,12 @@
 r"""Time `cuda-gate inspect` against cuobjdump on the big vendor libraries, warm and cold.
 
 On the GPU machine (offline, 16 cores, cuobjdump on PATH, torch 2.11 cu130's wheels in
-the system python3), from the checkout, the one command line to run::
+the system python3; the gate's dependencies from the carried wheelhouse .whl/), from the
+checkout, the one command line to run (about 2 minutes)::
 
-    python3 benchmarks/bench_inspect.py --cold --names-only --runs 3 --output "$OUT/RESULTS.md" \
+    python3 -m venv /tmp/cg && /tmp/cg/bin/pip install -q --no-index --find-links .whl lz4 \
+        zstandard cryptography boto3 requests jsonschema cxxfilt && /tmp/cg/bin/python \
+        benchmarks/bench_inspect.py --cold --names-only --runs 3 --output "$OUT/RESULTS.md" \
         --site "$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))')"
 
 Whole processes, both tools in the same run, interleaved round-robin so machine noise
