@@ -5,6 +5,11 @@ a fatbin it carries (in ``.rodata``, where only cuda-gate's reader looks): ``sm_
 SASS, which runs on no 9.x or newer device, and ``compute_90`` PTX whose ``.version``
 says ISA 9.2, which a CUDA 13.0 driver cannot JIT. On an H200 with driver 580 both
 paths fail, each for its own reason: the case of issue 20, item 10.
+
+``ptx_image``: a host-only driver-API program that keeps its kernel as a PTX image
+(``nvcc -ptx`` for ``compute_90``) in a byte array, loads it with ``cuModuleLoadData``,
+launches it with ``cuLaunchKernel`` and checks the result; the image's ``.version`` is the ISA asked
+for (9.2: too new for a CUDA 13.0 driver). The cases of issue 42, item 1.
 """
 
 from __future__ import annotations
@@ -37,6 +42,36 @@ int main() {
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaMemcpy(&host, device, sizeof(int), cudaMemcpyDeviceToHost));
     if (host != 7) return 2;
+    std::puts("PASS");
+    return 0;
+}
+"""
+
+
+_DRIVER_LOADER = """// Loads its kernel from its PTX image (driver API) and checks the result.
+#include <cuda.h>
+#include <cstdio>
+#include "ptx.h"
+
+#define CU_OK(call) do { CUresult r = (call); if (r != CUDA_SUCCESS) { \\
+    const char *name = "?", *text = "?"; cuGetErrorName(r, &name); cuGetErrorString(r, &text); \\
+    std::fprintf(stderr, "%s: %s (%s, error %d)\\n", #call, text, name, (int)r); \\
+    return 1; } } while (0)
+
+int main() {
+    CUdevice dev; CUcontext ctx; CUmodule mod; CUfunction fn; CUdeviceptr d; int host = 0;
+    CU_OK(cuInit(0));
+    CU_OK(cuDeviceGet(&dev, 0));
+    CU_OK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU_OK(cuCtxSetCurrent(ctx));
+    CU_OK(cuModuleLoadData(&mod, kPtx));
+    CU_OK(cuModuleGetFunction(&fn, mod, "k"));
+    CU_OK(cuMemAlloc(&d, sizeof(int)));
+    void *args[] = {&d};
+    CU_OK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemcpyDtoH(&host, d, sizeof(int)));
+    if (host != 7) { std::fprintf(stderr, "got %d, expected 7\\n", host); return 2; }
     std::puts("PASS");
     return 0;
 }
@@ -97,3 +132,20 @@ def smoke(folder: Path, gencode: str, name: str = "app") -> Path:
     shutil.copy(SMOKE, folder / "app.cu")
     _run([nvcc(), "-gencode", gencode, "-o", name, "app.cu"], folder)
     return folder / name
+
+
+def ptx_image(folder: Path, isa: str = "9.0") -> Path:
+    """The driver-API program of the module docstring, its PTX's ISA ``isa``, in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "k.cu").write_text(_KERNEL, encoding="utf-8")
+    _run([nvcc(), "-ptx", "-arch=compute_90", "-o", "k.ptx", "k.cu"], folder)
+    lines = (folder / "k.ptx").read_text(encoding="utf-8").split("\n")
+    lines = [f".version {isa}" if line.startswith(".version ") else line for line in lines]
+    data = "\n".join(lines).encode() + b"\0"  # cuModuleLoadData takes PTX as a C string
+    body = ",".join(str(b) for b in data)
+    header = f"static const unsigned char kPtx[{len(data)}] = {{{body}}};\n"
+    (folder / "ptx.h").write_text(header, encoding="utf-8")
+    # Host code only (.cpp): the one fat binary in it is the static CUDA runtime's.
+    (folder / "app.cpp").write_text(_DRIVER_LOADER, encoding="utf-8")
+    _run([nvcc(), "-o", "app", "app.cpp", "-lcuda"], folder)
+    return folder / "app"

@@ -9,7 +9,7 @@ from typing import Any
 
 from gate.record import Device, Environment, Execution, LoadedLibrary, RunInfo, RunRecord
 from gate.rules.causes import Cause, ExecPath
-from gate.rules.verdict import Check, CheckState, Stage
+from gate.rules.verdict import Check, CheckState, Diagnosed, Stage
 from gate.system.git import SourceInfo
 
 WHEN = datetime(2026, 11, 29, 18, 0, 0, tzinfo=UTC)
@@ -81,7 +81,7 @@ def make_record(
         loaded_libraries=tuple(loaded),
         executions=tuple(executions),
         checks=tuple(checks),
-        diagnoses=tuple(diagnoses),
+        diagnoses=tuple(Diagnosed(d) for d in diagnoses),
         paths_proved=tuple(paths),
     )
 

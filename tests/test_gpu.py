@@ -113,7 +113,8 @@ def test_ptx_only_fails_native_even_with_a_warm_cache_and_passes_jit(
     assert runs["native"]["failure"] == "PTX JIT compilation was disabled"
     assert done.returncode == 1
     assert any(
-        "revisit the native target and the final link step" in d for d in result["diagnoses"]
+        "revisit the native target and the final link step" in d
+        for d in (x["text"] for x in result["diagnoses"])
     )
     # The headline is the cause (no SASS for the device), not the first failing row.
     cap = f"{target[:-1]}.{target[-1]}"
@@ -163,7 +164,7 @@ def test_sass_only_passes_native_and_fails_jit(tmp_path: Path, target: str) -> N
     assert (runs["native"]["passed"], runs["jit"]["passed"]) == (True, False)
     assert runs["jit"]["failure"] == "no kernel image is available for execution on the device"
     assert done.returncode == 1
-    assert any("check that PTX is present" in d for d in result["diagnoses"])
+    assert any("check that PTX is present" in d for d in (x["text"] for x in result["diagnoses"]))
     assert result["verdict"]["cause"] == "missing-ptx"
     predicted = [c for c in result["checks"] if c["classname"] == "gate.predict"]
     assert predicted
@@ -178,5 +179,5 @@ def test_foreign_target_fails_both_paths_with_no_kernel_image(tmp_path: Path, ta
     for run in runs.values():
         assert run["failure"] == "no kernel image is available for execution on the device"
     assert done.returncode == 1
-    assert any("both paths fail" in d for d in result["diagnoses"])
+    assert any("both paths fail" in d for d in (x["text"] for x in result["diagnoses"]))
     assert not result["verdict"]["accepted"]

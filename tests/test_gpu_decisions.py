@@ -145,7 +145,8 @@ def test_both_paths_failing_for_different_reasons_are_both_named_with_the_number
     assert headline.startswith(f"not accepted: app: SASS for device {cap}: no SASS for device")
     assert f"; and for forced JIT: app: driver can JIT compute_90 PTX: {numbers}" in headline
     assert result["verdict"]["cause"] == "missing-sass"
-    (diagnosis,) = result["diagnoses"]
+    (said,) = result["diagnoses"]
+    diagnosis = said["text"]
     assert "both paths fail, each for its own reason" in diagnosis
     assert f"needs driver CUDA >= {need}; this driver is CUDA {driver}" in diagnosis
     assert "investigate the toolchain" not in diagnosis

@@ -79,6 +79,14 @@ def test_a_trap_stub_for_this_device_fails_and_the_diagnosis_names_the_kernel(
         "unspecified launch failure",
         "an illegal instruction was encountered",
     )
-    (diagnosis,) = result["diagnoses"]
+    (said,) = result["diagnoses"]
+    diagnosis = said["text"]
+    # The stub's clause names its listing entry and the kernel it holds (result.json 8).
+    (stub,) = [c for c in said["clauses"] if c["kernel"] is not None]
+    entry = stub["source"].split("/")
+    assert (
+        stub["kernel"]
+        in result["artifacts"][int(entry[2])]["listing"]["entries"][int(entry[5])]["kernels"]
+    )
     assert "trap stubs 9.0 runs (an architecture guard that excludes it): " in diagnosis
     assert "only_for_ampere(float*) in app (sm_90 SASS)" in diagnosis

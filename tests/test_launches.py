@@ -15,9 +15,11 @@ import jsonschema
 import pytest
 
 from gate.errors import BadInputError
-from gate.launch.coverage import RuntimeModule, module_check, read_image
+from gate.launch.coverage import RuntimeModule, module_checks, read_image
 from gate.launch.log import launch_counts, read_folder, read_record
 from gate.render.wording import coverage_line, never_shown, unmet_line
+from gate.rules.causes import ExecPath
+from gate.rules.clauses import Load
 from gate.rules.coverage import ALL, Unmet, coverage, unmet
 from gate.rules.targets import Capability
 from gate.scan.walk import read_paths
@@ -161,16 +163,18 @@ def test_a_runtime_cubin_is_read_like_an_artifact_and_a_refusal_names_origin_and
         "loaded/runtime-modules/abab.cubin",
         "cuModuleLoad of /opt/k.cubin",
         listing,
-        ("app [native]",),
-        refused="CUDA_ERROR_NO_BINARY_FOR_GPU",
+        (Load("app [native]", ExecPath.NATIVE, 209, "CUDA_ERROR_NO_BINARY_FOR_GPU"),),
     )
-    check = module_check(module, Capability.parse("8.6"))
+    (check,) = module_checks(module, Capability.parse("8.6"))
     assert check.failed
+    assert (check.path, check.error) == (ExecPath.NATIVE, 209)
     assert "cuModuleLoad of /opt/k.cubin" in check.message
     assert "sm_90a SASS" in check.message
     assert "nothing for 8.6" in check.message
-    accepted = RuntimeModule(module.sha256, kind, module.kept, module.origin, listing, module.runs)
-    fine = module_check(accepted, Capability.parse("9.0"))
+    assert "CUDA_ERROR_NO_BINARY_FOR_GPU (error 209) in app [native]" in check.message
+    loaded = (Load("app [native]", ExecPath.NATIVE),)
+    accepted = RuntimeModule(module.sha256, kind, module.kept, module.origin, listing, loaded)
+    (fine,) = module_checks(accepted, Capability.parse("9.0"))
     assert not fine.failed
     assert "exact SASS (sm_90a)" in fine.message
 

@@ -64,6 +64,14 @@ def test_the_program_itself_and_what_it_loaded_are_its_sources(tmp_path: Path) -
     absolute = predict.sources_of("app", str(tmp_path / "app"), None, [app], judged())
     assert [s.name for s in absolute] == ["app"]
     assert predict.sources_of("app", "./missing", str(tmp_path), [app], judged()) == ()
+    # Each names its record in result.json, where the diagnosis's clauses point.
+    first = artifact(tmp_path / "first", listing())
+    found = predict.sources_of("app", "app", str(tmp_path), [first, app], judged(vendor, other))
+    assert [s.where for s in found] == [
+        "/artifacts/1",
+        "/loaded_libraries/0",
+        "/loaded_libraries/1",
+    ]
 
 
 def test_a_loaded_library_that_is_an_artifact_counts_once_under_the_artifact_s_name(
@@ -200,7 +208,8 @@ def test_a_loaded_artifact_keeps_the_artifact_s_name_and_the_library_s_listing(
     loaded_listing = listing(ptx=None)
     loaded = library(tmp_path / "site" / "libk.so.1", loaded_listing, lib.sha256, art=lib)
     (found,) = predict.sources_of("app", "true", str(tmp_path), [lib], judged(loaded))
-    assert found == predict.Source("libk.so", loaded_listing, own=True, linked=False)
+    where = "/loaded_libraries/0"  # its record, for the clauses that name it
+    assert found == predict.Source("libk.so", loaded_listing, own=True, linked=False, where=where)
 
 
 def test_a_relative_program_without_a_folder_is_found_from_the_current_one(
@@ -232,7 +241,8 @@ def test_each_prediction_gets_its_entry_point_s_sources_driver_and_compilers(
     runs = [run(ExecPath.NATIVE, 0, cwd=tmp_path), run(ExecPath.JIT, 0, cwd=tmp_path)]
     loaded = Judged((vendor,), {"app": (vendor,)}, {"other": ("NVRTC",)}, ())
     (found,) = predict.predict_all(runs, [], loaded, H200, Version(13, 0))
-    assert found.sources == (predict.Source("libvendor.so", newer, own=False),)
+    where = "/loaded_libraries/0"
+    assert found.sources == (predict.Source("libvendor.so", newer, own=False, where=where),)
     assert found.compilers == ()
     assert found.jit.basis == (
         "libvendor.so needs driver CUDA >= 13.2 for its PTX (this driver is CUDA 13.0)"

@@ -26,7 +26,7 @@ from gate.rules.causes import Cause, ExecPath, RuntimeFailure
 from gate.rules.compat import Form
 from gate.rules.require import Requirement
 from gate.rules.targets import Capability, Target, Version
-from gate.rules.verdict import Check, CheckState, Stage, StageStatus
+from gate.rules.verdict import Check, CheckState, Clause, Diagnosed, Stage, StageStatus
 from gate.system.machine import DriverInfo, ToolkitInfo
 from tests.records import RUN, SOURCE, WHEN, both, make_record
 
@@ -116,7 +116,21 @@ def full_record() -> RunRecord:
         artifacts=(artifact,),
         requirements=(Requirement(Target.parse("sm_90a"), Form.ARCH),),
         loaded_libraries=(library,),
-        diagnoses=("d",),
+        diagnoses=(
+            Diagnosed(
+                "app: native fails (x (error 209)) but PTX JIT passes",
+                (
+                    Clause(
+                        "native fails (x (error 209))",
+                        "/executions/0",
+                        ExecPath.NATIVE,
+                        CheckState.FAILED,
+                        209,
+                    ),
+                    Clause("k in app", "/artifacts/0/listing/entries/0", kernel="_Z1kv"),
+                ),
+            ),
+        ),
         notes=("n",),
     )
 

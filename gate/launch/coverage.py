@@ -18,9 +18,11 @@
    for an image that is the file, or whose every device-code entry (by SHA-256) is
    one of the file's: the CUDA 13 runtime hands a program's own registered fatbin to
    ``cuLibraryLoadData``, which the recorder sees as a direct load; such an image is
-   named in ``launches/coverage.txt`` with the file that holds it. A load the driver refused
-   fails with the module's origin and targets, ranked as a wrong target, so the
-   headline says where the code came from.
+   named in ``launches/coverage.txt`` with the file that holds it. A module is judged per
+   path, from that path's own loads (gate.rules.clauses): one the driver refused on a
+   path fails there with the module's origin, targets and that path's error, ranked as
+   a wrong target, so the headline says where the code came from; on a path whose loads
+   passed it passes (refused natively, loaded by forced JIT: only native fails).
 3. Predictions checked: where inspection predicted a SASS route for a launched
    kernel, the SASS the driver ran must be that target's; a contradiction fails as a
    prediction mismatch with both sides.
@@ -45,6 +47,7 @@ from gate.reader.cubin import read_ptx
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.render.wording import coverage_line, unmet_line
 from gate.rules.causes import Cause, ExecPath
+from gate.rules.clauses import Load, loads_on
 from gate.rules.coverage import ALL, Coverage, coverage, unmet
 from gate.rules.kernels import readable
 from gate.rules.policy import Action
@@ -96,8 +99,17 @@ class RuntimeModule:
     kept: str  # its evidence path
     origin: str  # "cuModuleLoad of /opt/x.cubin", "cuModuleLoadData (an image in memory)"
     listing: Listing
-    runs: tuple[str, ...]  # "entry [path]" of the runs that loaded it
-    refused: str = ""  # the driver's error when it refused the module
+    loads: tuple[Load, ...]  # every load of it, by run and path, with the driver's answer
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """``entry [path]`` of the runs that loaded it, each once."""
+        return tuple(dict.fromkeys(load.run for load in self.loads))
+
+    @property
+    def refused(self) -> str:
+        """The driver's first refusal of it, with the run (empty: never refused)."""
+        return next((r for p in ExecPath for r in loads_on(self.loads, p)[1]), "")
 
     def targets(self) -> str:
         """``sm_80 SASS, compute_80 PTX``: what it carries."""
@@ -165,7 +177,7 @@ def judge(
                 checks += route_checks(artifact, path, on_path, capability)
     accounted: list[str] = []
     modules = keep_modules(evidence, runs, artifacts, held, accounted)
-    checks += [module_check(m, capability) for m in modules]
+    checks += [c for m in modules for c in module_checks(m, capability)]
     if lines or modules or accounted:
         body = (
             lines
@@ -322,40 +334,43 @@ def keep_modules(
     """
     known = {a.sha256: a.name for a in artifacts}
     held = held or Held.of((a.name, a.listing) for a in artifacts)
-    found: dict[str, RuntimeModule] = {}
-    seen: set[str] = set()
+    # Every load of each image, by its digest, before any is judged: a module refused on
+    # one path and loaded on the other is one module, judged per path. Only the first
+    # file of each image is remembered, and read again below (torch's run holds many).
+    images: dict[str, tuple[Path, str]] = {}  # digest -> (its first file, origin)
+    loads: dict[str, list[Load]] = {}
     for run in runs:
         where = f"{run.entry_point.name} [{run.path.value}]"
         for record in run.launches:
-            for data, origin, refused in _images(evidence, run, record):
+            for file, origin, answer in _images(evidence, run, record):
+                data = _read(file)
+                if data is None:
+                    continue
                 digest = hashlib.sha256(data).hexdigest()
-                old = found.get(digest)
-                if old is not None:
-                    if where not in old.runs:
-                        found[digest] = _with_run(old, where, refused)
-                    continue
-                if digest in seen:
-                    continue
-                kind, listing = read_image(data, digest)
-                holders = (known[digest],) if digest in known else held.holders(listing)
-                if holders and not refused:
-                    seen.add(digest)
-                    if accounted is not None:
-                        accounted.append(
-                            f"accounted for by {', '.join(holders)}: {kind} {digest[:16]} "
-                            f"from {origin}: {_shown(listing)}"
-                        )
-                    continue
-                kept = f"{RUNTIME_MODULES}/{digest[:16]}.{_SUFFIX[kind]}"
-                evidence.write_bytes(kept, data)
-                found[digest] = RuntimeModule(
-                    digest, kind, kept, origin, listing, (where,), refused
+                images.setdefault(digest, (file, origin))
+                loads.setdefault(digest, []).append(Load(where, run.path, *answer))
+    found: list[RuntimeModule] = []
+    for digest, (file, origin) in images.items():
+        data = _read(file)
+        if data is None:
+            continue
+        kind, listing = read_image(data, digest)
+        holders = (known[digest],) if digest in known else held.holders(listing)
+        if holders and not any(load.refused for load in loads[digest]):
+            if accounted is not None:
+                accounted.append(
+                    f"accounted for by {', '.join(holders)}: {kind} {digest[:16]} "
+                    f"from {origin}: {_shown(listing)}"
                 )
+            continue
+        kept = f"{RUNTIME_MODULES}/{digest[:16]}.{_SUFFIX[kind]}"
+        evidence.write_bytes(kept, data)
+        found.append(RuntimeModule(digest, kind, kept, origin, listing, tuple(loads[digest])))
     for run in runs:  # the raw images are now kept by content; drop the per-process copies
         if run.launch_folder is not None:
             for image in evidence.path(run.launch_folder).glob("image-*.bin"):
                 image.unlink(missing_ok=True)
-    return list(found.values())
+    return found
 
 
 _SUFFIX = {"cubin": "cubin", "fatbin": "fatbin", "PTX": "ptx", "unknown": "bin"}
@@ -366,42 +381,27 @@ def _shown(listing: Listing) -> str:
     return ", ".join(dict.fromkeys(shown)) or "no kernels"
 
 
-def _with_run(old: RuntimeModule, where: str, refused: str) -> RuntimeModule:
-    return RuntimeModule(
-        old.sha256,
-        old.kind,
-        old.kept,
-        old.origin,
-        old.listing,
-        (*old.runs, where),
-        old.refused or refused,
-    )
-
-
 def _images(
     evidence: EvidenceDir, run: RecordedRun, record: ProcessRecord
-) -> list[tuple[bytes, str, str]]:
-    """(bytes, origin, the driver's refusal) of each image one process handed the driver."""
+) -> list[tuple[Path, str, tuple[int | None, str]]]:
+    """(its file, origin, the driver's answer: its error and the error's name, None when
+    it loaded) of each image one process handed the driver."""
     folder = evidence.path(run.launch_folder or ".")
-    out: list[tuple[bytes, str, str]] = []
+    out: list[tuple[Path, str, tuple[int | None, str]]] = []
     for load in record.loads:
-        refused = load.error or (f"CUresult {load.result}" if load.failed else "")
+        answer = (load.result, load.error) if load.failed else (None, "")
         if load.image:
-            data = _read(folder / load.image)
-            origin = f"{load.api} (an image in memory, {load.size} bytes)"
+            out.append(
+                (folder / load.image, f"{load.api} (an image in memory, {load.size} bytes)", answer)
+            )
         elif load.file:
-            data = _read(_resolve(load.file, run))
-            origin = f"{load.api} of {load.file}"
-        else:
-            continue
-        if data is not None:
-            out.append((data, origin, refused))
+            out.append((_resolve(load.file, run), f"{load.api} of {load.file}", answer))
     for module in record.modules:  # loaded lazily, after its load call returned
         if module.origin == "driver" and module.image:
-            data = _read(folder / module.image)
-            if data is not None:
-                during = f" during {module.during}" if module.during else ""
-                out.append((data, f"a module loaded by the driver{during}", ""))
+            during = f" during {module.during}" if module.during else ""
+            out.append(
+                (folder / module.image, f"a module loaded by the driver{during}", (None, ""))
+            )
     return out
 
 
@@ -434,24 +434,35 @@ def read_image(data: bytes, digest: str) -> tuple[str, Listing]:
     return "unknown", Listing(())
 
 
-def module_check(module: RuntimeModule, cap: Capability) -> Check:
-    """A runtime module judged: a refused load fails with its origin and targets."""
-    name = f"runtime module {module.kept.rsplit('/', 1)[-1]}"
+def module_checks(module: RuntimeModule, cap: Capability) -> list[Check]:
+    """A runtime module judged on each path that loaded it, from that path's loads alone
+    (gate.rules.clauses): refused there, it fails with its origin, targets and the error of
+    each refusal; else it passes with what it carries."""
+    return [module_check(module, cap, path) for path in ExecPath if loads_on(module.loads, path)[0]]
+
+
+def module_check(module: RuntimeModule, cap: Capability, path: ExecPath) -> Check:
+    """A runtime module judged on one path (:func:`module_checks`)."""
+    name = f"runtime module {module.kept.rsplit('/', 1)[-1]} [{path.value}]"
     route = module.listing.target_route(cap) if module.listing.entries else None
-    where = f"from {module.origin}, in {', '.join(module.runs)}"
-    if module.refused:
+    runs, refused = loads_on(module.loads, path)
+    where = f"from {module.origin}, in {', '.join(runs)}"
+    if refused:
         nothing = (
             f"nothing for {cap}"
             if route is None or route.path in (RoutePath.NONE, RoutePath.OTHER_DEVICES)
             else f"on {cap}: {route.describe()}"
         )
+        error = next(load.error for load in module.loads if load.path is path and load.error)
         return Check(
             name,
             "gate.launches.modules",
             CheckState.FAILED,
-            f"the driver refused this {module.kind} ({module.refused}): {module.targets()}, "
-            f"{nothing}; loaded {where}",
+            f"the driver refused this {module.kind} on the {path.title} path "
+            f"({'; '.join(refused)}): {module.targets()}, {nothing}; loaded {where}",
             cause=Cause.WRONG_TARGET,
+            path=path,
+            error=error,
         )
     kernels = module.listing.kernels()
     said = readable(kernels[:5])
@@ -462,4 +473,5 @@ def module_check(module: RuntimeModule, cap: Capability) -> Check:
         "gate.launches.modules",
         CheckState.PASSED,
         f"{module.kind} {where}: {module.targets()}; kernels {shown or 'none'}; {on}",
+        path=path,
     )

@@ -18,7 +18,7 @@ from gate.reader.hostelf import Dependency, HostFormat
 from gate.record import Artifact, Build, Device, Environment, Execution, LoadedLibrary
 from gate.render.live import Counter
 from gate.rules.require import Requirement
-from gate.rules.verdict import Check
+from gate.rules.verdict import Check, Diagnosed
 from gate.stages.build import BuildOutcome
 from gate.stages.environment import EnvironmentOutcome
 from gate.stages.inspect import InspectOutcome
@@ -75,7 +75,7 @@ class Found:
     artifacts: tuple[Artifact, ...] = ()
     executions: tuple[Execution, ...] = ()
     loaded_libraries: tuple[LoadedLibrary, ...] = ()
-    diagnoses: tuple[str, ...] = ()
+    diagnoses: tuple[Diagnosed, ...] = ()
     paths_proved: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     launches: Launches | None = None

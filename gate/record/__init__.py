@@ -35,6 +35,13 @@ the launch recorder showed (``launches``: coverage per artifact and path, runtim
 modules; gate.launch.summary), null without it; 7 names the kernel of each baseline
 change about one (``baseline.changes[].kernel``: the symbol, where ``what`` reads it
 demangled) and says a kernel lost from several targets as one change.
+8 makes every clause of the headline and of each diagnosis checkable: the verdict's
+``clauses`` and each diagnosis as ``{text, clauses}`` (before: its text alone, read with
+no clauses), each clause ``{text, source, path, state, error, kernel}`` where ``source``
+is a JSON pointer into the document (``/checks/4``, ``/executions/1``, ``/stages/2``,
+``/artifacts/0/listing/entries/3``, ``/device/capability``) and the rest what the clause
+says of that record; and each check's ``error``, the CUDA error code its failure quotes
+(absent before: null).
 Versions 1 and 2 are still read: a check they mark skipped reads as not run, so a
 stored run is judged by today's rule (a check that did not run never counts as passed);
 their stored verdict is not compared with it. Versions 1 to 3 read with every size 0

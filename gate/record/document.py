@@ -35,13 +35,13 @@ from gate.record.parts import (
 from gate.rules.policy import ReleasePolicy
 from gate.rules.require import Requirement
 from gate.rules.targets import Capability, Target
-from gate.rules.verdict import Check, Stage, Verdict, decide
+from gate.rules.verdict import Check, Diagnosed, Stage, Verdict, decide
 from gate.system.git import SourceInfo
 
 RESULT_FILE = "result.json"
 LOADED_LIST = "loaded-libraries.txt"  # every library the runs loaded, how each runs here
-RESULT_VERSION = 7
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+RESULT_VERSION = 8
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 STAGES = ("environment", "probe", "build", "inspect", "execute", "report", "manifest", "store")
 # The most of result.json any command reads back (diff, run --baseline, sign, upload):
 # it is read whole, then parsed. Runs write far less (the torch example's, 40,000 loaded
@@ -69,7 +69,7 @@ class RunRecord:
     loaded_libraries: tuple[LoadedLibrary, ...] = ()
     executions: tuple[Execution, ...] = ()
     checks: tuple[Check, ...] = ()
-    diagnoses: tuple[str, ...] = ()
+    diagnoses: tuple[Diagnosed, ...] = ()  # each with its clauses' records (version 8)
     paths_proved: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # what the run did not do, and why (no check stands for it)
     baseline: Baseline | None = None  # what --baseline compared the run with, and found
@@ -126,6 +126,13 @@ def _requirements(read: Reader, doc: Mapping[str, Any]) -> tuple[Requirement, ..
     return read.records(Requirement, read.objs(doc, "requirements"))
 
 
+def _diagnoses(read: Reader, doc: Mapping[str, Any]) -> tuple[Diagnosed, ...]:
+    """``diagnoses`` (before version 8: their texts alone, no clause naming its record)."""
+    if read.version < 8:  # the version that gave each diagnosis its clauses
+        return tuple(Diagnosed(text) for text in read.strings(doc, "diagnoses"))
+    return read.records(Diagnosed, read.objs(doc, "diagnoses"))
+
+
 def _same_verdict(read: Reader, doc: Mapping[str, Any], record: RunRecord) -> None:
     """The stored ``verdict`` is the one the record's own fields decide (version 3 on;
     before, a skipped check read as not run, so the old verdict is not compared)."""
@@ -176,6 +183,7 @@ declare(
                 field="tool_version",
             ),
             "requirements": Key(read=_requirements),
+            "diagnoses": Key(read=_diagnoses),
         },
         check=_same_verdict,
     ),

@@ -28,7 +28,7 @@ from gate.record.parts import (
 )
 from gate.rules.require import Requirement
 from gate.rules.targets import Target
-from gate.rules.verdict import Check, CheckState, Stage
+from gate.rules.verdict import Check, CheckState, Clause, Stage
 from gate.system.machine import DriverInfo
 
 # A listing: its entries, with the name of the inspector that found them.
@@ -236,13 +236,17 @@ def _state(read: Reader, c: Mapping[str, Any]) -> CheckState:
 declare(
     Check,
     Shape(
-        keys=("name", "classname", "state", "message", "duration", "cause", "path"),
-        reads=("cause", "path", "state", "name", "classname", "message", "duration"),
-        absent=frozenset({"duration"}),
+        keys=("name", "classname", "state", "message", "duration", "cause", "path", "error"),
+        reads=("cause", "path", "state", "name", "classname", "message", "duration", "error"),
+        absent=frozenset({"duration", "error"}),  # error: version 8 on
         labels={"cause": "check cause", "path": "check path"},
         special={"state": Key(read=_state)},
     ),
 )
+
+
+# A clause of the headline or a diagnosis (version 8): its record, and what it says of it.
+declare(Clause, Shape(labels={"path": "clause path", "state": "clause state"}))
 
 
 def _exit_code(read: Reader, s: Mapping[str, Any]) -> int | None:

@@ -24,7 +24,7 @@ from gate.record import LOADED_LIST, LoadedLibrary, RunRecord
 from gate.render.nextsteps import count_line, device_lines, next_steps
 from gate.render.wording import kernels_by, library_on, plural, reached
 from gate.rules.targets import Capability
-from gate.rules.verdict import Check, CheckState, StageStatus, Verdict
+from gate.rules.verdict import Check, CheckState, Diagnosed, StageStatus, Verdict
 
 LOG_WIDTH = 100
 _MIN_DETAIL = 20
@@ -159,7 +159,7 @@ def _sections(record: RunRecord, *, stages: bool = True) -> list[tuple[str, Sequ
     if routes:
         found.append(("Routes on the configured devices", routes))
     if record.diagnoses:
-        found.append(("Diagnosis", record.diagnoses))
+        found.append(("Diagnosis", [d.text for d in record.diagnoses]))
     if record.notes:
         found.append(("Not done", record.notes))
     return found
@@ -259,7 +259,18 @@ def markdown(
         lines += ["", f"### {title}", ""] + [f"- {_md(i)}" for i in items]
     if not verdict.accepted and len(verdict.reasons) > 1:
         lines += ["", "### Reasons", ""] + [f"- {_md(r)}" for r in verdict.reasons]
+    sources = _sources(verdict, record.diagnoses)
+    if sources:
+        lines += ["", "### Where each clause comes from (result.json)", "", *sources]
     return "\n".join(lines) + "\n"
+
+
+def _sources(verdict: Verdict, diagnoses: Sequence[Diagnosed]) -> list[str]:
+    """Each clause of the headline and the diagnoses with its record's JSON pointer, in
+    result.json (``- `/checks/4` headline: app [native]: ...``)."""
+    said = [("headline", c) for c in verdict.clauses]
+    said += [(f"diagnosis {i}", c) for i, d in enumerate(diagnoses, 1) for c in d.clauses]
+    return [f"- `{c.source}` {where}: {_md(c.text)}" for where, c in said]
 
 
 def _md(text: str) -> str:

@@ -72,6 +72,7 @@ class Check:
     cause: Cause | None = None
     path: ExecPath | None = None
     remedy: str | None = None
+    error: int | None = None  # the CUDA error code its failure quotes (a run's, a load's)
 
     @property
     def failed(self) -> bool:
@@ -109,14 +110,42 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Clause:
+    """One clause of the headline or of a diagnosis, and the record it comes from.
+
+    ``source`` is a JSON pointer into result.json (``/checks/4``, ``/executions/1``,
+    ``/artifacts/0/listing/entries/2``); ``path``, ``state``, ``error`` and ``kernel`` are
+    what the clause says of that record: the execution path it names, the outcome, the
+    CUDA error code it quotes and the kernel it names, each None where it says none.
+    """
+
+    text: str
+    source: str
+    path: ExecPath | None = None
+    state: CheckState | None = None
+    error: int | None = None
+    kernel: str | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosed:
+    """One diagnosis as the run record keeps it: its words, and each clause's record."""
+
+    text: str
+    clauses: tuple[Clause, ...] = ()
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """Accepted or not, the statement, the reasons ranked by cause."""
+    """Accepted or not, the statement, the reasons ranked by cause; the statement's
+    clauses, each naming the record it comes from (none for an accepted run)."""
 
     accepted: bool
     statement: str
     reasons: tuple[str, ...]
     cause: Cause | None = None
     exit_code: ExitCode = ExitCode.OK
+    clauses: tuple[Clause, ...] = ()
 
     @property
     def headline(self) -> str:
@@ -132,47 +161,72 @@ def decide(stages: Sequence[Stage], checks: Sequence[Check], executions: Sequenc
 
     The exit status follows the headline: a failed stage's own status, 1 for a failed
     or unrun check, 4 when only the missing device kept an otherwise clean run from
-    being accepted.
+    being accepted. ``stages``, ``checks`` and ``executions`` are the run record's, in its
+    order: each clause of the statement points at the record it says (:class:`Clause`).
     """
-    failing = sorted((c for c in checks if c.failed), key=_check_rank)
-    reasons = [_reason(c) for c in failing]
-    execute = next((s for s in stages if s.name == "execute"), None)
-    skipped = execute is not None and execute.status is StageStatus.SKIPPED
+    failing = sorted((i for i, c in enumerate(checks) if c.failed), key=lambda i: _rank(checks[i]))
+    reasons = [_reason(checks[i]) for i in failing]
+    execute = next((i for i, s in enumerate(stages) if s.name == "execute"), None)
+    skipped = execute is not None and stages[execute].status is StageStatus.SKIPPED
     unverified = None
     if skipped or not executed(executions):
-        why = execute.detail if execute is not None and skipped else ""
-        unverified = f"{NOT_EXECUTED} ({why})" if why else NOT_EXECUTED
-        reasons.append(unverified)  # it stands for every run and check left unrun
-    else:
-        reasons += [f"{_reason(c)} (did not run)" for c in checks if c.state is CheckState.NOT_RUN]
-    failed_stage = next((s for s in stages if s.status is StageStatus.FAILED), None)
-    if failed_stage is not None:
-        detail = failed_stage.detail or f"the {failed_stage.name} stage failed"
-        own = [c for c in failing if c.classname.startswith(f"gate.{failed_stage.name}")]
-        code = ExitCode(failed_stage.exit_code or ExitCode.NOT_ACCEPTED)
+        why = stages[execute].detail if execute is not None and skipped else ""
+        said = f"{NOT_EXECUTED} ({why})" if why else NOT_EXECUTED
+        # It stands for every run and check left unrun: the execute stage, else the runs.
+        where = pointer("stages", execute) if execute is not None and skipped else "/executions"
+        unverified = Clause(said, where, state=CheckState.NOT_RUN)
+        reasons.append(said)
+    unrun = [i for i, c in enumerate(checks) if c.state is CheckState.NOT_RUN]
+    if unverified is None:
+        reasons += [f"{_reason(checks[i])} (did not run)" for i in unrun]
+    failed = next((i for i, s in enumerate(stages) if s.status is StageStatus.FAILED), None)
+    if failed is not None:
+        stage = stages[failed]
+        detail = stage.detail or f"the {stage.name} stage failed"
+        own = [checks[i] for i in failing if checks[i].classname.startswith(f"gate.{stage.name}")]
+        code = ExitCode(stage.exit_code or ExitCode.NOT_ACCEPTED)
         rest = tuple(r for r in reasons if not r.endswith(detail))
         cause = own[0].cause if own else None
-        return Verdict(False, f"not accepted: {detail}", (detail, *rest), cause, code)
+        clause = Clause(detail, pointer("stages", failed), state=CheckState.FAILED)
+        return Verdict(False, f"not accepted: {detail}", (detail, *rest), cause, code, (clause,))
     if failing:
-        statement = f"not accepted: {_two_paths(failing)}"
-        return Verdict(False, statement, tuple(reasons), failing[0].cause, ExitCode.NOT_ACCEPTED)
+        clauses = _two_paths(checks, failing)
+        statement = "not accepted: " + "; ".join(c.text for c in clauses)
+        cause = checks[failing[0]].cause
+        return Verdict(False, statement, tuple(reasons), cause, ExitCode.NOT_ACCEPTED, clauses)
     if unverified is not None:
-        no_device = skipped and execute is not None and execute.exit_code == ExitCode.NO_DEVICE
-        code = ExitCode.NO_DEVICE if no_device else ExitCode.NOT_ACCEPTED
-        return Verdict(False, f"not accepted: {unverified}", tuple(reasons), None, code)
-    if reasons:
-        return Verdict(
-            False, f"not accepted: {reasons[0]}", tuple(reasons), None, ExitCode.NOT_ACCEPTED
+        no_device = (
+            skipped and execute is not None and stages[execute].exit_code == ExitCode.NO_DEVICE
         )
+        code = ExitCode.NO_DEVICE if no_device else ExitCode.NOT_ACCEPTED
+        statement = f"not accepted: {unverified.text}"
+        return Verdict(False, statement, tuple(reasons), None, code, (unverified,))
+    if unrun:
+        clause = _clause(checks, unrun[0], suffix=" (did not run)")
+        statement = f"not accepted: {clause.text}"
+        return Verdict(False, statement, tuple(reasons), None, ExitCode.NOT_ACCEPTED, (clause,))
     return Verdict(True, ACCEPTED_STATEMENT, ())
+
+
+def pointer(*parts: str | int) -> str:
+    """The JSON pointer (RFC 6901) to ``parts`` in result.json: ``pointer("checks", 3)`` is
+    ``/checks/3``; ``~`` and ``/`` in a part are escaped."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def _reason(check: Check) -> str:
     return f"{check.name}: {check.message}"
 
 
-def _check_rank(check: Check) -> int:
+def _rank(check: Check) -> int:
     return rank(check.cause)
+
+
+def _clause(checks: Sequence[Check], i: int, *, prefix: str = "", suffix: str = "") -> Clause:
+    """Check ``i``'s clause: its reason, the path it stands against, its state and error."""
+    check = checks[i]
+    text = prefix + _reason(check) + suffix
+    return Clause(text, pointer("checks", i), side(check), check.state, check.error)
 
 
 def side(check: Check) -> ExecPath | None:
@@ -180,15 +234,19 @@ def side(check: Check) -> ExecPath | None:
     return check.path or path_of(check.cause)
 
 
-def _two_paths(failing: Sequence[Check]) -> str:
+def _two_paths(checks: Sequence[Check], failing: Sequence[int]) -> tuple[Clause, ...]:
     """The first-ranked failure, and the first failure on the other path when it has one."""
-    first = failing[0]
+    first = checks[failing[0]]
     one = side(first)
     if one is not None:
-        other = next((c for c in failing[1:] if side(c) not in (None, one)), None)
+        other = next((i for i in failing[1:] if side(checks[i]) not in (None, one)), None)
         if other is not None:
-            return f"{_reason(first)}; and for {side_title(other)}: {_reason(other)}"
-    return _reason(first)
+            title = side_title(checks[other])
+            return (
+                _clause(checks, failing[0]),
+                _clause(checks, other, prefix=f"and for {title}: "),
+            )
+    return (_clause(checks, failing[0]),)
 
 
 def side_title(check: Check) -> str:

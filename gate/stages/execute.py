@@ -30,7 +30,7 @@ from gate.launch.recorder import Recorder
 from gate.record import Execution, LoadedLibrary
 from gate.rules.causes import ExecPath
 from gate.rules.targets import Capability, Version
-from gate.rules.verdict import Check, CheckState
+from gate.rules.verdict import Check, CheckState, Diagnosed
 from gate.stages import jitproof, libraries, predict
 from gate.stages.build import SMOKE
 from gate.stages.inspected import Inspected
@@ -62,7 +62,7 @@ class ExecuteOutcome:
     executions: tuple[Execution, ...]
     loaded: tuple[LoadedLibrary, ...]
     checks: tuple[Check, ...]
-    diagnoses: tuple[str, ...]
+    diagnoses: tuple[Diagnosed, ...]
     paths_proved: tuple[str, ...]
     commands: tuple[proc.Result, ...] = ()
     failure: GateError | None = None
@@ -264,7 +264,7 @@ def run(
         executions=_executions(evidence, runs),
         loaded=judged.records,
         checks=tuple(checks),
-        diagnoses=tuple(predict.diagnose(runs, predictions)),
+        diagnoses=tuple(predict.diagnosed(runs, predictions)),
         paths_proved=tuple(predict.paths_proved(runs, predictions, proved, proofs.by_launches)),
         commands=proofs.commands,
         launches=recorded,
@@ -409,6 +409,7 @@ def execution_check(done: Run, excuse: str | None = None, log: str | None = None
             duration=done.result.duration,
             output=done.result.output(),
             path=done.path,
+            error=done.failure.code if done.failure is not None else None,
         )
     return Check(
         name,
@@ -419,4 +420,5 @@ def execution_check(done: Run, excuse: str | None = None, log: str | None = None
         output=done.result.output(),
         cause=done.cause(),
         path=done.path,
+        error=done.failure.code if done.failure is not None and not done.passed else None,
     )

@@ -28,12 +28,13 @@ from gate.reader.stubs import stubs_of
 from gate.record import LOADED_LIST
 from gate.render.text import count
 from gate.rules.causes import Cause, ExecPath
+from gate.rules.clauses import PathRun, path_clause
 from gate.rules.kernels import readable_name
 from gate.rules.prediction import Diagnosis, Reading, diagnosis, excused, jit_gap, reading
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import min_driver, ptx_route, sass_route
-from gate.rules.targets import Capability, Version
-from gate.rules.verdict import Check, CheckState
+from gate.rules.targets import Capability, Target, Version
+from gate.rules.verdict import Check, CheckState, Clause, Diagnosed, pointer
 from gate.stages.inspected import Inspected
 from gate.stages.libraries import Judged, Library
 from gate.stages.runs import Run
@@ -47,6 +48,7 @@ class Source:
     listing: Listing
     own: bool
     linked: bool = False  # a library the project's own code names in DT_NEEDED
+    where: str = ""  # its record in result.json: /artifacts/0, /loaded_libraries/3
 
 
 @dataclass(frozen=True)
@@ -146,21 +148,25 @@ def sources_of(
     resolved = (Path(cwd or ".") / argv0).resolve()  # an absolute argv0 stands on its own
     found: list[Source] = []
     seen: set[str] = set()
-    for artifact in artifacts:
+    for i, artifact in enumerate(artifacts):
         if artifact.path == resolved and artifact.listing.kernels():
-            found.append(Source(artifact.name, artifact.listing, own=True))
+            found.append(
+                Source(artifact.name, artifact.listing, own=True, where=pointer("artifacts", i))
+            )
             seen.add(artifact.sha256)
     needed = {d.name for a in artifacts for d in a.dependencies}
+    index = {id(lib): i for i, lib in enumerate(judged.libraries)}
     for library in judged.by_entry.get(entry, ()):
         if library.sha256 not in seen:
-            found.append(_library_source(library, linked=library.path.name in needed))
+            where = pointer("loaded_libraries", index[id(library)])
+            found.append(_library_source(library, where, linked=library.path.name in needed))
             seen.add(library.sha256)
     return tuple(found)
 
 
-def _library_source(library: Library, *, linked: bool) -> Source:
+def _library_source(library: Library, where: str, *, linked: bool) -> Source:
     name = library.artifact.name if library.artifact else library.path.name
-    return Source(name, library.listing, own=library.own, linked=linked)
+    return Source(name, library.listing, own=library.own, linked=linked, where=where)
 
 
 def expect_native(sources: Sequence[Source], cap: Capability) -> Expectation:
@@ -339,17 +345,25 @@ def _all_proved(names: Sequence[str], proved: frozenset[str]) -> bool:
 
 
 def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str]:
-    """The seed's diagnosis for each failure combination, with the evidence behind it.
+    """The diagnoses' words (:func:`diagnosed`)."""
+    return [d.text for d in diagnosed(runs, predictions)]
+
+
+def diagnosed(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[Diagnosed]:
+    """The seed's diagnosis for each failure combination, with the evidence behind it, each
+    clause naming its record: ``runs`` are the run record's executions, in its order.
 
     Entry points diagnosed alike (four checks of one torch extension) are named together,
-    so a diagnosis is said once.
+    so a diagnosis is said once (with each one's clauses).
     """
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, tuple[Clause, ...]]] = []
     for prediction in predictions:
-        pair = {r.path: r for r in runs if r.entry_point.name == prediction.entry}
-        native, jit = pair.get(ExecPath.NATIVE), pair.get(ExecPath.JIT)
-        if native is None or jit is None:
+        pair = {
+            r.path: (i, r) for i, r in enumerate(runs) if r.entry_point.name == prediction.entry
+        }
+        if ExecPath.NATIVE not in pair or ExecPath.JIT not in pair:
             continue
+        native, jit = pair[ExecPath.NATIVE][1], pair[ExecPath.JIT][1]
         kind = diagnosis(
             native_passed=native.passed,
             jit_passed=jit.passed,
@@ -358,81 +372,121 @@ def diagnose(runs: Sequence[Run], predictions: Sequence[Prediction]) -> list[str
             jit_want_of_code=_want_of_code(prediction, jit),
         )
         if kind is not None:
-            found.append((prediction.entry, _diagnosis(prediction, kind, native, jit)))
+            said = [path_clause(kind, _path_run(prediction, *pair[p])) for p in ExecPath]
+            text, clauses = _diagnosis(prediction, kind, said, (native, jit))
+            found.append((prediction.entry, text, clauses))
     return _merged(found)
 
 
-def _diagnosis(prediction: Prediction, kind: Diagnosis, native: Run, jit: Run) -> str:
-    """One entry point's diagnosis, without its name; a kernel that died on the device
-    ("unspecified launch failure") names the trap stubs it runs there (:func:`_traps`)."""
-    said = _paths_diagnosis(prediction, kind, native, jit)
-    return said + _traps(prediction, (native, jit))
+def _path_run(prediction: Prediction, index: int, run: Run) -> PathRun:
+    """One path's run as its diagnosis clause says it (gate.rules.clauses.path_clause)."""
+    error = run.failure.code if run.failure is not None and not run.passed else None
+    basis = prediction.expected(run.path).basis
+    return PathRun(pointer("executions", index), run.path, run.passed, run.reason(), error, basis)
 
 
-def _traps(prediction: Prediction, runs: Sequence[Run]) -> str:
+def _diagnosis(
+    prediction: Prediction, kind: Diagnosis, said: Sequence[Clause], runs: Sequence[Run]
+) -> tuple[str, tuple[Clause, ...]]:
+    """One entry point's diagnosis, without its name, and its clauses; a kernel that died
+    on the device ("unspecified launch failure") names the trap stubs it runs there
+    (:func:`_traps`)."""
+    text, clauses = _paths_diagnosis(prediction, kind, said, runs[1])
+    traps, named = _traps(prediction, runs)
+    return text + traps, (*clauses, *named)
+
+
+def _traps(prediction: Prediction, runs: Sequence[Run]) -> tuple[str, tuple[Clause, ...]]:
     """`` Trap stubs this device runs: k(float*) in app (sm_90 SASS).`` when a run died as a
-    trap makes it die and the project's code has trap stubs for this device; else ``""``."""
+    trap makes it die and the project's code has trap stubs for this device, each named
+    from its listing entry; else ``""``."""
     if not any(r.failure is not None and r.failure.is_trap() for r in runs if not r.passed):
-        return ""
+        return "", ()
     cap = prediction.capability
     named = [
-        f"{readable_name(stub.kernel)} in {source.name} ({' '.join(map(str, stub.targets))} SASS)"
+        Clause(
+            f"{readable_name(stub.kernel)} in {source.name} ({_sass(stub.targets)} SASS)",
+            _entry_of(source, stub.kernel, stub.targets),
+            kernel=stub.kernel,
+        )
         for source in prediction.sources
         if source.own
         for stub in stubs_of(source.listing, (cap,))
         if stub.trap and stub.devices
     ]
     if not named:
-        return ""
+        return "", ()
     more = f" and {count(len(named) - _NAMED, 'more')}" if len(named) > _NAMED else ""
-    return (
+    text = (
         f" The kernel died on the device; trap stubs {cap} runs (an architecture guard that "
-        f"excludes it): {', '.join(named[:_NAMED])}{more}."
+        f"excludes it): {', '.join(c.text for c in named[:_NAMED])}{more}."
     )
+    return text, tuple(named[:_NAMED])
 
 
-def _paths_diagnosis(prediction: Prediction, kind: Diagnosis, native: Run, jit: Run) -> str:
-    """The diagnosis of the two paths' outcomes, in words (gate.rules.prediction.diagnosis)."""
-    code = _code_summary(prediction)
+def _sass(targets: Sequence[Target]) -> str:
+    return " ".join(map(str, targets))
+
+
+def _entry_of(source: Source, kernel: str, targets: Sequence[Target]) -> str:
+    """The pointer to the listing entry of ``source`` whose SASS for one of ``targets``
+    makes ``kernel`` a trap stub (gate.reader.stubs.stubs_of found it there)."""
+    at = next(
+        i
+        for i, e in enumerate(source.listing.entries)
+        if e.kind is Kind.SASS and e.target in targets and kernel in e.traps
+    )
+    return f"{source.where}/listing/entries/{at}"
+
+
+def _paths_diagnosis(
+    prediction: Prediction, kind: Diagnosis, said: Sequence[Clause], jit: Run
+) -> tuple[str, tuple[Clause, ...]]:
+    """The diagnosis of the two paths' outcomes, in words (gate.rules.prediction.diagnosis),
+    each path said by its own clause (gate.rules.clauses.path_clause), and its clauses."""
+    native, forced = said
+    code, shown = _code_summary(prediction)
+    device = Clause(f"device {prediction.capability}", "/device/capability")
+    clauses: tuple[Clause, ...] = (native, forced, *shown, device)
     if kind is Diagnosis.NATIVE_FAILS:
-        return (
-            f"native fails ({native.reason()}) but PTX JIT passes: revisit the native "
-            f"target and the final link step. {code}; device {prediction.capability}."
-        )
+        advice = "revisit the native target and the final link step"
+        return f"{native.text} but {forced.text}: {advice}. {code}; {device.text}.", clauses
     if kind is Diagnosis.JIT_BLOCKED:
-        return (
-            f"native passes; whole-program forced JIT cannot run because "
-            f"{prediction.jit.basis} (the run: {jit.reason()}). {code}."
-        )
+        return f"{native.text}; {forced.text}. {code}.", clauses[:-1]
     if kind is Diagnosis.JIT_FAILS:
         note = ""
         if jit.failure is not None and jit.failure.cause() is Cause.UNSUPPORTED_PTX:
             note = " The driver is older than the PTX ISA needs."
         if prediction.jit.can_run is False:
             note += f" Inspection said so: {prediction.jit.basis}."
-        return (
-            f"native passes but PTX JIT fails ({jit.reason()}): check that PTX is "
-            f"present and that the driver supports its ISA version. {code}.{note}"
-        )
+        advice = "check that PTX is present and that the driver supports its ISA version"
+        return f"{native.text} but {forced.text}: {advice}. {code}.{note}", clauses[:-1]
     if kind is Diagnosis.BOTH_FOR_WANT_OF_CODE:
-        return (
-            f"both paths fail, each for its own reason: native: "
-            f"{prediction.native.basis} ({native.reason()}); forced JIT: "
-            f"{prediction.jit.basis} ({jit.reason()}). {code}; device {prediction.capability}."
-        )
-    return (
-        f"both paths fail (native: {native.reason()}; JIT: {jit.reason()}): "
-        "investigate the toolchain, runtime libraries and device state using these "
-        f"errors. {code}; device {prediction.capability}."
+        head = "both paths fail, each for its own reason"
+        return f"{head}: {native.text}; {forced.text}. {code}; {device.text}.", clauses
+    advice = "investigate the toolchain, runtime libraries and device state using these errors"
+    return f"both paths fail ({native.text}; {forced.text}): {advice}. {code}; {device.text}.", (
+        clauses
     )
 
 
-def _merged(said: Sequence[tuple[str, str]]) -> list[str]:
-    """``a, b: text`` for entry points whose text is the same, in first-seen order."""
+def _merged(said: Sequence[tuple[str, str, tuple[Clause, ...]]]) -> list[Diagnosed]:
+    """``a, b: text`` for entry points whose text is the same, in first-seen order, with
+    every one's clauses."""
     names: dict[str, list[str]] = {}
-    for entry, text in said:
+    clauses: dict[str, list[Clause]] = {}
+    for entry, text, own in said:
         names.setdefault(text, []).append(entry)
-    return [f"{', '.join(entries)}: {text}" for text, entries in names.items()]
+        clauses.setdefault(text, []).extend(own)
+    return [
+        Diagnosed(f"{', '.join(entries)}: {text}", tuple(clauses[text]))
+        for text, entries in names.items()
+    ]
+
+
+def _merged_text(said: Sequence[tuple[str, str]]) -> list[str]:
+    """``a, b: text`` for entry points whose text is the same, in first-seen order."""
+    return [d.text for d in _merged([(entry, text, ()) for entry, text in said])]
 
 
 def _want_of_code(prediction: Prediction, run: Run) -> bool:
@@ -440,27 +494,30 @@ def _want_of_code(prediction: Prediction, run: Run) -> bool:
     return _code_failure(run) and prediction.expected(run.path).can_run is False
 
 
-def _code_summary(prediction: Prediction) -> str:
+def _code_summary(prediction: Prediction) -> tuple[str, tuple[Clause, ...]]:
     """The code behind a verdict, compactly: the targets of the project's own code and of
     the libraries outside it that have nothing for the device (at most three named), the
-    rest of them counted in one phrase; every one is in loaded-libraries.txt."""
+    rest of them counted in one phrase; every one is in loaded-libraries.txt. Each part is
+    a clause naming its listing (a count, the list it counts)."""
     cap = prediction.capability
     own = [s for s in prediction.sources if s.own]
     vendors = [s for s in prediction.sources if not s.own]
     bare = [s for s in vendors if _nothing_for(s.listing, cap)]
-    parts = [_targets(s) for s in own[:_NAMED]]
+    parts = [Clause(_targets(s), f"{s.where}/listing") for s in own[:_NAMED]]
     if len(own) > _NAMED:
-        parts.append(f"{count(len(own) - _NAMED, 'more artifact')} of the project's")
-    parts += [_targets(s) for s in bare[:_NAMED]]
+        more = f"{count(len(own) - _NAMED, 'more artifact')} of the project's"
+        parts.append(Clause(more, "/artifacts"))
+    parts += [Clause(_targets(s), f"{s.where}/listing") for s in bare[:_NAMED]]
     if len(bare) > _NAMED:
-        parts.append(f"{_libraries(len(bare) - _NAMED, 'more')} with nothing for {cap}")
+        more = f"{_libraries(len(bare) - _NAMED, 'more')} with nothing for {cap}"
+        parts.append(Clause(more, "/loaded_libraries"))
     rest = [s for s in vendors if s not in bare]
     if rest:
-        parts.append(_the_rest(rest, cap, other=bool(bare)))
+        parts.append(Clause(_the_rest(rest, cap, other=bool(bare)), "/loaded_libraries"))
     if not parts:
-        return "No inspected device code"
+        return "No inspected device code", (Clause("No inspected device code", "/artifacts"),)
     listed = f" ({LOADED_LIST} lists {'it' if len(vendors) == 1 else 'each'})" if vendors else ""
-    return " | ".join(parts) + listed
+    return " | ".join(c.text for c in parts) + listed, tuple(parts)
 
 
 _NAMED = 3  # sources named with their targets in a code summary, per kind
@@ -546,4 +603,4 @@ def paths_proved(
         else:
             words.append("forced JIT NOT proved")
         out.append((prediction.entry, "; ".join(words)))
-    return _merged(out)
+    return _merged_text(out)
