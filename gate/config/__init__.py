@@ -73,7 +73,9 @@ every table sits under ``tool.cuda-gate``)::
 package stays the authority. Build commands and their ``env`` values may use the target
 placeholders of :mod:`gate.config.placeholders`; entry points are taken literally. Every
 problem is one ConfigError line naming the file and the key, such as
-``cuda-gate.toml: entry_point[1].timeout: expected a number, got 'soon'``.
+``cuda-gate.toml: entry_point[1].timeout: expected a number, got 'soon'``. Every value is
+bounded as the file loads (the file 1 MiB, a string 64 Ki characters, a path 4,096, a name
+128: :mod:`gate.config.values`), before anything reads further.
 
 Its modules: :mod:`gate.config.files` (finding and reading the file), :mod:`gate.config.tables`
 (its tables validated), :mod:`gate.config.records` (what they become),

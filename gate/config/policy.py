@@ -86,7 +86,7 @@ def _devices(value: object, at: tv.At) -> tuple[tuple[str, tuple[Capability, ...
     """``{ class = ["12.1", ...] }``: each runner class's required capabilities, once each."""
     found = []
     for name, caps in tv.table(value, at).items():
-        where = at.child(name)
+        where = at.child(tv.bounded(name, at, tv.MAX_NAME))
         if not name.strip():
             raise where.fail("a runner class name is empty")
         texts = tv.texts(caps, where)

@@ -49,7 +49,7 @@ _SIGNING_KEYS = frozenset({"key_file"})
 
 
 def _name(table: Mapping[str, Any], at: tv.At, default: str, seen: set[str]) -> str:
-    name = tv.text(table["name"], at.child("name")) if "name" in table else default
+    name = tv.text(table["name"], at.child("name"), tv.MAX_NAME) if "name" in table else default
     if not _NAME_RE.match(name):
         raise at.child("name").fail(f"{tv.quote(name)}: use letters, digits, '.', '_' and '-' only")
     if name in seen:
@@ -72,7 +72,7 @@ def _build(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> Buil
         key=str(at),
         name=_name(table, at, f"build-{len(seen) + 1}", seen),
         command=command,
-        cwd=base / tv.text(table.get("cwd", "."), at.child("cwd")),
+        cwd=base / tv.text(table.get("cwd", "."), at.child("cwd"), tv.MAX_PATH),
         env=env,
         timeout=tv.seconds(table.get("timeout", BUILD_TIMEOUT), at.child("timeout")),
     )
@@ -84,7 +84,7 @@ def _artifact(table: dict[str, Any], at: tv.At) -> ArtifactSpec:
         raise at.child("path").fail("missing: give a path or glob relative to the project")
     return ArtifactSpec(
         key=str(at),
-        pattern=tv.text(table["path"], at.child("path")),
+        pattern=tv.text(table["path"], at.child("path"), tv.MAX_PATH),
         kernels=tv.texts(table.get("kernels", []), at.child("kernels")),
         require_launch=_require_launch(table.get("require_launch", []), at.child("require_launch")),
     )
@@ -122,7 +122,7 @@ def _entry(table: dict[str, Any], at: tv.At, base: Path, seen: set[str]) -> Entr
         key=str(at),
         name=_name(table, at, f"entry-{len(seen) + 1}", seen),
         command=command,
-        cwd=base / tv.text(table.get("cwd", "."), at.child("cwd")),
+        cwd=base / tv.text(table.get("cwd", "."), at.child("cwd"), tv.MAX_PATH),
         env=env,
         timeout=tv.seconds(table.get("timeout", ENTRY_TIMEOUT), at.child("timeout")),
         # A signal shows as a negative status (-11 for SIGSEGV), an exit as 0-255.
@@ -147,12 +147,37 @@ def _capability(given: str, at: tv.At) -> Capability:
         raise at.fail(e.message) from e
 
 
-def _scalars(value: object, at: tv.At) -> tuple[tuple[str, Scalar], ...]:
+# [store]: each key gate.store.settings reads, and what it reads it as. A number may also
+# be a string of digits and a flag a word ("yes"), as the environment gives them.
+_STORE_KINDS: Mapping[str, str] = {
+    **dict.fromkeys(("url", "endpoint", "region", "object-lock-mode", "spool-dir"), "a string"),
+    "path-style": "true or false",
+    **dict.fromkeys(
+        ("object-lock-days", "multipart-threshold", "part-size", "connect-timeout", "attempts"),
+        "a whole number",
+    ),
+}
+STORE_KEYS = frozenset(_STORE_KINDS)
+
+
+def _store(value: object, at: tv.At) -> tuple[tuple[str, Scalar], ...]:
+    """``[store]``, checked here whatever the environment or ``--store`` overrides: known
+    keys, each of a type the store reads, a string at most :data:`~tv.MAX_PATH` long (the
+    store checks what the values say, on the settings it ends up with)."""
+    table = tv.table(value, at)
+    tv.check_keys(table, STORE_KEYS, at)
     out: list[tuple[str, Scalar]] = []
-    for name, item in tv.table(value, at).items():
-        if not isinstance(item, str | int | float | bool):
-            raise at.child(name).fail(f"expected a string, number or boolean, got {tv.show(item)}")
-        out.append((name, item))
+    for name, item in table.items():
+        kind = _STORE_KINDS[name]
+        # bool is an int: a flag is no number, and only path-style takes 1 and 0.
+        flag = kind == "true or false" and isinstance(item, bool | int)
+        number = kind == "a whole number" and isinstance(item, int | float)
+        if isinstance(item, str):
+            out.append((name, tv.any_text(item, at.child(name), tv.MAX_PATH)))
+        elif flag or (number and not isinstance(item, bool)):
+            out.append((name, item))
+        else:
+            raise at.child(name).fail(f"expected {kind}, got {tv.show(item)}")
     return tuple(out)
 
 
@@ -197,18 +222,20 @@ def parse(
             for i, t in enumerate(tv.tables(doc.get("entry_point", []), at("entry_point")))
         ),
         signing_key=(
-            base / tv.text(key_file, at("signing").child("key_file"))
+            base / tv.text(key_file, at("signing").child("key_file"), tv.MAX_PATH)
             if key_file is not None
             else None
         ),
-        store=_scalars(doc.get("store", {}), at("store")),
+        store=_store(doc.get("store", {}), at("store")),
         python=_python(doc.get("python"), at("python"), base),
-        strict_libraries=tv.texts(doc.get("strict_libraries", []), at("strict_libraries")),
+        strict_libraries=tv.texts(
+            doc.get("strict_libraries", []), at("strict_libraries"), tv.MAX_PATH
+        ),
         host=_choice(doc.get("host"), at("host"), HOSTS),
         stale_fails=_choice(doc.get("stale_artifacts", "warn"), at("stale_artifacts"), _STALE)
         == "fail",
         policy=policy_table.read(doc, root),
-        image=tv.text(doc["image"], at("image")) if "image" in doc else None,
+        image=tv.text(doc["image"], at("image"), tv.MAX_PATH) if "image" in doc else None,
         container=_container(doc.get("container", {}), at("container")),
     )
     if not config.smoke and not config.entry_points:
@@ -223,7 +250,9 @@ def _container(value: object, at: tv.At) -> ContainerSettings:
     """``[container]``: every key optional."""
     table = tv.table(value, at)
     tv.check_keys(table, _CONTAINER_KEYS, at)
-    runtime = tv.text(table["runtime"], at.child("runtime")) if "runtime" in table else None
+    runtime = (
+        tv.text(table["runtime"], at.child("runtime"), tv.MAX_PATH) if "runtime" in table else None
+    )
     if runtime is not None and not runtime.strip():
         raise at.child("runtime").fail("empty: name podman, docker or a path")
     gpus = _choice(table.get("gpus", "auto"), at.child("gpus"), GPU_MODES) or "auto"
@@ -263,5 +292,5 @@ def _python(value: object, at: tv.At, base: Path) -> str | None:
     """The configured interpreter: a command name, or a path relative to the file's folder."""
     if value is None:
         return None
-    text = tv.text(value, at)
+    text = tv.text(value, at, tv.MAX_PATH)
     return str(base / text) if "/" in text and not text.startswith("/") else text

@@ -16,6 +16,15 @@ from gate.errors import ConfigError
 # How much of a user's value an error line quotes: a 1 MB value is not echoed whole.
 SHOWN_CHARS = 60
 
+# How large a configuration and each of its values may be: sizes no real project comes
+# near, so a runaway value (a 100 MB command string) stops the load at once instead of
+# being copied into every command line, message and evidence file of the run.
+# gate/schemas/config.schema.json (maxLength) and docs/configuration.md say the same.
+MAX_FILE_BYTES = 1 << 20  # the file: tomllib parses 1 MiB in well under a second
+MAX_TEXT = 65_536  # characters of any other string; a command's arguments together
+MAX_PATH = 4_096  # a path, a glob or an image reference: Linux's PATH_MAX
+MAX_NAME = 128  # a build or entry point name (a file name in the evidence), a variable name
+
 
 class At:
     """A position in the file, for messages: ``cuda-gate.toml: entry_point[1].timeout``."""
@@ -72,19 +81,27 @@ def check_keys(table: Mapping[str, Any], known: frozenset[str], at: At) -> None:
             raise at.child(name).fail(f"unknown key (known: {', '.join(sorted(known))})")
 
 
-def text(value: object, at: At) -> str:
-    """A non-empty string without a NUL."""
-    value = any_text(value, at)
+def text(value: object, at: At, limit: int = MAX_TEXT) -> str:
+    """A non-empty string of at most ``limit`` characters without a NUL."""
+    value = any_text(value, at, limit)
     if not value.strip():
         raise at.fail("expected a non-empty string")
     return value
 
 
-def any_text(value: object, at: At) -> str:
-    """A string, possibly empty, without a NUL."""
+def any_text(value: object, at: At, limit: int = MAX_TEXT) -> str:
+    """A string, possibly empty, of at most ``limit`` characters without a NUL."""
     if not isinstance(value, str):
         raise at.fail(f"expected a string, got {show(value)}")
-    return no_nul(value, at)
+    return no_nul(bounded(value, at, limit), at)
+
+
+def bounded(value: str, at: At, limit: int) -> str:
+    """``value`` when it holds at most ``limit`` characters; else the error naming its size."""
+    if len(value) > limit:
+        start = quote(value[:SHOWN_CHARS])
+        raise at.fail(f"too long: {len(value):,} characters (at most {limit:,}): {start}...")
+    return value
 
 
 def no_nul(value: str, at: At) -> str:
@@ -95,11 +112,11 @@ def no_nul(value: str, at: At) -> str:
     return value
 
 
-def texts(value: object, at: At) -> tuple[str, ...]:
-    """A list of non-empty strings."""
+def texts(value: object, at: At, limit: int = MAX_TEXT) -> tuple[str, ...]:
+    """A list of non-empty strings of at most ``limit`` characters each."""
     if not isinstance(value, list):
         raise at.fail(f"expected a list of strings, got {show(value)}")
-    return tuple(text(item, at.child(i)) for i, item in enumerate(value))
+    return tuple(text(item, at.child(i), limit) for i, item in enumerate(value))
 
 
 MAX_SECONDS = 7 * 24 * 3600.0
@@ -157,18 +174,24 @@ def tables(value: object, at: At) -> list[dict[str, Any]]:
 
 
 def command(owner: Mapping[str, Any], at: At) -> tuple[str, ...]:
-    """``owner["command"]``: a list of arguments, or one string split like a POSIX shell."""
+    """``owner["command"]``: a list of arguments, or one string split like a POSIX shell;
+    at most :data:`MAX_TEXT` characters either way (a list's arguments joined by spaces)."""
     where = at.child("command")
     if "command" not in owner:
         raise where.fail("missing: give a list of arguments or one string")
     value = owner["command"]
     if isinstance(value, str):
         try:
-            argv = tuple(split(no_nul(value, where)))
+            argv = tuple(split(any_text(value, where)))
         except ValueError as e:
             raise where.fail(f"cannot split the string like a shell: {e}") from e
     elif isinstance(value, list):
         argv = tuple(any_text(item, where.child(i)) for i, item in enumerate(value))
+        joined = sum(map(len, argv)) + len(argv) - 1
+        if joined > MAX_TEXT:
+            raise where.fail(
+                f"too long: {joined:,} characters in its arguments together (at most {MAX_TEXT:,})"
+            )
     else:
         raise where.fail(f"expected a list of arguments or a string, got {show(value)}")
     if not argv or not argv[0].strip():
@@ -177,10 +200,11 @@ def command(owner: Mapping[str, Any], at: At) -> tuple[str, ...]:
 
 
 def environment(value: object, at: At) -> tuple[tuple[str, str], ...]:
-    """A table of variable names (no NUL, no ``=``) to string values."""
+    """A table of variable names (no NUL, no ``=``; :data:`MAX_NAME` characters) to string
+    values."""
     pairs = []
     for name, item in table(value, at).items():
-        if "=" in no_nul(name, at.child(name)) or not name:
+        if "=" in no_nul(bounded(name, at, MAX_NAME), at.child(name)) or not name:
             raise at.child(name).fail("not a variable name (empty, or holds '=')")
         pairs.append((name, any_text(item, at.child(name))))
     return tuple(pairs)
