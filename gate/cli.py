@@ -30,7 +30,6 @@ DEPENDENCIES = {
     "botocore": "boto3",
     "requests": "requests",
     "jsonschema": "jsonschema",
-    "cxxfilt": "cxxfilt",
 }
 
 COMMANDS = (

@@ -106,9 +106,10 @@ class _NoProcesses:
 
 @pytest.fixture(scope="session", autouse=True)
 def _demangler_loaded() -> None:
-    """Load the C++ demangler before any test: importing cxxfilt asks ``ldconfig -p`` where
-    libstdc++ is (ctypes.util.find_library), a process the unit guard would refuse. The
-    decision core matches kernel names by their demangled parts (gate.rules.kernels)."""
+    """Load the C++ demangler before any test: where libstdc++ is not found by its soname,
+    gate.demangle asks ``ldconfig -p`` (ctypes.util.find_library), a process the unit guard
+    would refuse. The decision core matches kernel names by their demangled parts
+    (gate.rules.kernels)."""
     from gate.demangle import demangle
 
     demangle("_Z1fv")

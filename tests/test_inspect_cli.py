@@ -60,7 +60,7 @@ def test_bad_input_is_one_line_per_file_and_no_traceback(tmp_path: Path) -> None
 
 
 def test_kernel_names_demangle_through_the_cxx_runtime_and_fall_back() -> None:
-    # Integration tier: importing cxxfilt looks for libstdc++ with ldconfig.
+    # Integration tier: gate.demangle may look for libstdc++ with ldconfig.
     from gate.demangle import demangle as _demangle
 
     assert _demangle("_Z11write_valuePi") == "write_value(int*)"
