@@ -3,16 +3,20 @@
 Every request is forwarded to the server unchanged (its Host header too, so the
 client's SigV4 signature still verifies there), except those a rule matches: a
 rule names a method and/or a query parameter the request carries (``partNumber``
-for UploadPart, ``uploadId`` with DELETE for AbortMultipartUpload, ``uploads``
-for CreateMultipartUpload) and answers that many of them with a fault instead:
+for UploadPart, ``partNumber=7`` for its part 7 only, ``uploadId`` with DELETE for
+AbortMultipartUpload, ``uploads`` for CreateMultipartUpload) and answers that many
+of them with a fault instead:
 
 * ``Fault.slow_down()``: 503 with S3's ``SlowDown`` XML error body;
 * ``Fault.internal()``: 500 with S3's ``InternalError`` XML error body;
 * ``Fault.reset()``: the body is read, then the connection is reset (TCP RST);
-* ``Fault.delay(seconds)``: forwarded, after that long.
+* ``Fault.delay(seconds)``: forwarded, after that long;
+* ``Fault.truncate()``: forwarded, but the answer's body breaks off half-way (RST);
+* ``Fault.corrupt()``: forwarded, one byte of the answer's body flipped.
 
-The proxy records every request it saw (method, path, query parameter names), so
-a test can show which S3 operations really ran (multipart, aborts).
+The proxy records every request it saw (method, path, query parameters), so a
+test can show which S3 operations really ran and how often (multipart, aborts,
+retries). Answers are streamed, so a big object read back costs no memory here.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import struct
 import threading
 import time
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -42,7 +47,7 @@ _ERROR_BODY = (
 class Fault:
     """What the proxy does instead of (or before) forwarding a matched request."""
 
-    kind: str  # "status", "reset" or "delay"
+    kind: str  # "status", "reset", "delay", "truncate" or "corrupt"
     status: int = 0
     code: str = ""
     message: str = ""
@@ -68,10 +73,23 @@ class Fault:
         """The request forwarded after ``seconds``."""
         return cls("delay", seconds=seconds)
 
+    @classmethod
+    def truncate(cls) -> Fault:
+        """The answer forwarded with its full Content-Length, its body cut off half-way."""
+        return cls("truncate")
+
+    @classmethod
+    def corrupt(cls) -> Fault:
+        """The answer forwarded with the first byte of its body flipped."""
+        return cls("corrupt")
+
 
 @dataclass
 class Rule:
-    """Answer up to ``times`` matching requests (None: every one) with ``fault``."""
+    """Answer up to ``times`` matching requests (None: every one) with ``fault``.
+
+    ``query`` is a parameter's name (``partNumber``), or name and value (``partNumber=7``).
+    """
 
     fault: Fault
     method: str | None = None
@@ -79,12 +97,14 @@ class Rule:
     times: int | None = None
     hits: int = 0
 
-    def take(self, method: str, params: frozenset[str]) -> bool:
+    def take(self, method: str, values: Mapping[str, str]) -> bool:
         """Whether this rule answers the request; counts it when it does."""
         if self.method is not None and method != self.method:
             return False
-        if self.query is not None and self.query not in params:
-            return False
+        if self.query is not None:
+            name, has_value, value = self.query.partition("=")
+            if name not in values or (has_value and values[name] != value):
+                return False
         if self.times is not None and self.hits >= self.times:
             return False
         self.hits += 1
@@ -99,11 +119,16 @@ class Seen:
     path: str
     params: frozenset[str]
     fault: str | None
+    values: tuple[tuple[str, str], ...] = ()
+
+    def param(self, name: str) -> str | None:
+        """The query parameter's value (``partNumber``: ``"7"``), or None without it."""
+        return dict(self.values).get(name)
 
     @property
     def forwarded(self) -> bool:
-        """Whether the server got the request (a delayed one too)."""
-        return self.fault in (None, "delay")
+        """Whether the server got the request (a delayed, truncated or corrupted one too)."""
+        return self.fault in (None, "delay", "truncate", "corrupt")
 
 
 @dataclass
@@ -138,23 +163,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _relay(self) -> None:
         target = urllib.parse.urlsplit(self.path)
-        params = frozenset(urllib.parse.parse_qs(target.query, keep_blank_values=True))
+        pairs = tuple(urllib.parse.parse_qsl(target.query, keep_blank_values=True))
+        values = dict(pairs)
         body = self._body()
         with self.state.lock:
-            rule = next((r for r in self.state.rules if r.take(self.command, params)), None)
+            rule = next((r for r in self.state.rules if r.take(self.command, values)), None)
             fault = rule.fault if rule is not None else None
-            self.state.seen.append(
-                Seen(self.command, target.path, params, fault.kind if fault else None)
-            )
+            kind = fault.kind if fault else None
+            self.state.seen.append(Seen(self.command, target.path, frozenset(values), kind, pairs))
         if fault is not None and fault.kind == "reset":
             self._reset()
             return
         if fault is not None and fault.kind == "status":
             self._error(fault, target.path)
             return
-        if fault is not None:
+        if fault is not None and fault.kind == "delay":
             time.sleep(fault.seconds)
-        self._forward(body)
+        self._forward(body, fault.kind if fault is not None else None)
 
     def _body(self) -> bytes:
         """The request body as sent: Content-Length bytes, or the raw chunked encoding."""
@@ -172,7 +197,7 @@ class _Handler(BaseHTTPRequestHandler):
             return bytes(raw + b"\r\n")
         return self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
 
-    def _forward(self, body: bytes) -> None:
+    def _forward(self, body: bytes, damage: str | None) -> None:
         host, port = self.state.upstream
         upstream = http.client.HTTPConnection(host, port, timeout=120)
         try:
@@ -182,18 +207,39 @@ class _Handler(BaseHTTPRequestHandler):
                     upstream.putheader(name, value)
             upstream.endheaders(body if body else None)
             response = upstream.getresponse()
-            data = response.read()
             self.send_response(response.status, response.reason)
             for name, value in response.getheaders():
                 if name.lower() not in _NOT_RETURNED:
                     self.send_header(name, value)
-            length = response.getheader("Content-Length") if self.command == "HEAD" else None
-            self.send_header("Content-Length", length or str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            if self.command == "HEAD":
+                self.send_header("Content-Length", response.getheader("Content-Length") or "0")
+                self.end_headers()
+                return
+            self._relay_body(response, damage)
         finally:
             upstream.close()
+
+    def _relay_body(self, response: http.client.HTTPResponse, damage: str | None) -> None:
+        """The answer's body as it comes (its Content-Length kept), damaged as asked."""
+        length = response.getheader("Content-Length")
+        data = b"" if length is not None else response.read()
+        total = int(length) if length is not None else len(data)
+        self.send_header("Content-Length", str(total))
+        self.end_headers()
+        sent = 0
+        while sent < total:
+            block = data[sent:] if length is None else response.read(min(1 << 20, total - sent))
+            if not block:
+                break
+            if damage == "truncate" and sent + len(block) >= total // 2:
+                self.wfile.write(block[: total // 2 - sent])
+                self.wfile.flush()
+                self._reset()
+                return
+            if damage == "corrupt" and sent == 0:
+                block = bytes([block[0] ^ 0xFF]) + block[1:]
+            self.wfile.write(block)
+            sent += len(block)
 
     def _error(self, fault: Fault, resource: str) -> None:
         data = _ERROR_BODY.format(code=fault.code, message=fault.message, resource=resource)
