@@ -245,7 +245,8 @@ def rig(
     server.client().create_bucket(Bucket=bucket)
     monkeypatch.setenv("CUDA_GATE_STORE", f"s3://{bucket}/gate")
     monkeypatch.setenv("CUDA_GATE_SPOOL_DIR", str(tmp_path / "spool"))
-    # Files from 5 MiB (S3's smallest part) go up in parts of 5 MiB; two whole-file attempts.
+    # Files from 5 MiB (S3's smallest part) go up in parts of 5 MiB; a part or a read that
+    # botocore's three tries could not get through is tried in two rounds of them.
     monkeypatch.setenv("CUDA_GATE_MULTIPART_THRESHOLD", str(MIN_PART_SIZE))
     (tmp_path / "cuda-gate.toml").write_text("[store]\nattempts = 2\n", encoding="utf-8")
     with FaultProxy(server.endpoint) as proxy:
@@ -257,14 +258,19 @@ def test_a_503_burst_with_a_failing_abort_leaves_no_unfinished_upload(
     rig: Rig, tmp_path: Path
 ) -> None:
     evidence = make_evidence(tmp_path / "ev", big=BIG)
-    # Every try botocore makes at the first part, then both tries at the abort.
-    parts = rig.proxy.inject(Fault.slow_down(), method="PUT", query="partNumber", times=3)
+    # Every try botocore makes at the first part in both rounds, then both tries at the abort.
+    parts = rig.proxy.inject(Fault.slow_down(), method="PUT", query="partNumber", times=2 * 3)
     aborts = rig.proxy.inject(Fault.slow_down(), method="DELETE", query="uploadId", times=2)
-    code, out, err = rig.upload(str(evidence))
+    code, _, err = rig.upload(str(evidence))
+    assert code == int(ExitCode.STORAGE)
+    assert "uploading libkernels.so to s3://" in err
+    assert (parts.hits, aborts.hits) == (2 * 3, 2)
+    # The upload is given up, never started again from its first part in this run.
+    assert sum(1 for s in rig.proxy.seen if s.method == "POST" and "uploads" in s.params) == 1
+    assert rig.unfinished() == [_object_key("libkernels.so")]
+
+    code, _, err = rig.upload("--resume")
     assert (code, err) == (0, "")
-    assert "9 stored, 0 already present" in out
-    assert (parts.hits, aborts.hits) == (3, 2)
-    assert rig.multipart_ran()
     rig.assert_stored(evidence)
     assert rig.unfinished() == []
 
@@ -273,9 +279,14 @@ def test_an_unfinished_upload_that_cannot_be_aborted_keeps_the_run_for_resume(
     rig: Rig, tmp_path: Path
 ) -> None:
     evidence = make_evidence(tmp_path / "ev", big=BIG)
-    rig.proxy.inject(Fault.slow_down(), method="PUT", query="partNumber", times=3)
+    rig.proxy.inject(Fault.slow_down(), method="PUT", query="partNumber", times=2 * 3)
     rig.proxy.inject(Fault.slow_down(), method="DELETE", query="uploadId")
     code, _, err = rig.upload(str(evidence))
+    assert code == int(ExitCode.STORAGE)
+    assert "uploading libkernels.so to s3://" in err
+    assert rig.unfinished() == [_object_key("libkernels.so")]
+    # The next attempt stores every file, but cannot abort what the first one left.
+    code, _, err = rig.upload("--resume")
     assert code == int(ExitCode.STORAGE)
     (line,) = err.strip().splitlines()
     assert "aborting unfinished uploads below s3://" in line
@@ -345,7 +356,7 @@ def test_a_persistent_fault_exits_20_and_keeps_the_run_for_resume(
     assert line.startswith("cuda-gate: error: uploading .cuda-gate to s3://")
     assert said in line
     assert line.endswith("(run `cuda-gate upload --resume` when the store is reachable again)")
-    assert rule.hits == 2 * 3  # two whole-file attempts of botocore's three tries each
+    assert rule.hits == 3  # botocore's three tries; cuda-gate sends a failed put no more
     (entry,) = pending(tmp_path / "spool")
     assert entry.name == RUN_ID
 

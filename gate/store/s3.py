@@ -6,6 +6,11 @@ object back (servers give only a composite checksum for multipart objects).
 Writes are conditional (``If-None-Match: *``): evidence is never overwritten.
 An object already under a key counts as ours only by a digest the server
 computed or by its bytes, never by the ``sha256`` metadata a writer claimed.
+
+Who retries what (docs/store.md, "Retries"): botocore retries every request, as
+the user's AWS configuration says; cuda-gate sends again only what botocore
+cannot: a part whose requests all failed (alone, the parts stored stay), and a
+read whose body broke mid-stream or whose read-back differs (read again whole).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import botocore.config
 import botocore.exceptions
 import botocore.session
 
-from gate.errors import StorageError
+from gate.errors import ConfigError, StorageError
 from gate.store.base import (
     EvidenceStore,
     ObjectExistsError,
@@ -63,7 +68,19 @@ _TRANSIENT_EXCEPTIONS = (
     botocore.exceptions.ResponseStreamingError,
     botocore.exceptions.HTTPClientError,
 )
+# A body that broke after botocore handed the response over: botocore retried the
+# request, it cannot retry the body (a truncated body, a reset, a stalled read).
+_BROKEN_BODY = (
+    botocore.exceptions.ResponseStreamingError,
+    botocore.exceptions.IncompleteReadError,
+    botocore.exceptions.ReadTimeoutError,
+    botocore.exceptions.ConnectionClosedError,
+)
 _BACKOFF = 0.5
+
+
+class _ReadBackError(Exception):
+    """The bytes read back are not the bytes put: read again, then a StorageError."""
 
 
 def make_client(settings: StoreSettings, *, attempts: int = 3) -> S3Client:
@@ -76,6 +93,9 @@ def make_client(settings: StoreSettings, *, attempts: int = 3) -> S3Client:
     says, each request is tried ``attempts`` times in botocore's standard retry mode. The
     region is cuda-gate's setting, else ``AWS_REGION`` as the AWS CLI reads it, else
     botocore's own chain (``AWS_DEFAULT_REGION``, the profile).
+
+    botocore owns request retries (docs/store.md, "Retries"); a retry setting botocore
+    refuses (``AWS_MAX_ATTEMPTS=x``, an empty one) is a ConfigError naming the settings.
     """
     core = botocore.session.get_session()
     try:
@@ -84,7 +104,8 @@ def make_client(settings: StoreSettings, *, attempts: int = 3) -> S3Client:
         profile = {}
 
     def user_set(variable: str, key: str) -> bool:
-        return bool(os.environ.get(variable)) or key in profile
+        # As botocore reads them: a variable that is set, even empty, wins over the profile.
+        return variable in os.environ or key in profile
 
     given = settings.given
     options: dict[str, Any] = {}
@@ -104,7 +125,14 @@ def make_client(settings: StoreSettings, *, attempts: int = 3) -> S3Client:
     options["connect_timeout"] = settings.connect_timeout
     config = botocore.config.Config(**options)
     session = boto3.session.Session(botocore_session=core)
-    return session.client("s3", endpoint_url=settings.endpoint, config=config)
+    try:
+        return session.client("s3", endpoint_url=settings.endpoint, config=config)
+    except (ValueError, botocore.exceptions.InvalidRetryConfigurationError) as e:
+        # botocore refuses AWS_MAX_ATTEMPTS=x, AWS_RETRY_MODE=x (or the profile's) this way.
+        raise ConfigError(
+            f"the AWS retry configuration (AWS_MAX_ATTEMPTS, AWS_RETRY_MODE or the profile's "
+            f"max_attempts, retry_mode) is not usable: {e}"
+        ) from e
 
 
 def _b64(hex_digest: str) -> str:
@@ -124,7 +152,8 @@ class S3Store(EvidenceStore):
     ) -> None:
         self.settings = settings
         self.client = client if client is not None else make_client(settings)
-        # The first contact retries once only, so an unreachable store fails within a second.
+        # Aborting a failed upload tries twice only: the store is failing already, and
+        # abort_unfinished aborts the upload before the run's index when this fails too.
         self._probe = client if client is not None else make_client(settings, attempts=2)
         self.bucket = settings.bucket
         self.progress = progress
@@ -173,6 +202,7 @@ class S3Store(EvidenceStore):
 
     @staticmethod
     def _transient(e: Exception) -> bool:
+        """Worth another round at a part: botocore's tries at it are spent, the fault may pass."""
         if isinstance(e, _TRANSIENT_EXCEPTIONS):
             return True
         if isinstance(e, botocore.exceptions.ClientError):
@@ -180,15 +210,38 @@ class S3Store(EvidenceStore):
             return e.response.get("Error", {}).get("Code") in _TRANSIENT_CODES or status >= 500
         return False
 
-    def _retry(self, action: str, step: Callable[[], T]) -> T:
-        """Run a whole-file step again, with backoff, while the fault is transient."""
+    @contextlib.contextmanager
+    def _failure(self, action: str) -> Iterator[None]:
+        """Any boto3 failure inside becomes one StorageError line; nothing is retried here."""
+        try:
+            yield
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+            raise self._error(e, action) from e
+
+    def _pause(self, attempt: int) -> None:
+        self._sleep(_BACKOFF * 2 ** (attempt - 1))
+
+    def _read(
+        self, key: str, consume: Callable[[Iterator[bytes]], T], *, checksum: bool = False
+    ) -> T:
+        """GET ``key`` and hand its body to ``consume``, reading it again whole when the
+        body breaks mid-stream or ``consume`` finds that the bytes differ.
+
+        The GET itself is botocore's to retry; its failure is raised as it came. Only
+        what botocore cannot retry (it has handed the body over) is retried here, up
+        to ``settings.attempts`` reads.
+        """
         for attempt in range(1, self.settings.attempts + 1):
+            mode: dict[str, Any] = {"ChecksumMode": "ENABLED"} if checksum else {}
+            response = self.client.get_object(Bucket=self.bucket, Key=self._key(key), **mode)
             try:
-                return step()
-            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-                if attempt == self.settings.attempts or not self._transient(e):
-                    raise self._error(e, action) from e
-                self._sleep(_BACKOFF * 2 ** (attempt - 1))
+                return consume(response["Body"].iter_chunks(1 << 20))
+            except (*_BROKEN_BODY, _ReadBackError) as e:
+                if attempt == self.settings.attempts:
+                    if isinstance(e, _ReadBackError):
+                        raise StorageError(str(e)) from e
+                    raise
+                self._pause(attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
     # -- interface ----------------------------------------------------------------------
@@ -259,11 +312,14 @@ class S3Store(EvidenceStore):
 
     def _digest(self, key: str) -> str:
         """The SHA-256 of the object's bytes as the server returns them."""
-        digest = hashlib.sha256()
-        response = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
-        for block in response["Body"].iter_chunks(1 << 20):
-            digest.update(block)
-        return digest.hexdigest()
+
+        def hashed(blocks: Iterator[bytes]) -> str:
+            digest = hashlib.sha256()
+            for block in blocks:
+                digest.update(block)
+            return digest.hexdigest()
+
+        return self._read(key, hashed)
 
     def _lock_args(self) -> dict[str, Any]:
         if self.settings.object_lock_mode is None or self.settings.object_lock_days is None:
@@ -276,16 +332,16 @@ class S3Store(EvidenceStore):
 
     def put_file(self, key: str, path: Path, sha256: str, size: int) -> PutOutcome:
         """Upload one file unless it is there already; verify what the server stored."""
-        action = f"uploading {path.name} to {self.location(key)}"
-        head = self._retry(action, lambda: self._existing(key))
-        if head is not None:
-            return self._retry(action, lambda: self._compare(key, head, sha256, size))
         multipart = size >= self.settings.multipart_threshold
-        if multipart:
-            outcome = self._retry(action, lambda: self._put_multipart(key, path, sha256, size))
-            self._retry(action, lambda: self._verify_readback(key, sha256, size))
-        else:
-            outcome = self._retry(action, lambda: self._put_single(key, path, sha256, size))
+        with self._failure(f"uploading {path.name} to {self.location(key)}"):
+            head = self._existing(key)
+            if head is not None:
+                return self._compare(key, head, sha256, size)
+            if multipart:
+                outcome = self._put_multipart(key, path, sha256, size)
+                self._verify_readback(key, sha256, size)
+            else:
+                outcome = self._put_single(key, path, sha256, size)
         if self.progress is not None:
             self.progress(ProgressEvent(key, size, size, multipart))
         return outcome
@@ -293,11 +349,11 @@ class S3Store(EvidenceStore):
     def put_bytes(self, key: str, data: bytes) -> PutOutcome:
         """Upload a small object conditionally, with its SHA-256."""
         sha = hashlib.sha256(data).hexdigest()
-        action = f"uploading {self.location(key)}"
-        head = self._retry(action, lambda: self._existing(key))
-        if head is not None:
-            return self._retry(action, lambda: self._compare(key, head, sha, len(data)))
-        return self._retry(action, lambda: self._put_body(key, data, sha, len(data)))
+        with self._failure(f"uploading {self.location(key)}"):
+            head = self._existing(key)
+            if head is not None:
+                return self._compare(key, head, sha, len(data))
+            return self._put_body(key, data, sha, len(data))
 
     def _put_single(self, key: str, path: Path, sha256: str, size: int) -> PutOutcome:
         with path.open("rb") as body:
@@ -339,8 +395,8 @@ class S3Store(EvidenceStore):
         leaves an upload the bucket keeps, and bills, until someone aborts it; so
         does an upload killed part-way. Only the keys this run writes are touched.
         """
-        action = f"aborting unfinished uploads below {self.location(prefix)}"
-        self._retry(action, lambda: self._abort_listed(self._key(prefix) + "/", keys))
+        with self._failure(f"aborting unfinished uploads below {self.location(prefix)}"):
+            self._abort_listed(self._key(prefix) + "/", keys)
 
     def _abort_listed(self, prefix: str, keys: frozenset[str]) -> None:
         wanted = {self._key(key) for key in keys}
@@ -396,14 +452,7 @@ class S3Store(EvidenceStore):
             while chunk := f.read(self.settings.part_size):
                 number = len(parts) + 1
                 checksum = base64.b64encode(hashlib.sha256(chunk).digest()).decode()
-                response = self.client.upload_part(
-                    Bucket=self.bucket,
-                    Key=self._key(key),
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    Body=chunk,
-                    ChecksumSHA256=checksum,
-                )
+                response = self._send_part(key, upload_id, number, chunk, checksum)
                 if response.get("ChecksumSHA256", checksum) != checksum:
                     raise StorageError(f"{self.location(key)}: part {number} stored corrupted")
                 parts.append(
@@ -414,6 +463,34 @@ class S3Store(EvidenceStore):
                     self.progress(ProgressEvent(key, done, size, multipart=True))
         return parts
 
+    def _send_part(
+        self, key: str, upload_id: str, number: int, chunk: bytes, checksum: str
+    ) -> dict[str, Any]:
+        """Send one part; when botocore's tries at it all failed on a transient fault,
+        send that part alone again after a pause, up to ``settings.attempts`` rounds.
+
+        Giving up on a part gives up the whole upload (a resume starts the file anew),
+        so a part, unlike any other request, gets more than botocore's tries; the parts
+        already stored stay and are never sent again.
+        """
+        for attempt in range(1, self.settings.attempts + 1):
+            try:
+                return dict(
+                    self.client.upload_part(
+                        Bucket=self.bucket,
+                        Key=self._key(key),
+                        UploadId=upload_id,
+                        PartNumber=number,
+                        Body=chunk,
+                        ChecksumSHA256=checksum,
+                    )
+                )
+            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+                if attempt == self.settings.attempts or not self._transient(e):
+                    raise
+                self._pause(attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _abort_quietly(self, full_key: str, upload_id: str) -> None:
         # When this fails too, abort_unfinished aborts the upload before the run's index.
         with contextlib.suppress(
@@ -422,52 +499,51 @@ class S3Store(EvidenceStore):
             self._probe.abort_multipart_upload(Bucket=self.bucket, Key=full_key, UploadId=upload_id)
 
     def _verify_readback(self, key: str, sha256: str, size: int) -> None:
-        """Read the whole object back and compare its sha256: parts alone prove less."""
-        digest = hashlib.sha256()
-        got = 0
-        response = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
-        for block in response["Body"].iter_chunks(1 << 20):
-            digest.update(block)
-            got += len(block)
-        if (digest.hexdigest(), got) != (sha256, size):
-            raise StorageError(
-                f"{self.location(key)}: read back sha256 {digest.hexdigest()} ({got} bytes), "
-                f"expected {sha256} ({size} bytes)"
-            )
+        """Read the whole object back and compare its sha256: parts alone prove less.
+
+        A read-back that differs is read again (a proxy or a cache may have damaged
+        that read, not the object); one that differs every time is a StorageError.
+        """
+
+        def check(blocks: Iterator[bytes]) -> None:
+            digest = hashlib.sha256()
+            got = 0
+            for block in blocks:
+                digest.update(block)
+                got += len(block)
+            if (digest.hexdigest(), got) != (sha256, size):
+                raise _ReadBackError(
+                    f"{self.location(key)}: read back sha256 {digest.hexdigest()} ({got} bytes), "
+                    f"expected {sha256} ({size} bytes), {self.settings.attempts} reads"
+                )
+
+        self._read(key, check)
 
     def get_bytes(self, key: str) -> bytes | None:
         """A small object's content, or None when absent."""
-
-        def read() -> bytes | None:
+        with self._failure(f"reading {self.location(key)}"):
             try:
-                response = self.client.get_object(
-                    Bucket=self.bucket, Key=self._key(key), ChecksumMode="ENABLED"
-                )
+                return self._read(key, b"".join, checksum=True)
             except botocore.exceptions.ClientError as e:
                 if e.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
                     return None
                 raise
-            return response["Body"].read()
-
-        return self._retry(f"reading {self.location(key)}", read)
 
     def get_file(self, key: str, dest: Path) -> tuple[str, int]:
         """Download ``key`` to ``dest``, hashing as it streams."""
 
-        def download() -> tuple[str, int]:
-            response = self.client.get_object(
-                Bucket=self.bucket, Key=self._key(key), ChecksumMode="ENABLED"
-            )
+        def download(blocks: Iterator[bytes]) -> tuple[str, int]:
             digest = hashlib.sha256()
             size = 0
             with dest.open("wb") as out:
-                for block in response["Body"].iter_chunks(1 << 20):
+                for block in blocks:
                     digest.update(block)
                     size += len(block)
                     out.write(block)
             return digest.hexdigest(), size
 
-        return self._retry(f"downloading {self.location(key)}", download)
+        with self._failure(f"downloading {self.location(key)}"):
+            return self._read(key, download, checksum=True)
 
     def list_keys(self, prefix: str) -> Iterator[str]:
         """Every key below ``prefix``, relative to the store prefix."""
