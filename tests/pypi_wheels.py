@@ -36,6 +36,7 @@ class Wheel:
     requirement: str  # name==version
     pattern: str  # a glob of the wheel's file name
     arch: str = "x86_64"  # the platform pip downloads for: x86_64, aarch64 (or any)
+    python: str = PYTHON  # the Python it is for (a wheel built per Python version)
 
     @property
     def name(self) -> str:
@@ -56,7 +57,7 @@ def fetch(wheel: Wheel, cache: Path) -> Path:
         platforms = [a for p in tags for a in ("--platform", p)]
         proc.run_checked(
             [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-             *platforms, "--python-version", PYTHON, "-d", str(cache), wheel.requirement],
+             *platforms, "--python-version", wheel.python, "-d", str(cache), wheel.requirement],
             what=f"pip download {wheel.requirement}", timeout=1800,
         )  # fmt: skip
     found = sorted(cache.glob(wheel.pattern))
@@ -88,3 +89,22 @@ _TOOLKIT = (
 def toolkit(arch: str = "x86_64") -> tuple[Wheel, ...]:
     """The toolkit's wheels for ``arch`` (x86_64 or aarch64)."""
     return tuple(Wheel(req, f"{pattern}_{arch}.whl", arch) for req, pattern in _TOOLKIT)
+
+
+# cuTile and NVIDIA's fat binary library (about 217 MB for x86-64, for the Python running the
+# tests: cuda-tile and cuda-bindings are built per Python version): what tests/tileir_inputs.py
+# installs into a venv of its own to write Tile IR bytecode, cuTile cubins and the fatbins
+# nvFatbin makes of them. cuda-tile, tileiras, nvcc and nvvm must agree (13.4), or cuda-tile
+# looks for another tileiras.
+_HERE = f"{sys.version_info.major}.{sys.version_info.minor}"
+_CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
+TILE = (
+    Wheel("cuda-tile==1.7.0", f"cuda_tile-1.7.0-{_CP}-*_x86_64.whl", python=_HERE),
+    Wheel("typing-extensions==4.16.0", "typing_extensions-4.16.0-py3-none-any.whl"),
+    Wheel("nvidia-cuda-tileiras==13.4.92", "nvidia_cuda_tileiras-13.4.92-*_x86_64.whl"),
+    Wheel("nvidia-cuda-nvcc==13.4.92", "nvidia_cuda_nvcc-13.4.92-*_x86_64.whl"),
+    Wheel("nvidia-nvvm==13.4.92", "nvidia_nvvm-13.4.92-*_x86_64.whl"),
+    Wheel("cuda-bindings==13.5.0", f"cuda_bindings-13.5.0-{_CP}-*_x86_64*.whl", python=_HERE),
+    Wheel("cuda-pathfinder==1.9.1", "cuda_pathfinder-1.9.1-py3-none-any.whl"),
+    Wheel("nvidia-nvfatbin==13.5.37", "nvidia_nvfatbin-13.5.37-*_x86_64.whl"),
+)

@@ -46,6 +46,9 @@ SEEDS = {
 }
 # Fields whose corruption matters most: container and entry headers.
 SIZES = [0, 1, 7, 8, 16, 63, 64, 0x7FFFFFFF, 0xFFFFFFFF, 1 << 32, 1 << 40, (1 << 64) - 1]
+# Entry kinds written over an entry's own: the known ones (a cubin's payload read as Tile IR
+# or PTX), and kinds no reader knows, which are listed, never a reason to refuse the file.
+KINDS = [0, 1, 2, 3, 8, fatbin.KIND_TILEIR, 4096, 0xFFFF]
 
 pytestmark = pytest.mark.unit
 
@@ -80,9 +83,14 @@ def _mutate(
     """Up to ``rounds`` mutations: a byte or a size field near a hot offset (within
     ``reach``), any byte, or a truncation; size fields are ``widths`` bytes wide."""
     for _ in range(draw(st.integers(1, rounds))):
-        how = draw(st.sampled_from(["hot-byte", "hot-size", "any-byte", "truncate"]))
+        how = draw(st.sampled_from(["hot-byte", "hot-size", "hot-kind", "any-byte", "truncate"]))
         if not data:
             break
+        if how == "hot-kind":
+            at = draw(st.sampled_from(hot))
+            if at + 2 <= len(data):
+                struct.pack_into("<H", data, at, draw(st.sampled_from(KINDS)))
+            continue
         if how == "truncate":
             del data[draw(st.integers(0, len(data) - 1)) :]
             continue
@@ -129,7 +137,10 @@ def test_mutated_fatbins_read_or_fail_with_one_line(
         return
     if names:  # decompressed entries passed the bound; headers alone are only listed
         for entry in report.listing.entries:
-            assert entry.size <= LIMITS.entry or entry.compression == "none"
+            decoded = entry.kind.routed  # LTO IR and unknown kinds are listed, never decoded
+            assert entry.size <= LIMITS.entry or entry.compression == "none" or not decoded
+    for entry in report.listing.unknown():  # listed with its kind number, never refused
+        assert entry.number not in fatbin.KNOWN_KINDS
 
 
 def _wheel_seed() -> bytes:

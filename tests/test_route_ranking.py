@@ -39,6 +39,8 @@ NOTHING = Route(Path.NONE)
 ELSEWHERE = Route(Path.OTHER_DEVICES)
 CUDA_12_8 = Version(12, 8)
 CUDA_13_0 = Version(13, 0)
+CUDA_13_4 = Version(13, 4)
+TILE_134 = Route(Path.TILE_IR, None, Version(13, 4), Version(13, 4))  # cuTile 13.4 bytecode
 
 # (routes, driver, the best)
 BEST_ROWS = [
@@ -80,8 +82,11 @@ RANK_ROWS = [
     (FAMILY_100F, None, (0, 2, -100)),
     (PTX_90_ISA_80, CUDA_12_8, (0, 3, -90)),
     (PTX_120_ISA_88, CUDA_12_8, (1, 3, -120)),
-    (NOTHING, None, (1, 4, 0)),  # no target: counted as target 0
-    (ELSEWHERE, CUDA_13_0, (1, 5, 0)),
+    (TILE_134, CUDA_13_4, (0, 4, 0)),  # Tile IR: after PTX JIT, no target
+    (TILE_134, CUDA_13_0, (1, 4, 0)),  # a driver before its bytecode: not usable
+    (TILE_134, None, (1, 4, 0)),  # driver unknown: never counted as running
+    (NOTHING, None, (1, 5, 0)),  # no target: counted as target 0
+    (ELSEWHERE, CUDA_13_0, (1, 6, 0)),
 ]
 
 

@@ -31,7 +31,7 @@ import functools
 import gc
 import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -306,6 +306,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     read: list[Any] = []  # gate.image.reports.Found: a report and its place in an image
     unmet = []
+    strange: list[str] = []  # with --strict: entries of kinds this reader does not know
     # Only names are worth caching: headers alone are read faster than the file is hashed.
     cache = names and not args.no_cache
     # A long read says how far it is: on a terminal in place, in a log every 10 s.
@@ -331,6 +332,9 @@ def _handle(args: argparse.Namespace) -> int:
         for reason in _unmet(report, required, strict=args.strict):
             unmet.append(reason)
             _say(f"cuda-gate: error: {reason}")
+        for reason in _not_understood(report) if args.strict else ():
+            strange.append(reason)
+            _say(f"cuda-gate: error: {reason}")
     count.clear()
     view.flush()
     if held is not None and len(read) > 1:
@@ -340,7 +344,7 @@ def _handle(args: argparse.Namespace) -> int:
         doc = inspect_view.document(reports, caps, names=names, scan=scan)
         _write_document(args, with_images(doc, seen.images, [f.origin for f in read]), out)
     out.flush()
-    _exit_status(args, reports, unmet, required)
+    _exit_status(args, reports, unmet, required, strange)
     out.done()
     return 0
 
@@ -481,11 +485,27 @@ def _write_document(args: argparse.Namespace, doc: dict[str, Any], out: Stdout) 
         write_atomic(args.output, text.encode("utf-8"))
 
 
+def _not_understood(report: ArtifactReport) -> list[str]:
+    """One reason per entry of a kind this reader does not know (``--strict`` fails them)."""
+    from gate.render.inspect import NOT_UNDERSTOOD
+
+    return [
+        f"{report.path}: fatbin entry of kind {e.number}"
+        + (f" ({e.name!r})" if e.name else "")
+        + f": {NOT_UNDERSTOOD} (--strict)"
+        for e in report.listing.unknown()
+    ]
+
+
 def _exit_status(
-    args: argparse.Namespace, reports: list[Any], unmet: list[str], required: list[Any]
+    args: argparse.Namespace,
+    reports: list[Any],
+    unmet: list[str],
+    required: list[Any],
+    strange: Sequence[str] = (),
 ) -> None:
     """BadInputError when nothing was read or a file could not be; NotAcceptedError when a
-    required device lacks code."""
+    required device lacks code, or (``--strict``) an entry is of a kind not understood."""
     from gate.errors import BadInputError, NotAcceptedError
     from gate.render.wording import plural
 
@@ -501,6 +521,11 @@ def _exit_status(
         devices = ", ".join(str(c) for c in required)
         pairs = plural(len(unmet), "artifact/device pair")
         raise NotAcceptedError(f"{pairs} without code for a required device ({devices})")
+    if strange:
+        raise NotAcceptedError(
+            f"{plural(len(strange), 'fatbin entry', 'fatbin entries')} of a kind this version"
+            " of cuda-gate does not understand (--strict)"
+        )
 
 
 def _unreadable(failed: list[str], read: int) -> str:

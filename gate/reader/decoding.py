@@ -25,6 +25,10 @@ from gate.reader.limits import Budget
 from gate.reader.pages import releaser
 from gate.rules.targets import Variant
 
+# The kinds whose payloads are decoded (kernel names, digests); LTO IR is opaque and an
+# unknown kind is not understood: both are listed from their headers alone.
+DECODED = frozenset((fatbin.KIND_PTX, fatbin.KIND_ELF, fatbin.KIND_TILEIR))
+
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
     from hashlib import _Hash
@@ -99,7 +103,7 @@ class Copies:
     def first_of(self, i: int, entry: fatbin.Entry) -> int:
         """The index of the first entry (``i`` itself, or an earlier one) with the same
         header fields and payload bytes as entry ``i`` (``headers[i]``)."""
-        if entry.kind == fatbin.KIND_NVVM:
+        if entry.kind not in DECODED:
             return i
         key = hash(signature(entry))
         seen = self._groups.get(key)
@@ -166,7 +170,7 @@ class Decoding:
         """Add ``entry`` (the next in order) to the entries to decode."""
         self._batch.append(entry)
         self._stored += entry.header_size + entry.payload_size
-        if entry.kind != fatbin.KIND_NVVM:  # LTO IR: never decoded
+        if entry.kind in DECODED:  # LTO IR and unknown kinds: never decoded
             self._count += 1
             self._decoded += max(entry.payload_size, entry.uncompressed_size)
         if len(self._batch) >= _BATCH or self._stored >= _BATCH_BYTES:
@@ -237,8 +241,8 @@ def decode(
     """What one entry's payload holds (kernels, producer, stubs, digest), decompressed
     within ``budget``; None for LTO IR (listed, never decoded). :func:`decode_all` calls it
     once per distinct payload."""
-    if entry.kind == fatbin.KIND_NVVM:
-        return None  # LTO IR payloads are opaque: listed, never decoded
+    if entry.kind not in DECODED:
+        return None  # LTO IR payloads are opaque, unknown kinds not understood: listed only
     from gate.reader.cubin import scan_ptx  # noqa: PLC0415  (names only: start-up)
 
     where = f"{display}: fatbin entry at {entry.offset:#x}"
@@ -259,6 +263,9 @@ def decode(
         target = ptx.target or ""
         variant = {"a": Variant.ARCH, "f": Variant.FAMILY}.get(target[-1:], Variant.NONE)
         return Decoded(ptx.kernels, ptx.producer, variant, sha256=sha256)
+    if entry.kind == fatbin.KIND_TILEIR:
+        data, start, size = payloads.payload(buf, entry, display, budget.limits, budget)
+        return _tileir_decoded(data, start, size, where, digests)
     if payloads.spills(entry):
         with payloads.spilled(buf, entry, display, budget.limits, budget) as (data, start, size):
             return _cubin_decoded(data, start, size, where, digests)
@@ -278,6 +285,15 @@ def _cubin_decoded(buf: Buffer, start: int, size: int, where: str, digests: bool
         cubin.empty,
         sha256_hex(buf, start, size) if digests else "",
     )
+
+
+def _tileir_decoded(buf: Buffer, start: int, size: int, where: str, digests: bool) -> Decoded:
+    from gate.reader import tileir  # noqa: PLC0415  (names only: start-up)
+
+    with memoryview(buf) as view:
+        module = tileir.read(bytes(view[start : start + size]), where)
+    return Decoded(module.kernels, None, Variant.NONE,
+                   sha256=sha256_hex(buf, start, size) if digests else "")  # fmt: skip
 
 
 def sha256_hex(buf: Buffer, start: int, size: int) -> str:

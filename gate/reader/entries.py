@@ -23,15 +23,27 @@ class Kind(enum.Enum):
     SASS = "SASS"
     PTX = "PTX"
     LTOIR = "LTO IR"
+    # cuTile's portable bytecode, compiled by the driver at load time (not by the PTX JIT).
+    TILEIR = "TileIR"
+    # A fatbin entry kind this version of cuda-gate does not know: listed, never decoded.
+    UNKNOWN = "unknown"
+
+    @property
+    def routed(self) -> bool:
+        """Whether this kind's kernels are code a device can be handed: SASS, PTX, Tile IR
+        (LTO IR must be device-linked first; an unknown kind is not understood)."""
+        return self in (Kind.SASS, Kind.PTX, Kind.TILEIR)
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceEntry:
-    """One embedded device-code entry (a cubin, a PTX text or an LTO IR blob)."""
+    """One embedded device-code entry (a cubin, a PTX text, an LTO IR blob, Tile IR
+    bytecode, or an entry of a kind this reader does not know)."""
 
     kind: Kind
     target: Target
     kernels: tuple[str, ...] = ()
+    # The PTX ISA of a PTX entry; the bytecode version of a Tile IR entry.
     ptx_isa: Version | None = None
     section: str = ".nv_fatbin"
     compression: str = "none"
@@ -47,6 +59,9 @@ class DeviceEntry:
     # SHA-256 of the code as the driver is handed it (decompressed cubin, PTX text up to
     # its NUL); "" when not decoded (headers only, LTO IR, the cuobjdump backend).
     sha256: str = ""
+    # The fatbin header's kind number of an entry of a kind this reader does not know
+    # (Kind.UNKNOWN); 0 for every known kind.
+    number: int = 0
 
     @property
     def is_stub(self) -> bool:
@@ -57,7 +72,7 @@ class DeviceEntry:
 # What entries share, kept once per distinct value in PackedEntries: the header's part
 # (kind, target, PTX ISA, section, compression, debug) and the decoded part (kernels,
 # producer, traps, empty, SHA-256).
-_Shape = tuple[Kind, Target, Version | None, str, str, bool]
+_Shape = tuple[Kind, Target, Version | None, str, str, bool, int]
 _Code = tuple[tuple[str, ...], str | None, tuple[str, ...], tuple[str, ...], str]
 _NO_CODE: _Code = ((), None, (), (), "")
 
@@ -110,11 +125,11 @@ class PackedEntries(Sequence[DeviceEntry]):
             yield make(i, shape, code, stored, size)
 
     def _entry(self, i: int, shape: int, code: int, stored: int, size: int) -> DeviceEntry:
-        kind, target, isa, section, compression, debug = self._shapes[shape]
+        kind, target, isa, section, compression, debug, number = self._shapes[shape]
         kernels, producer, traps, empty, sha256 = self._codes[code]
         name = self._names.get(i)
         return DeviceEntry(kind, target, kernels, isa, section, compression, stored, size,
-                           producer, debug, name, traps, empty, sha256)  # fmt: skip
+                           producer, debug, name, traps, empty, sha256, number)  # fmt: skip
 
     def kinds(self) -> Iterator[Kind]:
         """Each entry's kind, in order, with no entry made."""
@@ -131,9 +146,9 @@ class PackedEntries(Sequence[DeviceEntry]):
         ):
             found = out.get(shape)
             if found is None:
-                kind, target, isa, section, compression, _ = self._shapes[shape]
+                kind, target, isa, section, compression, _, number = self._shapes[shape]
                 found = out[shape] = Totals(kind, target, isa, section, compression, 0, 0, 0,
-                                            set())  # fmt: skip
+                                            set(), number)  # fmt: skip
             found.entries += 1
             found.stored_size += stored
             found.size += size
@@ -169,6 +184,7 @@ class Totals:
     stored_size: int
     size: int
     kernels: set[str]
+    number: int = 0  # the fatbin kind number (DeviceEntry.number)
 
 
 def totals(entries: Sequence[DeviceEntry]) -> list[Totals]:
@@ -180,21 +196,21 @@ def totals(entries: Sequence[DeviceEntry]) -> list[Totals]:
     else:
         # By the identity of each entry's objects first (the reader and the cache share
         # one Target per signature: an int lookup), then merged by equality.
-        by_id: dict[tuple[int, int, int, str, str], Totals] = {}
+        by_id: dict[tuple[int, int, int, str, str, int], Totals] = {}
         for e in entries:
-            key = (id(e.kind), id(e.target), id(e.ptx_isa), e.section, e.compression)
+            key = (id(e.kind), id(e.target), id(e.ptx_isa), e.section, e.compression, e.number)
             found = by_id.get(key)
             if found is None:
                 found = by_id[key] = Totals(e.kind, e.target, e.ptx_isa, e.section,
-                                            e.compression, 0, 0, 0, set())  # fmt: skip
+                                            e.compression, 0, 0, 0, set(), e.number)  # fmt: skip
             found.entries += 1
             found.stored_size += e.stored_size
             found.size += e.size
             found.kernels.update(e.kernels)
         parts = list(by_id.values())
-    merged: dict[tuple[Kind, Target, Version | None, str, str], Totals] = {}
+    merged: dict[tuple[Kind, Target, Version | None, str, str, int], Totals] = {}
     for t in parts:
-        same = (t.kind, t.target, t.ptx_isa, t.section, t.compression)
+        same = (t.kind, t.target, t.ptx_isa, t.section, t.compression, t.number)
         found = merged.get(same)
         if found is None:
             merged[same] = t
@@ -235,10 +251,11 @@ class EntryPacker:
         section: str,
         compression: str,
         debug: bool,
+        number: int = 0,
     ) -> int:
         """The index :meth:`add` names a header's part by (equal parts share one)."""
         self._still_open()
-        part = (kind, target, ptx_isa, section, compression, debug)
+        part = (kind, target, ptx_isa, section, compression, debug, number)
         found = self._shape_of.get(part)
         if found is None:
             found = self._shape_of[part] = len(self._shapes)

@@ -30,6 +30,9 @@ CONTAINER_PREFIX = struct.pack("<IHH", CONTAINER_MAGIC, 1, 16)
 KIND_PTX = 1
 KIND_ELF = 2
 KIND_NVVM = 8
+# Tile IR bytecode (cuTile), written by nvFatbin 13.4's nvFatbinAddTileIR: an 88-byte header,
+# the bytecode version in the major field (0x0D04 for 13.4), arch field 80, zstd payload.
+KIND_TILEIR = 128
 
 FLAG_64BIT = 0x1
 FLAG_DEBUG = 0x2
@@ -49,7 +52,8 @@ _CONTAINER = struct.Struct("<IHHQ")
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
 _OPTIONS = struct.Struct("<II")
 _OPTIONS_SIZE = _OPTIONS.size
-_KNOWN_KINDS = frozenset((KIND_PTX, KIND_ELF, KIND_NVVM))
+# Kinds this reader knows; any other is listed as unknown, never a reason to refuse a file.
+KNOWN_KINDS = frozenset((KIND_PTX, KIND_ELF, KIND_NVVM, KIND_TILEIR))
 _COMPRESSED = FLAG_LZ4 | FLAG_ZSTD
 
 
@@ -205,7 +209,7 @@ def parse_container(buf: Buffer, pos: int, end: int, name: str) -> Container:
         )
     entries = []
     cursor, stop = body, body + fat_size
-    unpack, entry_size, kinds = _ENTRY.unpack_from, _ENTRY.size, _KNOWN_KINDS
+    unpack, entry_size = _ENTRY.unpack_from, _ENTRY.size
     while cursor < stop:
         # The common case inline (thousands of entries per library); anything unusual
         # goes through _parse_entry, which names the problem.
@@ -214,8 +218,7 @@ def parse_container(buf: Buffer, pos: int, end: int, name: str) -> Container:
              usize) = unpack(buf, cursor)  # fmt: skip
             after = cursor + hsize + psize
             if (
-                kind in kinds
-                and entry_size <= hsize <= _MAX_ENTRY_HEADER
+                entry_size <= hsize <= _MAX_ENTRY_HEADER
                 and after <= stop
                 and (not flags & _COMPRESSED or 0 < csize <= psize)
                 and (not ilen or (ioff and ioff + ilen <= hsize))
@@ -242,10 +245,10 @@ def _parse_entry(buf: Buffer, pos: int, end: int, name: str) -> Entry:
     fields = _ENTRY.unpack_from(buf, pos)
     kind, _, header_size, payload_size, compressed_size, options_offset = fields[:6]
     minor, major, arch, ident_offset, ident_len, flags, _, uncompressed_size = fields[6:]
+    # A kind this reader does not know is no problem (it is listed as such): only sizes
+    # that do not hold together are.
     problem = None
-    if kind not in (KIND_PTX, KIND_ELF, KIND_NVVM):
-        problem = f"unknown kind {kind}"
-    elif not _ENTRY.size <= header_size <= _MAX_ENTRY_HEADER:
+    if not _ENTRY.size <= header_size <= _MAX_ENTRY_HEADER:
         problem = f"header size {header_size}"
     elif pos + header_size + payload_size > end:
         raise BadInputError(

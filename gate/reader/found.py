@@ -22,7 +22,12 @@ from gate.reader.limits import Budget
 from gate.reader.listing import Listing
 from gate.rules.targets import Target, Variant, Version
 
-_KINDS = {fatbin.KIND_PTX: Kind.PTX, fatbin.KIND_ELF: Kind.SASS, fatbin.KIND_NVVM: Kind.LTOIR}
+_KINDS = {
+    fatbin.KIND_PTX: Kind.PTX,
+    fatbin.KIND_ELF: Kind.SASS,
+    fatbin.KIND_NVVM: Kind.LTOIR,
+    fatbin.KIND_TILEIR: Kind.TILEIR,
+}
 
 
 class Found:
@@ -114,7 +119,8 @@ class Found:
             kind, target, isa, compression, raw, debug = _shared(
                 e, d.variant if d else Variant.NONE
             )
-            shape = self.entries.shape(kind, target, isa, section, compression, debug)
+            number = e.kind if kind is Kind.UNKNOWN else 0
+            shape = self.entries.shape(kind, target, isa, section, compression, debug, number)
             known = self.memo[key] = (shape, raw)
         shape, raw = known
         code = EntryPacker.NO_CODE
@@ -133,8 +139,11 @@ _VARIANT_KEYS = {Variant.NONE: 0, Variant.ARCH: 1, Variant.FAMILY: 2}
 
 
 def _shared(e: fatbin.Entry, decoded_variant: Variant) -> _Shared:
-    """Kind, target, PTX ISA, compression, stored raw?, debug: what the header decides."""
-    kind = _KINDS[e.kind]
+    """Kind, target, PTX ISA (Tile IR: bytecode version), compression, stored raw?, debug:
+    what the header decides. A Tile IR entry's target is the header's arch field as a
+    virtual target (nvFatbin 13.4 writes 80); its version is in the major field, 0x0D04
+    for 13.4. An unknown kind's target is its arch field as it stands."""
+    kind = _KINDS.get(e.kind, Kind.UNKNOWN)
     if e.flags & fatbin.FLAG_FAMILY_SPECIFIC:
         variant = Variant.FAMILY
     elif e.flags & fatbin.FLAG_ARCH_SPECIFIC:
@@ -142,10 +151,16 @@ def _shared(e: fatbin.Entry, decoded_variant: Variant) -> _Shared:
     else:
         variant = decoded_variant
     compression = e.compression
+    if kind is Kind.PTX:
+        isa: Version | None = _version(e.major, e.minor)
+    elif kind is Kind.TILEIR:
+        isa = _version(e.major >> 8, e.major & 0xFF)
+    else:
+        isa = None
     return (
         kind,
-        _target(e.arch, variant, kind is Kind.PTX),
-        _version(e.major, e.minor) if kind is Kind.PTX else None,
+        _target(e.arch, variant, kind in (Kind.PTX, Kind.TILEIR)),
+        isa,
         compression,
         compression == "none",
         bool(e.flags & fatbin.FLAG_DEBUG),

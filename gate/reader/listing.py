@@ -112,7 +112,7 @@ def missing_by_target(
         # 9,155 names was 1 MB).
         key: names if isinstance(names, set | frozenset) else frozenset(names)
         for key, names in groups.items()
-        if key[0] is not Kind.LTOIR and general(key[1])
+        if key[0] in (Kind.SASS, Kind.PTX) and general(key[1])
     }
     everything = frozenset().union(*plain.values())
     ordered = sorted(everything)
@@ -169,6 +169,8 @@ class _Index:
     groups: dict[_Key, frozenset[str]]
     # Distinct (target, ISA) of the PTX entries, first-seen order.
     ptx: tuple[tuple[Target, Version | None], ...]
+    # Distinct bytecode versions of the Tile IR entries, first-seen order.
+    tile: tuple[Version | None, ...]
     # Kernels grouped by where they are: a bitmask over _Index.places -> kernel names.
     by_mask: dict[int, list[str]]
     places: tuple[tuple[Kind, Target, Version | None], ...]
@@ -180,13 +182,16 @@ def _index(entries: Sequence[DeviceEntry]) -> _Index:
     place_bits: dict[tuple[Kind, Target, Version | None], int] = {}
     masks: dict[str, int] = {}
     ptx: dict[tuple[Target, Version | None], None] = {}
+    tile: dict[Version | None, None] = {}
     for e in entries:
         if e.kind is Kind.PTX:
             ptx[e.target, e.ptx_isa] = None
+        elif e.kind is Kind.TILEIR:
+            tile[e.ptx_isa] = None
         members.setdefault((e.kind, e.target), []).append(e.kernels)
-        if e.kind is Kind.LTOIR or not e.kernels:
+        if not e.kind.routed or not e.kernels:
             continue
-        place = (e.kind, e.target, e.ptx_isa if e.kind is Kind.PTX else None)
+        place = (e.kind, e.target, e.ptx_isa if e.kind is not Kind.SASS else None)
         bit = place_bits.get(place)
         if bit is None:
             bit = place_bits[place] = 1 << len(place_bits)
@@ -200,6 +205,7 @@ def _index(entries: Sequence[DeviceEntry]) -> _Index:
     return _Index(
         groups,
         tuple(ptx),
+        tuple(tile),
         by_mask,
         tuple(place_bits),
         tuple(sorted(masks)),
@@ -248,7 +254,7 @@ class Listing:
         return tuple(t for k, t in self._index.groups if k is kind)
 
     def kernels(self) -> tuple[str, ...]:
-        """Every kernel name found in any SASS or PTX entry, sorted."""
+        """Every kernel name found in any SASS, PTX or Tile IR entry, sorted."""
         return self._index.kernels
 
     def kernels_for(self, kind: Kind, target: Target) -> frozenset[str]:
@@ -260,13 +266,22 @@ class Listing:
         """Whether the artifact carries any PTX at all."""
         return bool(self._index.ptx)
 
+    @property
+    def has_tile(self) -> bool:
+        """Whether the artifact carries any Tile IR."""
+        return bool(self._index.tile)
+
+    def unknown(self) -> tuple[DeviceEntry, ...]:
+        """Entries of kinds this reader does not know, in order."""
+        return self.of_kind(Kind.UNKNOWN)
+
     def ptx_route(self, cap: Capability) -> Route | None:
         """The newest PTX that JIT-compiles for ``cap`` (with its minimum driver), or None."""
         return ptx_route(self._index.ptx, cap)
 
     def target_route(self, cap: Capability) -> Route:
         """The best route any target of the artifact gives ``cap`` (no kernel names needed)."""
-        return _route(self.targets(Kind.SASS), self._index.ptx, cap)
+        return _route(self.targets(Kind.SASS), self._index.ptx, cap, self._index.tile)
 
     def missing_kernels(self) -> dict[str, list[str]]:
         """For each plain SASS, then PTX target, the kernels of the plain builds it lacks
@@ -316,13 +331,16 @@ class Listing:
         for mask, names in self._index.by_mask.items():
             sass: list[Target] = []
             ptx: list[tuple[Target, Version | None]] = []
+            tile: list[Version | None] = []
             for i, (kind, target, isa) in enumerate(places):
                 if mask >> i & 1:
                     if kind is Kind.SASS:
                         sass.append(target)
-                    else:
+                    elif kind is Kind.PTX:
                         ptx.append((target, isa))
-            out.append((_route(tuple(sass), tuple(ptx), cap), names))
+                    else:
+                        tile.append(isa)
+            out.append((_route(tuple(sass), tuple(ptx), cap, tuple(tile)), names))
         return out
 
     @cached_property
@@ -330,7 +348,8 @@ class Listing:
         return {}
 
     def predict(self, cap: Capability, driver: Version | None = None) -> DevicePrediction:
-        """The route each kernel takes on ``cap`` (SASS first, then PTX JIT), kernels sorted;
+        """The route each kernel takes on ``cap`` (SASS first, then PTX JIT, then Tile IR),
+        kernels sorted;
         computed once per device and driver (a verdict and its rule both ask)."""
         known = self._predictions.get((cap, driver))
         if known is None:

@@ -15,16 +15,50 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gate import __version__
-from gate.audit.artifact import predict, target_text, verdict
-from gate.reader.listing import Kind, Listing, missing_by_target, totals
+from gate.audit.artifact import ALL_KERNELS, predict, target_text, verdict
+from gate.reader.listing import (
+    DeviceEntry,
+    DevicePrediction,
+    KernelPrediction,
+    Kind,
+    Listing,
+    missing_by_target,
+    totals,
+)
 from gate.reader.read import ArtifactReport
 from gate.reader.stubs import stubs_of, unread_targets
 from gate.render.wording import kernels_by, plural
 from gate.rules.kernels import readable
-from gate.rules.routes import Path, Route
+from gate.rules.routes import Path, Route, tile_support
 from gate.rules.targets import Capability, Target, Version
 
 SCHEMA_VERSION = 1
+NOT_UNDERSTOOD = "not understood by this version of cuda-gate"
+
+
+def kind_target_text(kind: Kind, target: Target, number: int = 0) -> str:
+    """An entry's target as the document names it: ``sm_90``, ``compute_90``, ``lto_90``;
+    ``tileir`` (Tile IR is architecture-independent); ``kind_4096`` for an entry of a kind
+    this reader does not know (its header's kind number)."""
+    if kind is Kind.TILEIR:
+        return "tileir"
+    if kind is Kind.UNKNOWN:
+        return f"kind_{number}"
+    return target_text(kind, target)
+
+
+def tile_verdict(prediction: DevicePrediction) -> str | None:
+    """The verdict where Tile IR decides it (some kernel's route is Tile IR and none lacks
+    code), else None: Tile IR runs only where the driver is known to compile its bytecode
+    (:func:`gate.rules.routes.tile_support`); where that is unknown the verdict says so."""
+    tile = [r for r, _ in prediction.by_route if r.path is Path.TILE_IR]
+    if not tile or any(r.path is Path.NONE for r, _ in prediction.by_route):
+        return None
+    if all(r.usable(prediction.driver) for r in tile):
+        return None
+    if any(tile_support(r.ptx_isa, prediction.driver) is False for r in tile):
+        return "Tile IR needs a newer driver"
+    return "unknown: Tile IR runs only where the driver compiles its bytecode version"
 
 
 def route_json(r: Route) -> dict[str, Any]:
@@ -51,14 +85,17 @@ class _Group:
         self.sections: set[str] = set()
 
 
-def _groups(listing: Listing) -> dict[tuple[Kind, Target], _Group]:
+_Key = tuple[Kind, Target, int]  # kind, target, unknown kind's number
+
+
+def _groups(listing: Listing) -> dict[_Key, _Group]:
     """Entries summed per (kind, target), in first-seen order (:func:`totals`: no entry of a
-    packed listing is made)."""
-    groups: dict[tuple[Kind, Target], _Group] = {}
+    packed listing is made); entries of an unknown kind per kind number."""
+    groups: dict[_Key, _Group] = {}
     for t in totals(listing.entries):
-        group = groups.get((t.kind, t.target))
+        group = groups.get((t.kind, t.target, t.number))
         if group is None:
-            group = groups[t.kind, t.target] = _Group()
+            group = groups[t.kind, t.target, t.number] = _Group()
         group.entries += t.entries
         group.kernels |= t.kernels
         if t.ptx_isa:
@@ -70,21 +107,22 @@ def _groups(listing: Listing) -> dict[tuple[Kind, Target], _Group]:
     return groups
 
 
-def _rows(groups: dict[tuple[Kind, Target], _Group], names: bool) -> list[dict[str, Any]]:
-    """One row per (kind, target): entry count, kernels, compression, sizes, sections."""
+def _rows(groups: dict[_Key, _Group], names: bool) -> list[dict[str, Any]]:
+    """One row per (kind, target): entry count, kernels, compression, sizes, sections
+    (a Tile IR row's ``ptx_isa``: its bytecode versions)."""
     return [
         {
             "kind": kind.value,
-            "target": target_text(kind, target),
+            "target": kind_target_text(kind, target, number),
             "entries": group.entries,
-            "kernels": len(group.kernels) if names and kind is not Kind.LTOIR else None,
+            "kernels": len(group.kernels) if names and kind.routed else None,
             "ptx_isa": sorted({str(v) for v in group.isas}),
             "compression": sorted(group.compression),
             "stored_size": group.stored,
             "size": group.size,
             "sections": sorted(group.sections),
         }
-        for (kind, target), group in groups.items()
+        for (kind, target, number), group in groups.items()
     ]
 
 
@@ -97,12 +135,13 @@ def artifact_json(
     # Distinct targets per kind in first-seen order: what Listing.targets gives, from
     # the groups already built instead of three more passes over every entry.
     targets: dict[Kind, list[Target]] = {kind: [] for kind in Kind}
-    for kind, target in groups:
-        targets[kind].append(target)
+    for kind, target, _ in groups:
+        if target not in targets[kind]:
+            targets[kind].append(target)
     everything = set().union(*(g.kernels for g in groups.values())) if names else set()
     devices = []
     for cap in caps if report.error is None else ():
-        prediction = predict(report, cap)
+        prediction = _predict(report, cap)
         routes: dict[str, list[str]] = {}
         by_text: dict[str, Route] = {}
         for r, ks in prediction.by_route:  # one group per route: describe() once each
@@ -111,7 +150,7 @@ def artifact_json(
         devices.append(
             {
                 "capability": str(cap),
-                "verdict": verdict(report, prediction),
+                "verdict": tile_verdict(prediction) or verdict(report, prediction),
                 "native": prediction.native,
                 "runnable": prediction.runnable,
                 "per_kernel": names,
@@ -135,8 +174,9 @@ def artifact_json(
         "entries": [
             {
                 "kind": e.kind.value,
-                "target": target_text(e.kind, e.target),
-                "ptx_isa": str(e.ptx_isa) if e.ptx_isa else None,
+                "target": kind_target_text(e.kind, e.target, e.number),
+                "ptx_isa": str(e.ptx_isa) if e.ptx_isa and e.kind is Kind.PTX else None,
+                **_entry_extra(e),
                 "compression": e.compression,
                 "stored_size": e.stored_size,
                 "size": e.size,
@@ -144,7 +184,7 @@ def artifact_json(
                 "producer": e.producer,
                 "debug": e.debug,
                 "ident": e.name,
-                "kernels": list(e.kernels) if names and e.kind is not Kind.LTOIR else None,
+                "kernels": list(e.kernels) if names and e.kind.routed else None,
             }
             for e in (listing.entries if with_entries else ())
         ],
@@ -155,12 +195,33 @@ def artifact_json(
         },
         "by_target": _rows(groups, names),
         "kernels": len(everything) if names else None,
-        "missing_kernels": missing_by_target({key: g.kernels for key, g in groups.items()})
+        "missing_kernels": missing_by_target(
+            {(kind, target): g.kernels for (kind, target, _), g in groups.items()}
+        )
         if names
         else None,
         "stubs": _stubs_json(listing, caps) if names and report.error is None else None,
         "devices": devices,
     }
+
+
+def _predict(report: ArtifactReport, cap: Capability) -> DevicePrediction:
+    """:func:`gate.audit.artifact.predict`, and without names for an artifact whose only
+    routed code is Tile IR, its Tile IR route standing for every kernel (not "no kernels")."""
+    listing = report.listing
+    if report.names or not listing.has_tile or listing.targets(Kind.SASS) or listing.has_ptx:
+        return predict(report, cap)
+    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, listing.target_route(cap)),))
+
+
+def _entry_extra(e: DeviceEntry) -> dict[str, Any]:
+    """What only a Tile IR entry (its bytecode version) or an entry of an unknown kind (its
+    kind number, and that this reader does not understand it) adds."""
+    if e.kind is Kind.TILEIR:
+        return {"tileir_version": str(e.ptx_isa) if e.ptx_isa else None}
+    if e.kind is Kind.UNKNOWN:
+        return {"kind_number": e.number, "note": NOT_UNDERSTOOD}
+    return {}
 
 
 def _stubs_json(listing: Listing, caps: Sequence[Capability]) -> dict[str, Any]:
@@ -217,7 +278,12 @@ def console(art: dict[str, Any], names: Names = readable) -> str:
     head = f"ELF{art['elf_class']} {art['machine']}" if art["elf_class"] else art["format"]
     lines = [
         f"{art['path']}  [{head}]  "
-        + ", ".join(f"{counts.get(k.value, 0)} {k.value}" for k in Kind)
+        # Tile IR and unknown kinds are counted where the file has them.
+        + ", ".join(
+            f"{counts.get(k.value, 0)} {k.value}"
+            for k in Kind
+            if k in (Kind.SASS, Kind.PTX, Kind.LTOIR) or counts.get(k.value)
+        )
         + (f", {plural(art['kernels'], 'kernel')}" if art["kernels"] is not None else "")
     ]
     if not art["by_target"]:
@@ -234,6 +300,7 @@ def console(art: dict[str, Any], names: Names = readable) -> str:
                 f"{','.join(row['ptx_isa']) or '-':<8} {','.join(row['compression']):<12} "
                 f"{_mb(row['stored_size']):>10} {_mb(row['size']):>10}  {','.join(row['sections'])}"
             )
+    lines += _unknown_lines(art["by_target"])
     for target, missing in (art["missing_kernels"] or {}).items():
         said = names(missing[:3])
         shown = [_short(said[k]) for k in missing[:3]]
@@ -245,9 +312,7 @@ def console(art: dict[str, Any], names: Names = readable) -> str:
         lines.append("  routes per target, each standing for every kernel (--names: per kernel)")
     for dev in art["devices"]:
         parts = [
-            kernels_by(Path(r["path"]), r["kernels"], r["route"])
-            if dev["per_kernel"]
-            else r["route"]
+            _by_route(r) if dev["per_kernel"] else r["route"]
             for r in dev["routes"]
             # The verdict already says how many have no code or are only for other devices.
             if Path(r["path"]) not in (Path.NONE, Path.OTHER_DEVICES)
@@ -257,6 +322,24 @@ def console(art: dict[str, Any], names: Names = readable) -> str:
             continue
         lines.append(f"  device {dev['capability']}: {dev['verdict']}: {'; '.join(parts)}")
     return "\n".join(lines) + "\n"
+
+
+def _by_route(r: dict[str, Any]) -> str:
+    """``1 kernel from exact SASS (sm_90a)``; Tile IR: ``1 kernel through Tile IR (...)``."""
+    path = Path(r["path"])
+    if path is Path.TILE_IR:
+        return f"{plural(r['kernels'], 'kernel')} through {r['route']}"
+    return kernels_by(path, r["kernels"], r["route"])
+
+
+def _unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """``  kind 4096: 1 entry, 0.1 kB stored, not understood by ...``, one per unknown kind."""
+    return [
+        f"  {row['target'].replace('_', ' ')}: {plural(row['entries'], 'entry', 'entries')}, "
+        f"{_mb(row['stored_size'])} stored, {NOT_UNDERSTOOD}"
+        for row in rows
+        if row["kind"] == Kind.UNKNOWN.value
+    ]
 
 
 def _stub_lines(stubs: dict[str, Any] | None, names: Names) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from itertools import pairwise
 from pathlib import Path as FilePath
@@ -101,6 +101,17 @@ class CompatRules:
     devices: Mapping[Capability, DeviceClass]
     # (PTX?, required form) -> the variants of the same SM number that satisfy it
     satisfying: Mapping[tuple[bool, Form], frozenset[Variant]]
+    # Tile IR bytecode version -> the oldest driver that compiles it (empty: none known)
+    tile_table: Mapping[Version, Version] = field(default_factory=lambda: MappingProxyType({}))
+    tile_source: str = ""
+
+    def tile_min_driver(self, version: Version) -> Version | None:
+        """The oldest driver that compiles Tile IR bytecode ``version``; None: no rule says."""
+        return self.tile_table.get(version)
+
+    def first_tile_driver(self) -> Version | None:
+        """The first driver with any Tile IR support (None: the table is empty)."""
+        return min(self.tile_table.values(), default=None)
 
     def min_driver(self, isa: Version) -> Version | None:
         """The table's row for ``isa``, else its series' rule, else None (no known minimum)."""
@@ -199,7 +210,15 @@ def load(text: str, name: str = "compat.json") -> CompatRules:
 
 
 _TOP = frozenset(
-    {"version", "sources", "ptx_isa_min_driver", "families", "devices", "requirements"}
+    {
+        "version",
+        "sources",
+        "ptx_isa_min_driver",
+        "tileir_min_driver",
+        "families",
+        "devices",
+        "requirements",
+    }
 )
 _HOSTS = frozenset({"x86_64", "aarch64", "ppc64le"})
 
@@ -292,6 +311,7 @@ def _rules(raw: object) -> CompatRules:
         for form in Form
     }
     _family_covers_plain(satisfying, families, devices)
+    tile_table, tile_source = _tile_table(doc.get("tileir_min_driver"), sources)
     return CompatRules(
         sources=MappingProxyType(sources),
         isa_table=MappingProxyType(table),
@@ -302,7 +322,28 @@ def _rules(raw: object) -> CompatRules:
         family_source=fams["source"].cited(sources),
         devices=MappingProxyType(devices),
         satisfying=MappingProxyType(satisfying),
+        tile_table=MappingProxyType(tile_table),
+        tile_source=tile_source,
     )
+
+
+def _tile_table(
+    node: _Node | None, sources: Mapping[str, str]
+) -> tuple[dict[Version, Version], str]:
+    """The Tile IR bytecode version -> minimum driver table, with its source (none: empty)."""
+    if node is None:
+        return {}, ""
+    fields = node.fields(frozenset({"source", "table", "note"}))
+    rows = fields["table"].fields()
+    table = dict(
+        sorted(
+            (_Node(k, f"{n.where} key").parsed(Version), n.parsed(Version)) for k, n in rows.items()
+        )
+    )
+    for (_, older), (version, newer) in pairwise(table.items()):
+        if newer < older:
+            raise fields["table"].fail(f"Tile IR {version} needs an older driver")
+    return table, fields["source"].cited(sources)
 
 
 def _increasing(table: Mapping[Version, Version]) -> None:

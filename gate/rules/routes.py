@@ -10,6 +10,10 @@ libraries and predictions, and the reports:
 * :func:`route`: SASS first, else PTX, else nothing, or *only for other devices* when
   every target the kernel has is an ``a``/``f`` build that excludes this device (a
   kernel that exists only in ``sm_90a`` builds is not expected on 12.1);
+* :func:`tile_route`: Tile IR the driver compiles at load time (not the PTX JIT: forced
+  JIT never uses it), with the oldest driver that compiles its bytecode version;
+* :func:`tile_support`: whether a driver compiles a Tile IR bytecode version: True or
+  False where ``compat.json``'s table decides, else None (unknown, never "runs");
 * :func:`jit_support`: whether a driver of a CUDA version can JIT PTX of an ISA
   (``compat.json``'s table and series; an ISA newer than every rule is beyond every
   driver the rules know);
@@ -36,6 +40,8 @@ class Path(enum.Enum):
     COMPATIBLE_SASS = "compatible SASS"
     FAMILY_SASS = "family SASS"
     PTX_JIT = "PTX JIT"
+    # Tile IR bytecode, compiled by the driver when the module loads.
+    TILE_IR = "Tile IR"
     NONE = "nothing"
     # Every target it has is an a/f build for other devices: not expected on this one.
     OTHER_DEVICES = "only for other devices"
@@ -74,6 +80,25 @@ def jit_support(isa: Version | None, driver: Version | None) -> bool | None:
     return None
 
 
+def tile_support(version: Version | None, driver: Version | None) -> bool | None:
+    """Whether a driver of CUDA version ``driver`` compiles Tile IR bytecode ``version``.
+
+    True or False where the table decides; False for a driver older than the first with
+    any Tile IR support; None otherwise (no version or driver known, a version the table
+    does not hold): unknown, which no prediction reads as "runs".
+    """
+    if version is None or driver is None:
+        return None
+    known = rules()
+    need = known.tile_min_driver(version)
+    if need is not None:
+        return driver >= need
+    first = known.first_tile_driver()
+    if first is not None and driver < first:
+        return False
+    return None
+
+
 @dataclass(frozen=True)
 class Route:
     """The path a kernel takes on one device, with the target that serves it."""
@@ -89,6 +114,8 @@ class Route:
             return False
         if self.path is Path.PTX_JIT:
             return jit_support(self.ptx_isa, driver) is not False
+        if self.path is Path.TILE_IR:
+            return tile_support(self.ptx_isa, driver) is True
         return True
 
     def expected(self) -> bool:
@@ -97,8 +124,11 @@ class Route:
 
     def describe(self) -> str:
         """Human text: ``exact SASS (sm_90)``, ``PTX JIT (compute_90, ISA 9.0, driver >= 13.0)``."""
+        if self.path is Path.TILE_IR:
+            need = f"driver >= {self.min_driver}" if self.min_driver else "driver support unknown"
+            return f"{self.path.value} (bytecode {self.ptx_isa or 'version unknown'}, {need})"
         if self.target is None:
-            return self.path.value
+            return str(self.path.value)
         if self.path is Path.PTX_JIT:
             extra = f", ISA {self.ptx_isa}" if self.ptx_isa else ""
             extra += f", driver >= {self.min_driver}" if self.min_driver else ""
@@ -107,6 +137,7 @@ class Route:
 
 
 Ptx = tuple[tuple[Target, Version | None], ...]  # (target, ISA) of each distinct PTX
+Tile = tuple[Version | None, ...]  # the bytecode version of each distinct Tile IR
 
 
 def sass_route(sass_targets: tuple[Target, ...], cap: Capability) -> Route | None:
@@ -144,10 +175,26 @@ def ptx_route(ptx: Ptx, cap: Capability) -> Route | None:
     return Route(Path.PTX_JIT, target, isa, min_driver(isa))
 
 
-def route(sass_targets: tuple[Target, ...], ptx: Ptx, cap: Capability) -> Route:
-    """The path a kernel takes on ``cap``: compatible SASS first, else PTX JIT, else nothing
-    (or only for other devices, when every target it has is an a/f build excluding ``cap``)."""
-    found = sass_route(sass_targets, cap) or ptx_route(ptx, cap)
+def tile_route(tile: Tile) -> Route | None:
+    """The Tile IR the driver would compile, or None without any: the oldest known bytecode
+    version (it needs the oldest driver), with that driver where the table knows it.
+
+    Tile IR is architecture-independent: no device is excluded by it here; whether a
+    driver compiles it for a device is :func:`tile_support`'s (unknown where no rule says).
+    """
+    if not tile:
+        return None
+    known = sorted(v for v in tile if v is not None)
+    if not known:
+        return Route(Path.TILE_IR)
+    return Route(Path.TILE_IR, None, known[0], rules().tile_min_driver(known[0]))
+
+
+def route(sass_targets: tuple[Target, ...], ptx: Ptx, cap: Capability, tile: Tile = ()) -> Route:
+    """The path a kernel takes on ``cap``: compatible SASS first, else PTX JIT, else Tile IR,
+    else nothing (or only for other devices, when every target it has is an a/f build
+    excluding ``cap``)."""
+    found = sass_route(sass_targets, cap) or ptx_route(ptx, cap) or tile_route(tile)
     if found is not None:
         return found
     targets = (*sass_targets, *(t for t, _ in ptx))
