@@ -30,6 +30,7 @@ DEPENDENCIES = {
     "botocore": "boto3",
     "requests": "requests",
     "jsonschema": "jsonschema",
+    "packaging": "packaging",
 }
 
 COMMANDS = (
@@ -130,7 +131,7 @@ def _stdout_closed() -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, fd)
         os.close(devnull)
-    return 128 + signal.SIGPIPE
+    return int(ExitCode.BROKEN_PIPE)
 
 
 # The signals that stop the gate: each first kills every running command.

@@ -6,29 +6,134 @@ else raises them, always `from` the underlying cause.
 
 from __future__ import annotations
 
+import sys
 from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Process exit statuses, stable for scripts and CI."""
+    """Process exit statuses, stable for scripts and CI; each with its README row.
 
-    OK = 0
-    NOT_ACCEPTED = 1
-    USAGE = 2
-    TOOL = 3
-    NO_DEVICE = 4
-    EVIDENCE = 5
-    BAD_INPUT = 6
-    CONFIG = 7
-    BAD_SIGNATURE = 10
-    ARTIFACT_CHANGED = 11
-    STALE_ENVIRONMENT = 12
-    EVIDENCE_CHANGED = 13
-    STALE_EVIDENCE = 14
-    STORAGE = 20
-    GITHUB = 21
-    STORAGE_CONFLICT = 22
-    INTERRUPTED = 130
+    The README's "Exit statuses" table is :func:`markdown_table` of these, word for
+    word (tests/test_exit_table.py): a code and its meaning are written here only.
+    """
+
+    meaning: str
+    label: str
+
+    def __new__(cls, value: int, meaning: str = "", label: str = "") -> ExitCode:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        member.label = label or str(value)
+        return member
+
+    OK = 0, "accepted"
+    NOT_ACCEPTED = (
+        1,
+        (
+            "not accepted (a check failed, or the run stopped early: `--stop-after`), or "
+            "`diff`/`--baseline` found a loss"
+        ),
+    )
+    USAGE = (
+        2,
+        (
+            "usage: an unknown option, a target or device that cannot be parsed, a bare `13` or "
+            "`9` (write `13.0`), an empty `--target`"
+        ),
+    )
+    TOOL = (
+        3,
+        (
+            "a tool missing or failed, including a target the toolkit cannot build (refused "
+            "before the run: nothing built, written or stored), no container runtime for "
+            "`--image`, an image without nvcc, and the gate's own installed files changed "
+            "(before the run, or by its project's commands: nothing signed or stored; "
+            "docs/secrets.md)"
+        ),
+    )
+    NO_DEVICE = 4, "no CUDA device, and nothing else wrong"
+    EVIDENCE = (
+        5,
+        (
+            "the evidence or build folder is not writable, not the gate's, or held by another "
+            "run (`--wait` waits)"
+        ),
+    )
+    BAD_INPUT = (
+        6,
+        (
+            "a bad input file (an envelope over 64 MiB, a FIFO, device or link to one as an "
+            "artifact, from `run` and `inspect` alike, a folder that is not gate evidence, a "
+            "`diff` folder without a run record), or an `--image` that is no reference, that the "
+            "runtime does not hold, or that it holds under another digest than the pinned one"
+        ),
+    )
+    CONFIG = (
+        7,
+        (
+            "bad configuration, all found before the run: a public key given as the signing "
+            "key, a store URL, bucket or endpoint that cannot work, a configuration nested "
+            "deeper than 64 levels or holding a NUL; error lines quote at most 60 characters "
+            "of a value"
+        ),
+    )
+    BAD_SIGNATURE = 10, "a bad signature"
+    ARTIFACT_CHANGED = 11, "an artifact changed since it was gated"
+    STALE_ENVIRONMENT = 12, "the environment differs from the recorded one"
+    EVIDENCE_CHANGED = (
+        13,
+        (
+            "evidence changed or missing, including `sign` of a folder changed in any way since "
+            "the run (nothing signed), `verify` of an unsigned run, `evidence get` of a run the "
+            "store does not hold, and a `--baseline`/`diff` reference the store holds no run for"
+        ),
+    )
+    STALE_EVIDENCE = (
+        14,
+        (
+            "evidence not of the required revision or too old "
+            "(`verify --revision/--max-age/--not-before`)"
+        ),
+    )
+    STORAGE = (
+        20,
+        (
+            "storage unreachable or refusing (the run stays in the spool for `upload --resume`), "
+            "also when the run was not accepted only for want of a device; a failed check keeps "
+            "its own status"
+        ),
+    )
+    GITHUB = 21, "the GitHub API"
+    STORAGE_CONFLICT = (
+        22,
+        (
+            "storage conflict: the store holds different evidence under the run's id (the run "
+            "is kept aside in the spool)"
+        ),
+    )
+    INTERRUPTED = (
+        130,
+        (
+            "a signal: 130 SIGINT, 143 SIGTERM, 129 SIGHUP; the running commands' process groups "
+            "are killed and the run is recorded as interrupted"
+        ),
+        "128 + N",
+    )
+    BROKEN_PIPE = (
+        141,
+        (
+            "stdout closed before the output was written and no check failed "
+            "(`cuda-gate inspect ... \\| head -1`); a failing check keeps its own status"
+        ),
+    )
+
+
+def markdown_table() -> str:
+    """The README's "Exit statuses" table, one row per :class:`ExitCode`, in order."""
+    rows = ["| status | meaning |", "|---|---|"]
+    rows += [f"| {code.label} | {code.meaning} |" for code in ExitCode]
+    return "\n".join(rows) + "\n"
 
 
 class Interrupted(KeyboardInterrupt):
@@ -158,3 +263,16 @@ class GitHubError(GateError):
     """The GitHub API refused or failed a request."""
 
     exit_code = ExitCode.GITHUB
+
+
+def main(argv: list[str]) -> int:
+    """``python -m gate.errors --markdown``: print the README's exit-status table."""
+    if argv != ["--markdown"]:
+        sys.stderr.write("usage: python -m gate.errors --markdown\n")
+        return int(ExitCode.USAGE)
+    sys.stdout.write(markdown_table())
+    return int(ExitCode.OK)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -12,7 +12,7 @@ import pytest
 
 from gate import config, proc
 from gate.attest.signing import load_public_key
-from gate.errors import ConfigError, ExitCode
+from gate.errors import BadInputError, ConfigError, ExitCode
 from gate.evidence import mark
 from gate.github.matrix import Status, evaluate
 from gate.store import (
@@ -246,7 +246,7 @@ def test_a_fifo_matched_by_an_artifact_glob_is_not_a_regular_file(tmp_path: Path
     os.mkfifo(pipe)
     (tmp_path / "cuda-gate.toml").write_text('[[artifact]]\npath = "build/*.so"\n')
     loaded = config.load(tmp_path)
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(BadInputError) as info:  # exit 6, as `inspect` of the same path
         config.resolve_artifact_specs(loaded)
     where = loaded.project_dir
     assert info.value.one_line() == (
@@ -255,7 +255,7 @@ def test_a_fifo_matched_by_an_artifact_glob_is_not_a_regular_file(tmp_path: Path
     )
     # Beside a regular file it is refused too: the glob named it as an artifact.
     (tmp_path / "build" / "real.so").write_bytes(b"x")
-    with pytest.raises(ConfigError, match=r"lib\.so: not a regular file \(a FIFO\)"):
+    with pytest.raises(BadInputError, match=r"lib\.so: not a regular file \(a FIFO\)"):
         config.resolve_artifact_specs(loaded)
 
 

@@ -340,6 +340,7 @@ def _told(outcome: Outcome, err: _Stderr, *, verbose: bool = False) -> int:
     next, the count, the verdict once, the baseline and the evidence line; the exit
     status. The verdict is said once, on stdout (stderr carries progress and errors)."""
     from gate.commands.stdout import Stdout
+    from gate.errors import ExitCode
     from gate.render import text
 
     record = outcome.record
@@ -363,7 +364,9 @@ def _told(outcome: Outcome, err: _Stderr, *, verbose: bool = False) -> int:
     if outcome.store_error is not None:
         # Nothing is lost: the evidence folder and the spool hold it for `upload --resume`.
         err.line(f"cuda-gate: error: {outcome.store_error.one_line()}")
-        if verdict.accepted:
+        # A failed check keeps its own status; 4 says "no device and nothing else wrong",
+        # so a store that failed too is said by its own status (20, 22), as when accepted.
+        if verdict.accepted or verdict.exit_code == ExitCode.NO_DEVICE:
             return int(outcome.store_error.exit_code)
     if verdict.accepted:
         out.done()  # accepted, but the table did not reach its reader: 141

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gate.config import values as tv
 from gate.config.records import Config, ResolvedArtifact
-from gate.errors import ConfigError
+from gate.errors import BadInputError, ConfigError
 from gate.reader.artifacts import file_kind, shown
 
 
@@ -49,7 +49,8 @@ def _regular_files(key: str, paths: Iterable[Path]) -> list[Path]:
     """The regular files among ``paths``; folders and broken links are passed over.
 
     A FIFO, socket or device is refused, never opened (opening a FIFO blocks until
-    a writer comes): the glob named it as an artifact, and it cannot be one.
+    a writer comes): the glob named it as an artifact, and it cannot be one. That is a bad
+    input file (exit 6, as ``inspect`` of the same path), not a bad configuration.
     """
     files = []
     for path in paths:
@@ -60,7 +61,9 @@ def _regular_files(key: str, paths: Iterable[Path]) -> list[Path]:
         if stat.S_ISREG(mode):
             files.append(path)
         elif not stat.S_ISDIR(mode):
-            raise ConfigError(f"{key}.path: {shown(path)}: not a regular file ({file_kind(mode)})")
+            raise BadInputError(
+                f"{key}.path: {shown(path)}: not a regular file ({file_kind(mode)})"
+            )
     return files
 
 
