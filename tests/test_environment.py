@@ -20,7 +20,8 @@ from gate.audit.artifact import unmet
 from gate.audit.verdicts import judge_all
 from gate.cli import main
 from gate.errors import ExitCode
-from gate.reader.distributions import Owner, is_environment, pinned
+from gate.reader.distributions import Owner, is_environment
+from gate.reader.locks import read_lock, target
 from gate.rules.targets import Capability, Version
 from gate.scan.audit import audit_root
 
@@ -39,7 +40,11 @@ def test_pinned_requirements() -> None:
         "# lock\nbitsandbytes==0.50.2 \\\n  --hash=sha256:ab\n"
         "foo[x]===1.0 ; python_version>'3'\nbar>=2\n"
     )
-    assert pinned(text) == (("bitsandbytes", "0.50.2"), ("foo", "1.0"))
+    lock = read_lock(text, "lock", target("x86_64-unknown-linux-gnu", "3.12"))
+    assert [(p.text, p.hashes) for p in lock.pins] == [
+        ("bitsandbytes==0.50.2", ("sha256:ab",)),
+        ("foo===1.0", ()),
+    ]
 
 
 def _install(site: Path, name: str, version: str, files: dict[str, Path]) -> None:

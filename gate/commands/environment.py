@@ -32,6 +32,7 @@ def handle(
 ) -> None:
     """Read and judge every distribution, print the report, raise the exit's error."""
     from gate.image.environment import Reading, audit_sources
+    from gate.reader.locks import target
 
     names = args.names or args.strict
     how = Reading(
@@ -41,6 +42,7 @@ def handle(
         cache=names and not args.no_cache,
         platform=args.platform,
         digests=False,  # shown nowhere: only a run's launch accounting needs them
+        audited=target(args.python_platform, args.python_version),
     )
     located = audit_sources([str(p) for p in args.paths], how)
     report(args, located.audit, caps, required, out, located=located)
@@ -70,6 +72,10 @@ def report(
     errors = [*audit.errors, *(e for v in verdicts for e in v.errors)]
     for error in errors:
         print(f"cuda-gate: error: {error}", file=sys.stderr, flush=True)
+    for warning in audit.warnings:
+        print(f"cuda-gate: warning: {warning}", file=sys.stderr, flush=True)
+    if not args.json and audit.notes:
+        out.write("".join(f"{note}\n" for note in audit.notes))
     places = located.places if located else (None,) * len(verdicts)
     if not args.json and located and located.images:
         from gate.image.reports import image_console  # an image's modules: only for one

@@ -192,6 +192,24 @@ def _environment_options(parser: argparse.ArgumentParser) -> None:
         "the build named for it counts (default: every build, best first)",
     )
     env.add_argument(
+        "--python-platform",
+        type=_python_platform,
+        default=None,
+        metavar="TRIPLE",
+        help="the platform a requirements lock is audited for, as uv names it: "
+        "aarch64-unknown-linux-gnu, x86_64-unknown-linux-gnu, aarch64-manylinux_2_28, "
+        "aarch64-apple-darwin, x86_64-pc-windows-msvc, or linux, macos, windows; its "
+        "markers are evaluated for it and each chosen wheel's tags checked against it "
+        "(default: this machine)",
+    )
+    env.add_argument(
+        "--python-version",
+        type=_python_version,
+        default=None,
+        metavar="X.Y",
+        help="the Python a requirements lock is audited for (default: this one's)",
+    )
+    env.add_argument(
         "--verbose",
         action="store_true",
         help="list every group of identical artifacts and every name, and for an image "
@@ -242,6 +260,28 @@ def _capability_text(text: str) -> str:
         parse_target_or_capability(text)
     except ConfigError as e:
         raise argparse.ArgumentTypeError(e.message) from e
+    return text
+
+
+def _python_platform(text: str) -> str:
+    """A platform a lock is audited for (uv's names), refused when unknown (exit 2)."""
+    from gate.reader.locks import target
+
+    try:
+        target(text, None)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    return text
+
+
+def _python_version(text: str) -> str:
+    """A Python version a lock is audited for (3.12), refused when it is none (exit 2)."""
+    from gate.reader.locks import target
+
+    try:
+        target(None, text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
     return text
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gate.image.layout import Image
     from gate.image.merge import Entry, Merged
     from gate.image.platforms import Platform
+    from gate.reader.locks import Target
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,7 @@ class Reading:
     cache: bool
     platform: Platform | None = None
     digests: bool = True  # each entry's SHA-256 (gate.reader.read)
+    audited: Target | None = None  # what a lock's markers are evaluated for (None: here)
 
 
 def audit_sources(paths: Sequence[str], how: Reading) -> Located:
@@ -133,7 +135,8 @@ def audit_sources(paths: Sequence[str], how: Reading) -> Located:
 
     def pending() -> Located:
         audit = audit_paths(plain, names=how.names, scan=how.scan, limits=how.limits,
-                            cache=how.cache, digests=how.digests)  # fmt: skip
+                            cache=how.cache, digests=how.digests,
+                            audited=how.audited)  # fmt: skip
         plain.clear()
         return Located(audit, (None,) * len(audit.groups), ())
 

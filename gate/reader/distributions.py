@@ -36,7 +36,6 @@ _SKIP_TOP = frozenset({"proc", "sys", "dev"})
 _SITE = frozenset({"site-packages", "dist-packages"})
 # A relative path without empty, "." or ".." parts: joined to a folder, already normal.
 _PLAIN = re.compile(r"(?!/)(?!\.\.?(?:/|$))(?:[^/]+/(?!/|\.\.?(?:/|$)))*[^/]+")
-_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([^\s;#\\]+)")
 
 
 class Owner(enum.Enum):
@@ -69,13 +68,22 @@ class Group:
 
 @dataclass(frozen=True)
 class Audit:
-    """Every group found under the paths, and the errors that are not any group's."""
+    """Every group found under the paths, the errors that are not any group's, warnings,
+    and notes on how the paths were read (a lock: the environment its markers were
+    evaluated for)."""
 
     groups: tuple[Group, ...]
     errors: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def __add__(self, other: Audit) -> Audit:
-        return Audit(self.groups + other.groups, self.errors + other.errors)
+        return Audit(
+            self.groups + other.groups,
+            self.errors + other.errors,
+            self.warnings + other.warnings,
+            self.notes + other.notes,
+        )
 
 
 def is_environment(path: Path) -> bool:
@@ -173,11 +181,6 @@ def wheel_distribution(path: Path) -> Distribution:
                 name, version = _headers(text, name, version)
                 break
     return Distribution(name, version, Owner.WHEEL, display)
-
-
-def pinned(text: str) -> tuple[tuple[str, str], ...]:
-    """``(name, version)`` of each ``name==version`` line of a requirements lock."""
-    return tuple((m.group(1), m.group(2)) for line in text.splitlines() if (m := _PIN.match(line)))
 
 
 def relative_path(path: Path, base: Path, report: ArtifactReport) -> str:

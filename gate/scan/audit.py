@@ -16,7 +16,6 @@ processes (:mod:`gate.scan.parallel`) and, with the cache, a tree's walk remembe
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -32,12 +31,12 @@ from gate.reader.distributions import (
     Group,
     Owner,
     installed,
-    pinned,
     relative_path,
     site_packages,
     wheel_distribution,
 )
 from gate.reader.limits import Limits
+from gate.reader.locks import Target, resolve, target
 from gate.reader.read import ArtifactReport
 from gate.scan.parallel import read_each
 
@@ -74,9 +73,11 @@ def audit_paths(
     limits: Limits | None = None,
     cache: bool = False,
     digests: bool = True,
+    audited: Target | None = None,
 ) -> Audit:
-    """Every path read by distribution: folders as roots, wheels, lock files; ``digests``
-    as gate.reader.read takes it. Every path's files are read at once (one pool of
+    """Every path read by distribution: folders as roots, wheels, lock files (their
+    markers evaluated for ``audited``, default this machine); ``digests`` as
+    gate.reader.read takes it. Every path's files are read at once (one pool of
     processes for all: the largest files first, whichever path holds them)."""
     how = _Reading(names, scan, limits or Limits.from_env(), cache, digests)
     jobs: list[_Job] = []
@@ -86,7 +87,7 @@ def audit_paths(
         elif path.suffix == ".whl":
             jobs.append(_wheels([path]))
         elif path.suffix == ".txt" and path.is_file():
-            jobs.append(_lock(path))
+            jobs.append(_lock(path, audited))
         elif not path.exists():
             jobs.append(_Job.error(f"{shown(path)}: no such file or folder"))
         else:
@@ -239,34 +240,12 @@ def _loose(paths: Sequence[Path], base: Path) -> _Job:
     return _Job(list(artifacts.discover(paths)), assemble)
 
 
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _lock(path: Path) -> _Job:
-    """A requirements lock, each pin resolved to a wheel in the lock's folder (or its
-    ``wheels/`` folder); a pin with no wheel on disk is an error line."""
-    try:
-        pins = pinned(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError as e:
-        return _Job.error(f"{shown(path)}: cannot read: {e.strerror or e}")
-    if not pins:
-        return _Job.error(f"{shown(path)}: no pinned requirement (name==version) in it")
-    folders = [path.parent, path.parent / "wheels"]
-    available: dict[tuple[str, str], Path] = {}
-    for folder in folders:
-        for wheel in sorted(folder.glob("*.whl")) if folder.is_dir() else ():
-            parts = wheel.name.split("-")
-            if len(parts) >= 2:
-                available.setdefault((_normal(parts[0]), parts[1]), wheel)
-    chosen, errors = [], []
-    for name, version in pins:
-        match = available.get((_normal(name), version))
-        if match is None:
-            errors.append(
-                f"{shown(path)}: {name}=={version}: no wheel for it in {shown(path.parent)}"
-            )
-        else:
-            chosen.append(match)
-    job = _wheels(chosen)
-    return _Job(job.found, lambda reports: job.assemble(reports) + Audit((), tuple(errors)))
+def _lock(path: Path, audited: Target | None) -> _Job:
+    """A requirements lock read for ``audited`` (None: this machine), each pin that applies
+    resolved to a wheel in the lock's folder (or its ``wheels/`` folder) and its hashes
+    checked (:mod:`gate.reader.locks`); a pin with no wheel on disk, or a wheel whose
+    digest the lock does not allow, is an error line."""
+    resolved = resolve(path, audited or target(None, None))
+    job = _wheels(list(resolved.wheels))
+    said = Audit((), resolved.errors, resolved.warnings, (resolved.note,) if resolved.note else ())
+    return _Job(job.found, lambda reports: job.assemble(reports) + said)
