@@ -200,3 +200,49 @@ def test_mutated_bytecode_reads_or_fails_with_one_line(
         assert len(module.kernels) <= 2
     assert line.startswith("two.tileir: ")
     assert "\n" not in line
+
+
+def test_a_run_over_a_library_carrying_tile_ir_writes_a_valid_record(
+    made: Path, tmp_path: Path
+) -> None:
+    """A host library whose .nv_fatbin holds Tile IR (and one holding only Tile IR) is gated:
+    result.json and the manifest's predicate hold the TileIR entries their schemas allow, and
+    the routes are worded (a Tile-IR-only library stopped the report with a schema error)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "e.c").write_text("int f(void) { return 1; }\n", encoding="utf-8")
+    base = tmp_path / "base.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", str(tmp_path / "e.c"), "-o", str(base)], check=True)
+    for fatbin_name, library in (("cubin_tile", "libtile.so"), ("tile_only", "libtileonly.so")):
+        subprocess.run(
+            ["objcopy", "--add-section", f".nv_fatbin={made / f'{fatbin_name}.fatbin'}",
+             "--set-section-flags", ".nv_fatbin=alloc,readonly",
+             str(base), str(tmp_path / library)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    (tmp_path / "cuda-gate.toml").write_text(
+        '[[build]]\nname = "touch"\ncommand = ["touch", "libtile.so", "libtileonly.so"]\n\n'
+        '[[artifact]]\npath = "libtile.so"\n\n[[artifact]]\npath = "libtileonly.so"\n',
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+    done = subprocess.run(
+        [sys.executable, "-m", "gate", "run", "--target", "sm_90", "--no-store"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == ExitCode.NOT_ACCEPTED, out  # sm_90a only: sm_90 needs sm_90
+    assert "error:" not in done.stderr, out
+    record = json.loads((tmp_path / "gate-evidence" / "result.json").read_text(encoding="utf-8"))
+    schema = json.loads(
+        resources.files("gate.schemas").joinpath("result.schema.json").read_text(encoding="utf-8")
+    )
+    jsonschema.validate(record, schema)
+    kinds = {
+        entry["kind"]
+        for artifact in record["artifacts"]
+        if artifact["path"].endswith("libtileonly.so")
+        for entry in artifact["listing"]["entries"]
+    }
+    assert kinds == {"TileIR"}

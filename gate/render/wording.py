@@ -72,6 +72,7 @@ _HOW = {
     Path.COMPATIBLE_SASS: "from",
     Path.FAMILY_SASS: "from",
     Path.PTX_JIT: "through",
+    Path.TILE_IR: "through",
 }
 
 
@@ -138,3 +139,4 @@ def unmet_line(unmet: Unmet) -> str:
     shown = ", ".join(said[s] for s in unmet.kernels[:SHOWN])
     more = len(unmet.kernels) - SHOWN
     return f"{unmet.wanted}: never launched: {shown}" + (f" and {more} more" if more > 0 else "")
+
