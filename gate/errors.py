@@ -46,7 +46,8 @@ class ExitCode(IntEnum):
         3,
         (
             "a tool missing or failed, including a target the toolkit cannot build (refused "
-            "before the run: nothing built, written or stored), no container runtime for "
+            "before the run: nothing built, written or stored), a build step that failed (the "
+            "full file system it wrote to named), no container runtime for "
             "`--image`, an image without nvcc, and the gate's own installed files changed "
             "(before the run, or by its project's commands: nothing signed or stored; "
             "docs/secrets.md)"

@@ -235,3 +235,47 @@ def open_regular(path: Path) -> io.BufferedReader:
         handle.close()
         raise BadInputError(f"{path}: not a regular file (evidence is plain files)")
     return handle
+
+
+# Free space below which a file system counts as full: a build that failed beside it
+# most likely failed for it. Small enough that no working disk is ever named.
+FULL_BELOW = 1 << 20
+ENOSPC_TEXT = os.strerror(errno.ENOSPC)  # "No space left on device", as tools print it
+
+
+def mount_point(path: Path) -> Path:
+    """The folder ``path``'s file system is mounted at: the highest parent on its device."""
+    path = path.resolve()
+    device = path.stat().st_dev
+    while path.parent != path and path.parent.stat().st_dev == device:
+        path = path.parent
+    return path
+
+
+def full_file_systems(folders: Iterator[Path] | tuple[Path, ...], output: str) -> str | None:
+    """What names the full file system a failed command wrote to, or None.
+
+    1. ``statvfs`` of each folder (the build's folder, its temporary folder): one with
+       less than :data:`FULL_BELOW` free is named with its mount point, even where the
+       tool said nothing about it (nvcc with a full TMPDIR says only "Failed to
+       preprocess host compiler properties").
+    2. Else ENOSPC in the command's output: the disk was full when it wrote, though the
+       tool's removal of its partial output may have freed it since.
+    """
+    named: dict[Path, str] = {}
+    for folder in folders:
+        try:
+            info = os.statvfs(folder)
+            mount = mount_point(folder)
+        except OSError:
+            continue
+        free = info.f_bavail * info.f_frsize
+        if free < FULL_BELOW and mount not in named:
+            named[mount] = (
+                f"the file system of {folder} (mounted at {mount}) is full: {free} bytes free"
+            )
+    if named:
+        return "; ".join(named.values())
+    if ENOSPC_TEXT in output:
+        return f"the build's output says {ENOSPC_TEXT}: a file system it wrote to was full"
+    return None

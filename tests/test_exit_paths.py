@@ -99,3 +99,52 @@ def test_a_full_local_store_after_a_run_without_a_device_is_exit_20(
     (error,) = [line for line in run.stderr.splitlines() if "error:" in line]
     assert error.startswith(f"cuda-gate: error: cannot write {full_disk / 'store'}/")
     assert "No space left on device; the evidence is kept in the spool" in error
+
+
+APP = "__global__ void k(int *p) { *p = 1; }\nint main() { k<<<1, 1>>>(nullptr); return 0; }\n"
+
+
+def _project(folder: Path, build: str) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "app.cu").write_text(APP)
+    (folder / "cuda-gate.toml").write_text(f'{build}\n[[artifact]]\npath = "out/app"\n')
+    return folder
+
+
+def test_a_build_whose_temporary_folder_is_full_names_that_file_system(
+    tmp_path: Path, full_disk: Path
+) -> None:
+    # nvcc with a full TMPDIR says only "Failed to preprocess host compiler properties":
+    # statvfs of the step's temporary folder names the cause.
+    project = _project(
+        tmp_path / "p",
+        '[[build]]\ncommand = "nvcc {gencode} -o out/app app.cu"\n'
+        f'env = {{ TMPDIR = "{full_disk}" }}',
+    )
+    (project / "out").mkdir()
+    run = gate(project, "run", "--no-store", "--target", "sm_90")
+    assert run.returncode == ExitCode.TOOL, run.stdout + run.stderr
+    line = verdict(run)
+    assert "nvcc fatal" in line
+    assert line.endswith(
+        f"(the file system of {full_disk} (mounted at {full_disk}) is full: 0 bytes free)"
+    )
+
+
+def test_a_build_that_filled_its_output_folder_says_no_space(tmp_path: Path) -> None:
+    # ld removes its partial output, so the disk is not full afterwards: its ENOSPC line
+    # in the build's output is what says it (the last line is only collect2's epilogue).
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    project = _project(tmp_path / "p", '[[build]]\ncommand = "nvcc {gencode} -o out/app app.cu"')
+    out = project / "out"
+    out.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(out)], check=True)
+    try:
+        run = gate(project, "run", "--no-store", "--target", "sm_90")
+    finally:
+        subprocess.run(["umount", str(out)], check=True)
+    assert run.returncode == ExitCode.TOOL, run.stdout + run.stderr
+    assert verdict(run).endswith(
+        "(the build's output says No space left on device: a file system it wrote to was full)"
+    )

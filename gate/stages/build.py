@@ -18,6 +18,7 @@ is the build's product, its artifacts are gated as it ships them (gate.stages.in
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,6 +31,7 @@ from gate.config.placeholders import gencode
 from gate.container.place import HOST, Place
 from gate.errors import GateError, ToolError
 from gate.evidence import EvidenceDir, safe_name
+from gate.fsutil import full_file_systems
 from gate.record import Build
 from gate.rules.causes import Cause
 from gate.rules.require import Requirement
@@ -283,10 +285,24 @@ def _steps(
             return outcome(
                 ToolError(
                     result.describe_failure(label, command.timeout, str(log)),
-                    hint=toolkit.failure_hint(tools["nvcc"], result.output()),
+                    hint=_failure_hint(tools["nvcc"], result, command.cwd, env),
                 )
             )
     return outcome()
+
+
+def _failure_hint(
+    nvcc: str, result: proc.Result, cwd: str | Path | None, env: Mapping[str, str]
+) -> str | None:
+    """What to do about a failed build step: the full file system it wrote to (its
+    folder's, its temporary folder's) first, then what the toolkit's files say."""
+    temporary = env.get("TMPDIR") or os.environ.get("TMPDIR") or tempfile.gettempdir()
+    output = result.output()
+    said = [
+        full_file_systems((Path(cwd or "."), Path(temporary)), output),
+        toolkit.failure_hint(nvcc, output),
+    ]
+    return "; ".join(s for s in said if s) or None
 
 
 def _build_check(name: str, result: proc.Result, what: str, log: str | None = None) -> Check:
