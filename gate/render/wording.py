@@ -139,4 +139,3 @@ def unmet_line(unmet: Unmet) -> str:
     shown = ", ".join(said[s] for s in unmet.kernels[:SHOWN])
     more = len(unmet.kernels) - SHOWN
     return f"{unmet.wanted}: never launched: {shown}" + (f" and {more} more" if more > 0 else "")
-
