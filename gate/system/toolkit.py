@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,16 +151,33 @@ def search_folders(python: str | None = None) -> list[Path]:
     return list(seen)
 
 
-def wheel_nvcc(folders: list[Path]) -> str | None:
-    """The first nvcc of NVIDIA's wheels in ``folders``, the newest CUDA major first."""
+def wheel_folders(
+    part: str = "", folders: Iterable[Path] | None = None, *, cuda12: str | None = None
+) -> list[Path]:
+    """Where NVIDIA's wheels left ``part`` (a folder or file such as ``bin`` or
+    ``bin/nvcc``, relative to the toolkit folder; the toolkit folders themselves when
+    empty): ``nvidia/cuN/PART`` under each of ``folders`` (default: :func:`search_folders`),
+    the newest CUDA major first, then in the order of ``folders``; after them, where
+    ``cuda12`` names a CUDA 12 wheel's own folder (``cuda_cupti``), ``nvidia/CUDA12/PART``
+    in the order of ``folders``. Only paths that exist, each once."""
+    bases = [folder / "nvidia" for folder in (search_folders() if folders is None else folders)]
     found: list[tuple[int, int, Path]] = []
-    for order, folder in enumerate(folders):
-        base = folder / "nvidia"
+    for order, base in enumerate(bases):
         if not base.is_dir():
             continue
         for root in base.iterdir():
             match = _WHEEL_ROOT.fullmatch(root.name)
-            nvcc = root / "bin" / "nvcc"
-            if match and nvcc.is_file() and os.access(nvcc, os.X_OK):
-                found.append((-int(match.group(1)), order, nvcc))
-    return str(min(found)[2]) if found else None
+            if match and (root / part).exists():
+                found.append((-int(match.group(1)), order, root / part))
+    out = [path for _, _, path in sorted(found)]
+    if cuda12 is not None:
+        out += [base / cuda12 / part for base in bases if (base / cuda12 / part).exists()]
+    return list(dict.fromkeys(out))
+
+
+def wheel_nvcc(folders: list[Path]) -> str | None:
+    """The first nvcc of NVIDIA's wheels in ``folders``, the newest CUDA major first."""
+    for nvcc in wheel_folders("bin/nvcc", folders):
+        if nvcc.is_file() and os.access(nvcc, os.X_OK):
+            return str(nvcc)
+    return None

@@ -11,7 +11,6 @@ import functools
 import os
 import re
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from gate import proc
 from gate.errors import ToolError
 from gate.reader.listing import DeviceEntry, Kind, Listing
 from gate.rules.targets import Target, Version
+from gate.system import toolkit
 
 TIMEOUT = 600.0
 # What cuobjdump may print and still be read whole: -symbols on torch's libtorch_cuda.so
@@ -39,6 +39,16 @@ _PTX_ENTRY_RE = re.compile(
 )
 _PTX_VERSION_RE = re.compile(r"^[ \t]*\.version[ \t]+([0-9]{1,4}\.[0-9]{1,4})\b", re.MULTILINE)
 _PTX_TARGET_RE = re.compile(r"^[ \t]*\.target[ \t]+(\S+?)(?:,|\s|$)", re.MULTILINE)
+
+
+class RefusedError(ToolError):
+    """cuobjdump read the file and refused it (a ``fatal`` line such as "Invalid fatbin
+    header"): its word on the file, which the cross-check weighs against our reader's."""
+
+    def __init__(self, message: str, *, said: str, result: proc.Result) -> None:
+        super().__init__(message)
+        self.said = said
+        self.result = result
 
 
 @dataclass(frozen=True)
@@ -84,12 +94,10 @@ def _cannot_run(tool: str) -> str | None:
 
 
 def _candidate_dirs() -> list[str]:
+    """Folders that may hold cuobjdump after PATH: the toolkit's, then NVIDIA's wheels'."""
     dirs = [str(Path(os.environ[v]) / "bin") for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ]
     dirs.append("/usr/local/cuda/bin")
-    for base in sys.path:
-        wheel_bin = Path(base) / "nvidia" / "cu13" / "bin"
-        if wheel_bin.is_dir():
-            dirs.append(str(wheel_bin))
+    dirs += [str(folder) for folder in toolkit.wheel_folders("bin")]
     return dirs
 
 
@@ -102,7 +110,8 @@ def _env_with_nvdisasm(tool: str) -> dict[str, str]:
 def run_tool(
     tool: str, args: list[str], artifact: Path, *, claim_strays: bool = True
 ) -> proc.Result:
-    """Run cuobjdump with ``args`` on ``artifact``; ToolError on a fatal error.
+    """Run cuobjdump with ``args`` on ``artifact``; RefusedError where it prints a fatal
+    error about the file, ToolError where it fails otherwise.
 
     ``claim_strays=False`` when it runs beside the project's commands (gate.proc.run).
     """
@@ -121,7 +130,8 @@ def run_tool(
         )
     fatal = [line for line in result.stderr.splitlines() if "fatal" in line]
     if fatal and not result.timed_out:
-        raise ToolError(f"{label} failed: {fatal[0]}")
+        said = " ".join(fatal[0].split())
+        raise RefusedError(f"{label} failed: {said}", said=said, result=result)
     if not result.ok and not (result.returncode and _no_device_code(result)):
         raise ToolError(result.describe_failure(label, TIMEOUT))
     return result
