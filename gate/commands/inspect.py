@@ -193,7 +193,7 @@ def _environment_options(parser: argparse.ArgumentParser) -> None:
     )
     env.add_argument(
         "--python-platform",
-        type=_python_platform,
+        type=functools.partial(_lock_target, field="python_platform"),
         default=None,
         metavar="TRIPLE",
         help="the platform a requirements lock is audited for, as uv names it: "
@@ -204,7 +204,7 @@ def _environment_options(parser: argparse.ArgumentParser) -> None:
     )
     env.add_argument(
         "--python-version",
-        type=_python_version,
+        type=functools.partial(_lock_target, field="python_version"),
         default=None,
         metavar="X.Y",
         help="the Python a requirements lock is audited for (default: this one's)",
@@ -263,23 +263,16 @@ def _capability_text(text: str) -> str:
     return text
 
 
-def _python_platform(text: str) -> str:
-    """A platform a lock is audited for (uv's names), refused when unknown (exit 2)."""
+def _lock_target(text: str, *, field: str) -> str:
+    """A platform (uv's names) or Python version (3.12) a lock is audited for, ``field``
+    naming which of gate.reader.locks.target's arguments it is; refused as that refuses
+    it (argparse type: exit 2)."""
     from gate.reader.locks import target
 
+    given: dict[str, str | None] = {"python_platform": None, "python_version": None}
+    given[field] = text
     try:
-        target(text, None)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
-    return text
-
-
-def _python_version(text: str) -> str:
-    """A Python version a lock is audited for (3.12), refused when it is none (exit 2)."""
-    from gate.reader.locks import target
-
-    try:
-        target(None, text)
+        target(**given)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from e
     return text
