@@ -31,7 +31,9 @@ class ExitCode(IntEnum):
     NOT_ACCEPTED = (
         1,
         (
-            "not accepted (a check failed, or the run stopped early: `--stop-after`), or "
+            "not accepted (a check failed, including the cuobjdump cross-check where cuobjdump "
+            'refuses an artifact the gate\'s reader reads, such as "Invalid fatbin header": '
+            "both readers' word is in the row; or the run stopped early: `--stop-after`), or "
             "`diff`/`--baseline` found a loss"
         ),
     )

@@ -4,7 +4,8 @@ Our own fatbin reader (gate.reader) is the primary inspector. Where cuobjdump is
 available it runs too, as an independent cross-check: any disagreement on what
 cuobjdump can show (kinds, archs, order, kernel names, PTX ISA) fails the gate, with
 both listings in the evidence. Every listing is judged by its content, never by a
-tool's exit status.
+tool's exit status. cuobjdump refusing a file our reader reads ("Invalid fatbin header")
+is a disagreement too: the two readers' word on the same bytes, not a tool failure.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ from gate import proc
 from gate.errors import ToolError
 from gate.evidence import EvidenceDir
 from gate.reader.listing import DeviceEntry, Kind, Listing
+from gate.record import CrossCheck
 from gate.rules.targets import Variant
 from gate.stages.sassdump import Deferred, write_sass
 from gate.tools import buildcache, cuobjdump
 
 # Full SASS dumps cost minutes on real libraries (FATBIN.md): only below this size, or on request.
 SASS_DUMP_LIMIT = 16 * 1024 * 1024
+# How much of cuobjdump's refusal a disagreement quotes, and how many of our entries it names.
+_SAID_LIMIT = 200
+_ENTRIES_NAMED = 4
 
 
 def find_cuobjdump(*, use_cuobjdump: bool) -> tuple[str | None, str]:
@@ -90,9 +95,24 @@ def cuobjdump_listing(
         )
     with ThreadPoolExecutor(len(wanted)) as pool:
         elf_list, ptx_list, symbols, ptx, *sass = pool.map(one, wanted)
-    for done in (elf_list, ptx_list, symbols, ptx):
-        if isinstance(done, ToolError):
+    listings = (elf_list, ptx_list, symbols, ptx)
+    for done in listings:
+        if isinstance(done, ToolError) and not isinstance(done, cuobjdump.RefusedError):
             raise done
+    refused = [done for done in listings if isinstance(done, cuobjdump.RefusedError)]
+    if refused:
+        # Not as elf-list.txt and the rest: those are checked for cubins and PTX, which
+        # a refusal does not hold (the cross-check says what happened instead).
+        said = [
+            done.result if isinstance(done, cuobjdump.RefusedError) else done for done in listings
+        ]
+        evidence.write_text(
+            f"{prefix}cuobjdump-refused.txt",
+            "".join(
+                f"$ {' '.join(r.argv)}\n{r.output()}\n" for r in said if isinstance(r, proc.Result)
+            ),
+        )
+        raise refused[0]
     assert isinstance(elf_list, proc.Result)  # noqa: S101 - errors were raised above
     assert isinstance(ptx_list, proc.Result)  # noqa: S101
     assert isinstance(symbols, proc.Result)  # noqa: S101
@@ -106,6 +126,53 @@ def cuobjdump_listing(
     return cuobjdump.listing(symbols.stdout, ptx.stdout), tuple(
         cuobjdump.parse_ptx_dump(ptx.stdout)
     )
+
+
+def cross_check(
+    tool: str,
+    ours: Listing,
+    path: Path,
+    evidence: EvidenceDir,
+    *,
+    prefix: str,
+    dump_sass: str,
+    size: int,
+    digest: str,
+    use_cache: bool = True,
+    deferred: Deferred | None = None,
+    checked: bool = True,
+) -> tuple[CrossCheck, tuple[cuobjdump.PtxText, ...]]:
+    """cuobjdump's listing of ``path`` (:func:`cuobjdump_listing`, whose options these are)
+    compared with ours; a file cuobjdump refuses and our reader read is one disagreement,
+    saying both readers' word."""
+    label = f"cuobjdump ({cuobjdump.version(tool)})"
+    try:
+        theirs, modules = cuobjdump_listing(
+            tool,
+            path,
+            evidence,
+            prefix=prefix,
+            dump_sass=dump_sass,
+            size=size,
+            digest=digest,
+            use_cache=use_cache,
+            deferred=deferred,
+            checked=checked,
+        )
+    except cuobjdump.RefusedError as e:
+        return CrossCheck(label, (refusal(e.said, ours),)), ()
+    return CrossCheck(label, compare(ours, theirs)), modules
+
+
+def refusal(said: str, ours: Listing) -> str:
+    """The disagreement of a file cuobjdump refused (``said``: its fatal line) and we read."""
+    if len(said) > _SAID_LIMIT:
+        said = said[: _SAID_LIMIT - 1] + "\u2026"
+    named = [f"{e.kind.value} {e.target}" for e in ours.entries[:_ENTRIES_NAMED]]
+    if len(ours.entries) > _ENTRIES_NAMED:
+        named.append("...")
+    read = f"{len(ours.entries)} entries ({', '.join(named)})" if named else "no device code"
+    return f"cuobjdump refuses the file ({said}); the cuda-gate reader reads {read}"
 
 
 def _comparable(entry: DeviceEntry) -> tuple[str, str, str, tuple[str, ...]]:

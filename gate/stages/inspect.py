@@ -40,7 +40,7 @@ from gate.stages.artifactchecks import (
     host_check,
     listing_checks,
 )
-from gate.stages.crosscheck import compare, cuobjdump_listing, find_cuobjdump, our_list
+from gate.stages.crosscheck import cross_check, find_cuobjdump, our_list
 from gate.stages.inspected import Inspected
 from gate.stages.policycheck import sass_optional
 from gate.stages.sassdump import Deferred
@@ -364,8 +364,9 @@ def inspect_artifact(
     if tool is None:
         evidence.write_text(f"{prefix}elf-list.txt", our_list(report.listing))
     else:
-        theirs, modules = cuobjdump_listing(
+        cross, modules = cross_check(
             tool,
+            report.listing,
             path,
             evidence,
             prefix=prefix,
@@ -377,9 +378,6 @@ def inspect_artifact(
             # As artifact_checks decides.
             checked=(smoke or bool(report.listing.entries))
             and not sass_optional(report.listing, policy),
-        )
-        cross = CrossCheck(
-            f"cuobjdump ({cuobjdump.version(tool)})", compare(report.listing, theirs)
         )
     return Inspected(
         name=path.name,
