@@ -16,7 +16,7 @@ from gate.reader.read import ArtifactReport
 from gate.render.wording import no_code_for, plural
 from gate.rules import environment
 from gate.rules.environment import Unmet
-from gate.rules.routes import Path, Route
+from gate.rules.routes import Path, Route, tile_support
 from gate.rules.targets import Capability, Target, Version
 
 ALL_KERNELS = "(every kernel)"
@@ -30,7 +30,8 @@ def target_text(kind: Kind, target: Target) -> str:
 
 
 def targets_text(report: ArtifactReport) -> str:
-    """``SASS sm_75..sm_121 (11), PTX compute_90``: an artifact's targets on one line."""
+    """``SASS sm_75..sm_121 (11), PTX compute_90, Tile IR 13.4``: an artifact's targets on
+    one line (Tile IR is architecture-independent: its bytecode versions)."""
     listing = report.listing
     parts = []
     for kind, label in ((Kind.SASS, "SASS"), (Kind.PTX, "PTX"), (Kind.LTOIR, "LTO IR")):
@@ -40,7 +41,24 @@ def targets_text(report: ArtifactReport) -> str:
         names = [target_text(kind, t) for t in found]
         shown = names[0] if len(names) == 1 else f"{names[0]}..{names[-1]} ({len(names)})"
         parts.append(f"{label} {shown}")
+    if listing.has_tile:
+        parts.append(f"Tile IR {tile_versions(listing)}")
     return ", ".join(parts) or "no device code"
+
+
+def tile_versions(listing: Listing) -> str:
+    """The bytecode versions of a listing's Tile IR entries, oldest first: ``13.4``,
+    ``13.1, 13.4``; ``version unknown`` for an entry whose version was not read."""
+    found = {e.ptx_isa for e in listing.each(Kind.TILEIR)}
+    known = sorted(v for v in found if v is not None)
+    said = [str(v) for v in known] + (["version unknown"] if None in found else [])
+    return ", ".join(said)
+
+
+def _routed(listing: Listing) -> bool:
+    """Whether a listing has code a route can come from: SASS, PTX or Tile IR (LTO IR
+    must be device-linked first; an unknown kind is never routed)."""
+    return bool(listing.targets(Kind.SASS)) or listing.has_ptx or listing.has_tile
 
 
 def has_code(report: ArtifactReport) -> bool:
@@ -67,7 +85,7 @@ def predict(
     listing = report.listing
     if report.names:
         return listing.predict(cap, driver)
-    if not listing.targets(Kind.SASS) and not listing.has_ptx:
+    if not _routed(listing):
         return DevicePrediction(cap, (), driver)
     route = listing.target_route(cap)
     return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, route),), driver)
@@ -82,7 +100,7 @@ def routes(report: ArtifactReport, cap: Capability) -> tuple[Route, ...]:
     listing = report.listing
     if report.names:
         return listing.kernel_routes(cap)
-    if not listing.targets(Kind.SASS) and not listing.has_ptx:
+    if not _routed(listing):
         return ()
     return (listing.target_route(cap),)
 
@@ -102,8 +120,9 @@ def verdict(report: ArtifactReport, prediction: DevicePrediction) -> str:
 
 
 def phrase(prediction: DevicePrediction) -> str:
-    """One phrase: native, JIT only, JIT needs a newer driver, or no code; and how many
-    kernels were built only for other devices."""
+    """One phrase: native, JIT only, JIT needs a newer driver, through Tile IR (or its
+    driver support unknown), or no code; and how many kernels were built only for other
+    devices."""
     if not prediction.kernels:
         return "no kernels"
     elsewhere = prediction.elsewhere
@@ -116,17 +135,55 @@ def phrase(prediction: DevicePrediction) -> str:
     missing = [k for r, ks in prediction.by_route if r.path is Path.NONE for k in ks]
     if missing:
         return no_code_for(missing, expected) + note
+    return _compiled(prediction) + note
+
+
+def _compiled(prediction: DevicePrediction) -> str:
+    """Where some kernel's code is compiled when it loads: through Tile IR (or its driver
+    support unknown), through the PTX JIT, or the PTX JIT needs a newer driver."""
+    tile = _tile_phrase(prediction)
+    if tile is not None:
+        return tile
     if not prediction.runnable:
-        return "PTX JIT needs a newer driver" + note
+        return "PTX JIT needs a newer driver"
     jit_only = all(k.route.path is Path.PTX_JIT for k in prediction.kernels if k.route.expected())
-    return ("runs only through PTX JIT" if jit_only else "partly through PTX JIT") + note
+    return "runs only through PTX JIT" if jit_only else "partly through PTX JIT"
+
+
+def _tile_phrase(prediction: DevicePrediction) -> str | None:
+    """Where some expected kernel's route is Tile IR (every one has code): the driver's
+    Tile IR compiler at load time, not the PTX JIT. ``unknown`` where the rules do not say
+    that the driver compiles its bytecode version (:func:`gate.rules.routes.tile_support`),
+    never "runs"; else None (no Tile IR route)."""
+    tile = [r for r, _ in prediction.by_route if r.path is Path.TILE_IR]
+    if not tile:
+        return None
+    driver = prediction.driver
+    said = "; ".join(dict.fromkeys(r.describe() for r in tile))
+    support = [tile_support(r.ptx_isa, driver) for r in tile]
+    if False in support:
+        return f"Tile IR needs a newer driver: {said}"
+    if None in support:
+        return f"unknown: Tile IR runs only where the driver compiles its bytecode version: {said}"
+    if not prediction.runnable:
+        return "PTX JIT needs a newer driver"
+    others = [
+        k for k in prediction.kernels if k.route.expected() and k.route.path is not Path.TILE_IR
+    ]
+    if not others:
+        return f"runs only through Tile IR: {said}"
+    jit = any(k.route.path is Path.PTX_JIT for k in others)
+    return f"partly through Tile IR{' and PTX JIT' if jit else ''}: {said}"
 
 
 def _no_kernels(listing: Listing) -> str:
-    """Why an artifact has no kernel to route: no device code, LTO IR only, or stubs."""
+    """Why an artifact has no kernel to route: no device code, LTO IR only, an entry of a
+    kind this reader does not know only, or stubs."""
     if not listing.entries:
         return "no device code"
-    if not listing.targets(Kind.SASS) and not listing.has_ptx:
+    if not _routed(listing) and not listing.targets(Kind.LTOIR):
+        return "only entries of a kind this version of cuda-gate does not understand"
+    if not _routed(listing):
         lto = ", ".join(target_text(Kind.LTOIR, t) for t in listing.targets(Kind.LTOIR))
         return (
             f"LTO IR only ({lto}): it runs nowhere until it is device-linked; device-link it first"

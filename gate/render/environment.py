@@ -30,7 +30,7 @@ from gate.rules.shares import reach
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import Selector, VariantSet
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: the Tile IR category
 DOCUMENT = "cuda-gate-environment"
 _SHOWN = 3  # details and errors shown per line before "+N more" (all with verbose)
 _UNBOUNDED = 1 << 30  # a width no line reaches: every name (verbose)

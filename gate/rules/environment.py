@@ -5,9 +5,10 @@ The environment audit's decisions (``inspect`` on an environment) and the rule
 and plain facts; the audit (:mod:`gate.audit`) reads the artifacts and asks these.
 
 1. An artifact's route on a device (:func:`answer`): where some kernel has usable code
-   there (SASS, or PTX its driver can JIT), the best of those, as :func:`route` ranks
-   their targets: a library that picks its kernels per device (cuBLAS carries kernels
-   built only for sm_75 beside its sm_90 and sm_121 ones) runs that way. Otherwise, and
+   there (SASS, PTX its driver can JIT, or Tile IR it is known to compile), the best of
+   those, as :func:`route` ranks their targets: a library that picks its kernels per
+   device (cuBLAS carries kernels built only for sm_75 beside its sm_90 and sm_121 ones)
+   runs that way. Otherwise, and
    with ``strict`` (every kernel built for the device needs code there), the worst route
    its kernels expected there take (all only for other devices: that).
 2. Whether it fails a required device (:func:`unmet`): an unreadable artifact is not
@@ -50,6 +51,8 @@ class Category(enum.Enum):
     FAMILY = "family SASS"
     COMPATIBLE = "compatible SASS"
     PTX_JIT = "PTX JIT"
+    # Compiled by the driver's Tile IR compiler when the module loads (not the PTX JIT).
+    TILE_IR = "Tile IR"
     OTHER_DEVICES = "only for other devices"
     NOTHING = "nothing"
     MIXED = "mixed"
@@ -62,6 +65,7 @@ _OF_PATH = {
     Path.FAMILY_SASS: Category.FAMILY,
     Path.COMPATIBLE_SASS: Category.COMPATIBLE,
     Path.PTX_JIT: Category.PTX_JIT,
+    Path.TILE_IR: Category.TILE_IR,
     Path.OTHER_DEVICES: Category.OTHER_DEVICES,
     Path.NONE: Category.NOTHING,
 }
@@ -163,13 +167,14 @@ def answer(
 
 def _best(usable: Sequence[Route], cap: Capability) -> Route:
     """The best of routes that run on ``cap``, by :func:`route` applied to their targets
-    (the SASS it prefers, else the PTX it JITs): what a headers-only read answers when the
-    best target holds a kernel."""
+    (the SASS it prefers, else the PTX it JITs, else the Tile IR the driver compiles): what
+    a headers-only read answers when the best target holds a kernel."""
     sass = tuple(r.target for r in usable if r.path.is_native and r.target is not None)
     ptx = tuple(
         (r.target, r.ptx_isa) for r in usable if r.path is Path.PTX_JIT and r.target is not None
     )
-    return route(sass, ptx, cap)
+    tile = tuple(r.ptx_isa for r in usable if r.path is Path.TILE_IR)
+    return route(sass, ptx, cap, tile)
 
 
 def outcome(
