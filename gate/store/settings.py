@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +37,6 @@ _ENV_KEYS = {
     "CUDA_GATE_SPOOL_DIR": "spool-dir",
 }
 STORE_VARIABLES = tuple(_ENV_KEYS)  # every variable that configures the store (tests clear them)
-_KNOWN = set(_ENV_KEYS.values()) | {"part-size", "connect-timeout", "attempts"}
 
 
 def data_home(env: Mapping[str, str]) -> Path:
@@ -107,9 +106,14 @@ def load_settings(
     origin = f"{config.label} [{config.prefix}store]"
     values: dict[str, tuple[Any, str]] = {}
     for key, value in table.items():
-        if key not in _KNOWN:
-            raise ConfigError(f"{origin}: unknown key {key!r} (known: {', '.join(sorted(_KNOWN))})")
+        if key not in _CHECKS:
+            raise ConfigError(
+                f"{origin}: unknown key {key!r} (known: {', '.join(sorted(_CHECKS))})"
+            )
         values[key] = (value, f"{origin}: key {key!r}")
+        # Each of the file's values is checked on its own, whatever overrides it below: an
+        # invalid configuration is exit 7 even where CUDA_GATE_STORE names the store.
+        _CHECKS[key](values[key])
     for name, key in _ENV_KEYS.items():
         if env.get(name, "").strip():
             values[key] = (env[name].strip(), f"environment variable {name}")
@@ -141,6 +145,29 @@ def _build(
                     "set CUDA_GATE_STORE=s3://bucket/prefix"
                 )
         return StoreSettings(kind="local", local_dir=local, **common)
+    bucket, prefix = _bucket(rest, where)
+    mode, days = _lock(get("object-lock-mode"), get("object-lock-days"))
+    threshold = _threshold(get("multipart-threshold"))
+    region = get("region")
+    return StoreSettings(
+        kind="s3",
+        bucket=bucket,
+        prefix=prefix.strip("/"),
+        endpoint=_endpoint(get("endpoint")),
+        region=str(region[0]).strip() or None if region else None,
+        path_style=_bool(get("path-style")),
+        object_lock_mode=mode,
+        object_lock_days=days,
+        multipart_threshold=threshold,
+        part_size=_int(get("part-size"), threshold, minimum=MIN_PART_SIZE, maximum=MAX_PART_SIZE),
+        connect_timeout=float(_connect_timeout(get("connect-timeout"))),
+        attempts=_attempts(get("attempts")),
+        **common,
+    )
+
+
+def _bucket(rest: str, where: str) -> tuple[str, str]:
+    """An s3:// URL's bucket and prefix (``rest``: what follows ``s3://``), the bucket checked."""
     bucket, _, prefix = rest.partition("/")
     if not 3 <= len(bucket) <= 63:
         raise ConfigError(f"{where}: bucket name {_shown(bucket)} is not 3-63 characters")
@@ -150,32 +177,44 @@ def _build(
             f"{where}: bucket name {_shown(bucket)} holds characters other than letters, "
             "digits, '.', '-' and '_'"
         )
-    mode, days = _lock(get("object-lock-mode"), get("object-lock-days"))
-    threshold = _int(
-        get("multipart-threshold"), DEFAULT_THRESHOLD, minimum=MIN_PART_SIZE, maximum=MAX_PART_SIZE
-    )
-    endpoint = get("endpoint")
-    if endpoint and str(endpoint[0]).strip() and not _ENDPOINT.fullmatch(str(endpoint[0]).strip()):
+    return bucket, prefix
+
+
+def _location(item: tuple[Any, str] | None) -> None:
+    """A store URL checked as :func:`_build` reads it: its scheme, and an s3 bucket's name."""
+    if item is not None:
+        scheme, rest = store_url(item[0], item[1])
+        if scheme == "s3":
+            _bucket(rest, item[1])
+
+
+def _endpoint(item: tuple[Any, str] | None) -> str | None:
+    """The endpoint URL, None where unset or blank."""
+    if item is None or not str(item[0]).strip():
+        return None
+    text = str(item[0]).strip()
+    if not _ENDPOINT.fullmatch(text):
         raise ConfigError(
-            f"{endpoint[1]}: {_shown(endpoint[0])} is not an endpoint URL "
+            f"{item[1]}: {_shown(item[0])} is not an endpoint URL "
             "(http://host:port or https://host)"
         )
-    region = get("region")
-    return StoreSettings(
-        kind="s3",
-        bucket=bucket,
-        prefix=prefix.strip("/"),
-        endpoint=str(endpoint[0]).strip() or None if endpoint else None,
-        region=str(region[0]).strip() or None if region else None,
-        path_style=_bool(get("path-style")),
-        object_lock_mode=mode,
-        object_lock_days=days,
-        multipart_threshold=threshold,
-        part_size=_int(get("part-size"), threshold, minimum=MIN_PART_SIZE, maximum=MAX_PART_SIZE),
-        connect_timeout=float(_int(get("connect-timeout"), 5, minimum=1, maximum=600)),
-        attempts=_int(get("attempts"), 3, minimum=1, maximum=20),
-        **common,
-    )
+    return text
+
+
+def _threshold(item: tuple[Any, str] | None) -> int:
+    return _int(item, DEFAULT_THRESHOLD, minimum=MIN_PART_SIZE, maximum=MAX_PART_SIZE)
+
+
+def _connect_timeout(item: tuple[Any, str] | None) -> int:
+    return _int(item, 5, minimum=1, maximum=600)
+
+
+def _attempts(item: tuple[Any, str] | None) -> int:
+    return _int(item, 3, minimum=1, maximum=20)
+
+
+def _lock_days(item: tuple[Any, str] | None) -> int:
+    return _int(item, 0, minimum=1, maximum=36500)
 
 
 # A URL's scheme (RFC 3986: a letter, then letters, digits, "+", "-", "."), before "://".
@@ -239,16 +278,22 @@ def _lock(
         if days_item is not None:
             raise ConfigError(f"{days_item[1]}: set without an object-lock mode")
         return None, None
-    mode = str(mode_item[0]).strip().upper()
-    if mode == "COMPLIANCE":
-        checked: Literal["COMPLIANCE", "GOVERNANCE"] = "COMPLIANCE"
-    elif mode == "GOVERNANCE":
-        checked = "GOVERNANCE"
-    else:
-        raise ConfigError(f"{mode_item[1]}: {mode_item[0]!r} is not COMPLIANCE or GOVERNANCE")
+    checked = _mode(mode_item)
     if days_item is None:
         raise ConfigError(f"{mode_item[1]}: object-lock mode needs object-lock-days too")
-    return checked, _int(days_item, 0, minimum=1, maximum=36500)
+    return checked, _lock_days(days_item)
+
+
+def _mode(item: tuple[Any, str] | None) -> Literal["COMPLIANCE", "GOVERNANCE"] | None:
+    """The object-lock mode, None where unset or blank."""
+    if item is None or not str(item[0]).strip():
+        return None
+    mode = str(item[0]).strip().upper()
+    if mode == "COMPLIANCE":
+        return "COMPLIANCE"
+    if mode == "GOVERNANCE":
+        return "GOVERNANCE"
+    raise ConfigError(f"{item[1]}: {item[0]!r} is not COMPLIANCE or GOVERNANCE")
 
 
 def _int(
@@ -290,3 +335,24 @@ def _path(item: tuple[Any, str] | None) -> Path | None:
     if not isinstance(item[0], str) or not item[0].strip():
         raise ConfigError(f"{item[1]}: expected a folder path")
     return Path(item[0]).expanduser()
+
+
+def _region(item: tuple[Any, str] | None) -> None:
+    """Any region name: botocore's to judge."""
+    del item
+
+
+# Each [store] key's value checked on its own (its combination with the others is _build's).
+_CHECKS: dict[str, Callable[[tuple[Any, str] | None], object]] = {
+    "url": _location,
+    "endpoint": _endpoint,
+    "region": _region,
+    "path-style": _bool,
+    "object-lock-mode": _mode,
+    "object-lock-days": _lock_days,
+    "multipart-threshold": _threshold,
+    "part-size": _threshold,
+    "connect-timeout": _connect_timeout,
+    "attempts": _attempts,
+    "spool-dir": _path,
+}
