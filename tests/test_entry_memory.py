@@ -25,8 +25,20 @@ from tests.peak import run_measured
 MB = 1 << 20
 # The text: about 124 MB, which LZ4 barely shrinks (hexadecimal noise).
 TEXT_MB = 60
-# Python and the gate's imports take about 20 MB; the text held whole once would be 124.
-PEAK_BOUND = 64 * MB
+# Python and the gate's imports take about 20 MB, and a run peaks at 35-47 MB when the thread
+# that drops the decoded pages runs every millisecond as asked. When a busy machine runs it
+# late, the pages the decoder wrote (and read) in between stay: about 7 MB per millisecond,
+# 66 MB at 5 ms, 102 MB at 10 ms. The text held whole costs its 124 MB on top of those 20
+# (the in-memory decoder peaks at 390 MB; never dropping the pages, at 270 MB).
+PEAK_BOUND = 96 * MB
+# Lateness only adds to a peak: the least of a few runs is the one to judge, and a payload
+# held whole is over the bound in every run.
+ATTEMPTS = 3
+# The gate with LZ4 decoded in memory, as where the C function cannot be reached: the control.
+IN_MEMORY = (
+    "import sys; from gate.reader import payloads; payloads.lz4_function = lambda: None; "
+    "from gate.cli import main; sys.exit(main())"
+)
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,25 +64,36 @@ def _ptx_fatbin(path: Path) -> int:
     return len(text)
 
 
-def test_a_large_lz4_ptx_text_is_read_in_a_fraction_of_its_size(tmp_path: Path) -> None:
-    file = tmp_path / "large.fatbin"
-    size = _ptx_fatbin(file)
-    argv = [
-        sys.executable,
-        "-m",
-        "gate",
-        "inspect",
-        "--no-detect",
-        "--names",
-        "--no-cache",
-        str(file),
-    ]
+def _inspect(tmp_path: Path, file: Path, *python: str) -> int:
+    """``cuda-gate inspect --names`` of ``file`` (run by ``python``); its peak RSS."""
+    argv = [*python, "inspect", "--no-detect", "--names", "--no-cache", str(file)]
     env = {**os.environ, "CUDA_GATE_CACHE_DIR": str(tmp_path / "cache")}
     done, peak = run_measured(argv, tmp_path / "peak", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "1 PTX, 0 LTO IR, 2 kernels" in done.stdout
-    print(f"\npeak {peak / MB:.0f} MB for a {size / MB:.0f} MB LZ4 PTX text")
-    assert peak < PEAK_BOUND, f"peak RSS {peak / MB:.0f} MB reading a {size / MB:.0f} MB text"
+    return peak
+
+
+def test_a_large_lz4_ptx_text_is_read_in_a_fraction_of_its_size(tmp_path: Path) -> None:
+    file = tmp_path / "large.fatbin"
+    size = _ptx_fatbin(file)
+    peaks: list[int] = []
+    for _ in range(ATTEMPTS):
+        peaks.append(_inspect(tmp_path, file, sys.executable, "-m", "gate"))
+        if peaks[-1] < PEAK_BOUND:
+            break
+    said = ", ".join(f"{peak / MB:.0f}" for peak in peaks)
+    print(f"\npeak {said} MB for a {size / MB:.0f} MB LZ4 PTX text")
+    assert min(peaks) < PEAK_BOUND, f"peak RSS {said} MB reading a {size / MB:.0f} MB text"
+
+
+def test_the_text_held_whole_is_over_the_bound(tmp_path: Path) -> None:
+    """The control: the same run with the block decoded in memory, as before
+    payloads._lz4_to_file, is seen over the bound, by more than the text."""
+    file = tmp_path / "large.fatbin"
+    size = _ptx_fatbin(file)
+    peak = _inspect(tmp_path, file, sys.executable, "-c", IN_MEMORY)
+    assert peak > max(size, PEAK_BOUND), f"peak RSS {peak / MB:.0f} MB"
 
 
 ARENAS = """
