@@ -21,6 +21,7 @@ echo "FORCE=${CUDA_FORCE_PTX_JIT-unset}"
 echo "DISABLE=${CUDA_DISABLE_PTX_JIT-unset}"
 echo "CACHE_DISABLE=${CUDA_CACHE_DISABLE-unset}"
 echo "CACHE_PATH=${CUDA_CACHE_PATH-unset}"
+echo "TILE_CACHE=${CUDA_TILE_CACHE_DIR-unset}"
 echo PASS
 """
 
@@ -71,6 +72,34 @@ def test_a_run_that_leaves_cache_state_fails(tmp_path: Path) -> None:
     assert not run.cache_clean
     assert not run.passed
     assert "JIT cache" in run.reason()
+
+
+def test_each_run_gets_its_own_empty_cutile_cache_so_no_cached_cubin_stands_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cuTile compiles at first launch and keeps the cubin in CUDA_TILE_CACHE_DIR: a
+    # program that finds a cubin there skips tileiras. The user's warm cache, and what
+    # one run compiled, must not reach another run.
+    warm = tmp_path / "cutile-python"
+    warm.mkdir()
+    (warm / "kernel.cubin").write_text("cached\n")
+    monkeypatch.setenv("CUDA_TILE_CACHE_DIR", str(warm))
+    body = (
+        '#!/bin/sh\nls -A "$CUDA_TILE_CACHE_DIR" | grep -q . && { echo "CACHED"; exit 1; }\n'
+        'echo compiled > "$CUDA_TILE_CACHE_DIR/kernel.cubin"\n'
+        'echo "TILE_CACHE=$CUDA_TILE_CACHE_DIR"\necho PASS\n'
+    )
+    entry = EntryPoint("tile", (str(script(tmp_path, "tile.sh", body)),))
+    native, jit = (run_entry_point(entry, path) for path in ExecPath)
+    assert native.passed, native.result.stdout
+    assert jit.passed, jit.result.stdout
+    folders = {values(run.result.stdout)["TILE_CACHE"] for run in (native, jit)}
+    assert len(folders) == 2
+    assert str(warm) not in folders
+    assert not any(Path(folder).exists() for folder in folders)  # removed afterwards
+    assert native.cache_clean  # cuTile's cache is not the driver's
+    assert jit.cache_clean
+    assert (warm / "kernel.cubin").read_text() == "cached\n"  # the user's is untouched
 
 
 def test_exit_zero_without_pass_is_a_failure(tmp_path: Path) -> None:

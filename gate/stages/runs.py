@@ -9,6 +9,13 @@ from PTX, now or earlier, can stand in for SASS.
 JIT: ``CUDA_FORCE_PTX_JIT=1`` with ``CUDA_CACHE_DISABLE=1`` and its own empty cache
 folder, checked empty afterwards, so the run neither reuses nor leaves cache state.
 
+cuTile (CUDA 13.1+) compiles a kernel with ``tileiras`` when the program first launches
+it and keeps the cubin in its own disk cache (``CUDA_TILE_CACHE_DIR``, by default
+``~/.cache/cutile-python``): a cubin cached by an earlier run, or by another driver or
+toolkit, would stand in for the compile this run must prove. Each run, on either path,
+gets ``CUDA_TILE_CACHE_DIR`` set to a fresh, empty folder of its own, removed afterwards;
+what cuTile compiled there is no cache state of the driver's, so it is not checked empty.
+
 Each run is a fresh process; the variables apply to that child only. glibc's loader
 log records every shared library it really loaded (gate.stages.loaded); the launch
 recorder, when the caller hands in its ``instrument`` (gate.launch.recorder), records
@@ -170,6 +177,7 @@ def run_entry_point(
     where, scratch = runs_in.where, runs_in.scratch
     env_set, env_unset = PATH_ENV[path]
     cache_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-cache-", dir=scratch))
+    tile_dir = Path(tempfile.mkdtemp(prefix=f"cuda-gate-{path.value}-tile-", dir=scratch))
     log_dir = Path(tempfile.mkdtemp(prefix="cuda-gate-ld-", dir=scratch))
     name = log_name or path.log_name
     try:
@@ -184,7 +192,13 @@ def run_entry_point(
             )
             result = where.run(
                 entry.argv,
-                env_set={**dict(entry.env), **extra, **env_set, "CUDA_CACHE_PATH": str(cache_dir)},
+                env_set={
+                    **dict(entry.env),
+                    **extra,
+                    **env_set,
+                    "CUDA_CACHE_PATH": str(cache_dir),
+                    "CUDA_TILE_CACHE_DIR": str(tile_dir),
+                },
                 env_unset=env_unset,
                 cwd=entry.cwd,
                 timeout=entry.timeout,
@@ -200,6 +214,7 @@ def run_entry_point(
         )
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
+        shutil.rmtree(tile_dir, ignore_errors=True)
         shutil.rmtree(log_dir, ignore_errors=True)
     launches, launch_note = _launches(evidence, launch_folder, launch_note)
     if record_loaded or launch_folder is not None:
