@@ -14,13 +14,13 @@ from typing import Any
 
 from gate.errors import BadInputError
 from gate.reader.listing import DeviceEntry, Kind, Listing
-from gate.rules.baseline import Change, CodeFacts, Diff, Level, Row, Rule, TargetCode
+from gate.rules.baseline import Change, CodeFacts, Diff, Level, Row, Rule, TargetCode, TileCode
 from gate.rules.targets import Target
 
 
 def facts(artifacts: Iterable[tuple[str, Listing]]) -> tuple[CodeFacts, ...]:
-    """Each artifact's SASS and PTX targets, merged per target (LTO IR runs nowhere; Tile IR
-    and unknown kinds are not compared: :func:`_targets`).
+    """Each artifact's SASS and PTX targets, merged per target, and its Tile IR, merged
+    (LTO IR runs nowhere; unknown kinds are not compared: :func:`_targets`).
 
     Two artifacts of one name (the same library in two wheels) are told apart as
     ``name``, ``name#2``, ... in the order the run lists them.
@@ -30,7 +30,7 @@ def facts(artifacts: Iterable[tuple[str, Listing]]) -> tuple[CodeFacts, ...]:
     for name, listing in artifacts:
         seen[name] = seen.get(name, 0) + 1
         key = name if seen[name] == 1 else f"{name}#{seen[name]}"
-        found.append(CodeFacts(key, _targets(listing)))
+        found.append(CodeFacts(key, _targets(listing), _tile(listing)))
     return tuple(found)
 
 
@@ -42,8 +42,8 @@ def _targets(listing: Listing) -> tuple[TargetCode, ...]:
     """
     groups: dict[tuple[bool, Target], list[DeviceEntry]] = {}
     for e in listing.entries:
-        # SASS and PTX only: LTO IR runs nowhere; Tile IR has no target to compare by and
-        # result.json does not carry it yet (issue 44); an unknown kind is not understood.
+        # SASS and PTX by target: LTO IR runs nowhere; Tile IR has no target to compare by
+        # (:func:`_tile`); an unknown kind is not understood.
         if e.kind in (Kind.SASS, Kind.PTX):
             ptx = e.kind is Kind.PTX
             target = e.target.as_ptx() if ptx else e.target.as_sass()
@@ -57,6 +57,19 @@ def _targets(listing: Listing) -> tuple[TargetCode, ...]:
             None if any(e.size == 0 for e in entries) else sum(e.size for e in entries),
         )
         for (ptx, target), entries in groups.items()
+    )
+
+
+def _tile(listing: Listing) -> TileCode | None:
+    """The artifact's Tile IR entries as one: kernels united, the newest bytecode version,
+    bytes summed (unknown where an entry's size is 0, as for a target); None without any."""
+    entries = listing.of_kind(Kind.TILEIR)
+    if not entries:
+        return None
+    return TileCode(
+        frozenset(k for e in entries for k in e.kernels),
+        max((e.ptx_isa for e in entries if e.ptx_isa is not None), default=None),
+        None if any(e.size == 0 for e in entries) else sum(e.size for e in entries),
     )
 
 

@@ -2,13 +2,14 @@
 
 A release is compared with the last good one artifact by artifact (matched by name).
 What a user ships broken without noticing is something *lost*: a target, a kernel, a
-device's native route, or a PTX ISA that now needs a newer driver. Each of those is a
+device's native route, Tile IR, or a PTX ISA (or Tile IR bytecode version) that now needs
+a newer driver. Each of those is a
 :class:`Rule` whose :class:`Severity` the configuration may lower (``[baseline]``);
 by default every rule fails. Additions and size changes are reported, never judged.
 
 The rules read :class:`CodeFacts` (an artifact's SASS and PTX entries, per target:
-kernels, PTX ISA, bytes), built by the caller from a run record; nothing here reads a
-file.
+kernels, PTX ISA, bytes; its Tile IR, which has no target, as one :class:`TileCode`),
+built by the caller from a run record; nothing here reads a file.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class Rule(enum.Enum):
     DROPPED_TARGET = "dropped_target"
     DROPPED_KERNEL = "dropped_kernel"
     LOST_NATIVE_ROUTE = "lost_native_route"
-    NEWER_DRIVER = "newer_driver"  # the PTX ISA now needs a newer driver
+    NEWER_DRIVER = "newer_driver"  # the PTX ISA (or Tile IR bytecode) now needs a newer driver
 
 
 # Why a check of a run against its baseline failed: the cause its losses rank by.
@@ -106,12 +107,32 @@ class TargetCode:
         return str(self.target.as_ptx() if self.ptx else self.target.as_sass())
 
 
+TILE_LABEL = "Tile IR"
+
+
+@dataclass(frozen=True)
+class TileCode:
+    """An artifact's Tile IR, every entry's together (Tile IR is architecture-independent:
+    no target to tell entries apart by): its kernels, its newest bytecode version, its
+    bytes."""
+
+    kernels: frozenset[str] = frozenset()
+    version: Version | None = None  # None: no entry's version was read
+    size: int | None = None  # None: the record does not say
+
+    @property
+    def label(self) -> str:
+        """``Tile IR``, as a lost or gained kernel's list of places names it."""
+        return TILE_LABEL
+
+
 @dataclass(frozen=True)
 class CodeFacts:
     """What one artifact carries, as the rules compare it."""
 
     name: str
     targets: tuple[TargetCode, ...]
+    tile: TileCode | None = None  # None: no Tile IR
 
     def by_label(self) -> dict[str, TargetCode]:
         """Each target by its label."""
@@ -123,8 +144,8 @@ class CodeFacts:
         return tuple(t.label for t in mine)
 
     def size(self) -> int | None:
-        """Bytes of device code in all, None when some target's size is unknown."""
-        sizes = [t.size for t in self.targets]
+        """Bytes of device code in all (Tile IR's too), None when some size is unknown."""
+        sizes = [t.size for t in self.targets] + ([self.tile.size] if self.tile else [])
         return None if None in sizes else sum(s for s in sizes if s is not None)
 
     def newest_isa(self) -> Version | None:
@@ -135,7 +156,8 @@ class CodeFacts:
         """How the device gets code from this artifact (any kernel: the artifact as a whole)."""
         sass = tuple(t.target for t in self.targets if not t.ptx)
         ptx = tuple((t.target, t.ptx_isa) for t in self.targets if t.ptx)
-        return route(sass, ptx, cap)
+        tile = (self.tile.version,) if self.tile else ()
+        return route(sass, ptx, cap, tile)
 
 
 @dataclass(frozen=True)
@@ -232,9 +254,14 @@ def _artifact(
             level = policy.level(Rule.DROPPED_TARGET)
             changes.append(Change(name, level, f"{label} dropped", Rule.DROPPED_TARGET))
         changes += [Change(name, Level.INFO, f"{t} added") for t in _only_in(new_t, old_t)]
+    r, c = _tile(was, now, policy)
+    rows += r
+    changes += c
     old_by, new_by = was.by_label(), now.by_label()
     ordered = (*was.labels(ptx=False), *was.labels(ptx=True))  # by SM number, SASS first
-    both = [(old_by[t], new_by[t]) for t in ordered if t in new_by]
+    both: list[tuple[_Code, _Code]] = [(old_by[t], new_by[t]) for t in ordered if t in new_by]
+    if was.tile and now.tile:
+        both.append((was.tile, now.tile))
     changes += _kernels(name, both, policy)
     for old_code, new_code in both:
         r, c = _target(name, old_code, new_code)
@@ -252,7 +279,10 @@ def _artifact(
     return rows, changes
 
 
-def _kernels(name: str, both: list[tuple[TargetCode, TargetCode]], policy: Policy) -> list[Change]:
+_Code = TargetCode | TileCode  # what holds kernels and bytes: a target, or the Tile IR
+
+
+def _kernels(name: str, both: list[tuple[_Code, _Code]], policy: Policy) -> list[Change]:
     """One change per kernel lost (or gained), naming every target it left (or joined):
     a kernel dropped from the source is one regression, however many targets held it.
 
@@ -279,8 +309,8 @@ def _kernels(name: str, both: list[tuple[TargetCode, TargetCode]], policy: Polic
     return changes
 
 
-def _target(name: str, was: TargetCode, now: TargetCode) -> tuple[list[Row], list[Change]]:
-    """The kernel count and the bytes of one target both runs carry."""
+def _target(name: str, was: _Code, now: _Code) -> tuple[list[Row], list[Change]]:
+    """The kernel count and the bytes of one target (or the Tile IR) both runs carry."""
     rows, changes = [], []
     if was.kernels != now.kernels:
         rows.append(
@@ -311,6 +341,53 @@ def _isa(was: CodeFacts, now: CodeFacts, policy: Policy) -> tuple[list[Row], lis
     after = f"driver >= {need}" if need else "a driver newer than every known one"
     what = f"PTX ISA {old} -> {new} needs {after}"
     return [row], [Change(was.name, policy.level(Rule.NEWER_DRIVER), what, Rule.NEWER_DRIVER)]
+
+
+def _tile(was: CodeFacts, now: CodeFacts, policy: Policy) -> tuple[list[Row], list[Change]]:
+    """The Tile IR, where either run has it: lost (a loss, as a PTX target is), added
+    (reported), or its bytecode version changed, and whether the driver it needs went up."""
+    old, new = was.tile, now.tile
+    if old is None and new is None:
+        return [], []
+    name = was.name
+    before, after = _version(old), _version(new)
+    if new is None:
+        lost = Change(name, policy.level(Rule.DROPPED_TARGET), f"{TILE_LABEL} dropped",
+                      Rule.DROPPED_TARGET)  # fmt: skip
+        return [Row(name, TILE_LABEL, before, after, "dropped")], [lost]
+    if old is None:
+        added = Change(name, Level.INFO, f"{TILE_LABEL} added")
+        return [Row(name, TILE_LABEL, before, after, "added")], [added]
+    row = Row(name, TILE_LABEL, before, after, "-" if before == after else f"{before} -> {after}")
+    if old.version is None or new.version is None or old.version == new.version:
+        return [row], []
+    moved = f"{TILE_LABEL} bytecode {old.version} -> {new.version}"
+    if not tile_needs_newer_driver(old.version, new.version):
+        return [row], [Change(name, Level.INFO, moved)]
+    need = rules().tile_min_driver(new.version)
+    what = f"{moved} needs {f'driver >= {need}' if need else 'a driver newer than every known one'}"
+    return [row], [Change(name, policy.level(Rule.NEWER_DRIVER), what, Rule.NEWER_DRIVER)]
+
+
+def _version(tile: TileCode | None) -> str:
+    """A Tile IR row's cell: ``13.4``, ``version unknown``, or ``none`` without Tile IR."""
+    if tile is None:
+        return "none"
+    return "version unknown" if tile.version is None else str(tile.version)
+
+
+def tile_needs_newer_driver(old: Version, new: Version) -> bool:
+    """Whether Tile IR bytecode ``new`` needs a newer driver than bytecode ``old``
+    (``compat.json``'s ``tileir_min_driver``), as :func:`needs_newer_driver` says for PTX:
+    a version newer than every rule needs a driver newer than every known one; a version
+    older than every rule makes no claim."""
+    if new <= old:
+        return False
+    known = rules()
+    old_need, new_need = known.tile_min_driver(old), known.tile_min_driver(new)
+    if new_need is None:
+        return new > max(known.tile_table, default=new)
+    return old_need is not None and new_need > old_need
 
 
 def needs_newer_driver(old: Version, new: Version) -> bool:
