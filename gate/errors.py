@@ -156,6 +156,27 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+# How much of a value an error line quotes (README, status 7): a 1 MB value is not echoed.
+SHOWN_CHARS = 60
+
+
+def shown(value: object) -> str:
+    """A value as an error line quotes it: its repr, of at most :data:`SHOWN_CHARS` of its
+    characters; a longer one cut there, with an ellipsis and its length.
+
+    The quote itself stays short too: characters a repr escapes (``\\x00``) count as
+    their escapes, so 60 NULs are not quoted as 240 characters.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    quote = repr if isinstance(value, str) else str
+    keep = min(len(text), SHOWN_CHARS)
+    while keep and len(quote(text[:keep])) > SHOWN_CHARS + 2:
+        keep -= 1
+    if keep == len(text):
+        return quote(text)
+    return f"{quote(text[:keep])}... ({len(text):,} characters)"
+
+
 class GateError(Exception):
     """Base for every error cuda-gate reports to a person."""
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from gate.config import Config
 from gate.config import load as load_config
 from gate.errors import ConfigError
+from gate.errors import shown as _shown
 
 MIB = 1 << 20
 # S3 refuses multipart parts below 5 MiB (except the last one).
@@ -108,7 +109,7 @@ def load_settings(
     for key, value in table.items():
         if key not in _CHECKS:
             raise ConfigError(
-                f"{origin}: unknown key {key!r} (known: {', '.join(sorted(_CHECKS))})"
+                f"{origin}: unknown key {_shown(key)} (known: {', '.join(sorted(_CHECKS))})"
             )
         values[key] = (value, f"{origin}: key {key!r}")
         # Each of the file's values is checked on its own, whatever overrides it below: an
@@ -219,7 +220,6 @@ def _lock_days(item: tuple[Any, str] | None) -> int:
 
 # A URL's scheme (RFC 3986: a letter, then letters, digits, "+", "-", "."), before "://".
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
-_SHOWN = 80
 # What botocore accepts as a bucket name (S3-compatible servers allow more than AWS does).
 _BUCKET = re.compile(r"[A-Za-z0-9._-]+")
 _ENDPOINT = re.compile(r"https?://[^\s/?#]+(/\S*)?", re.IGNORECASE)
@@ -265,12 +265,6 @@ def store_url(value: object, where: str) -> tuple[Literal["s3", "file"], str]:
     )
 
 
-def _shown(value: object) -> str:
-    """A value as an error line quotes it: repr, cut to a readable length."""
-    text = repr(value)
-    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 3]}... ({len(text)} characters)"
-
-
 def _lock(
     mode_item: tuple[Any, str] | None, days_item: tuple[Any, str] | None
 ) -> tuple[Literal["COMPLIANCE", "GOVERNANCE"] | None, int | None]:
@@ -293,7 +287,7 @@ def _mode(item: tuple[Any, str] | None) -> Literal["COMPLIANCE", "GOVERNANCE"] |
         return "COMPLIANCE"
     if mode == "GOVERNANCE":
         return "GOVERNANCE"
-    raise ConfigError(f"{item[1]}: {item[0]!r} is not COMPLIANCE or GOVERNANCE")
+    raise ConfigError(f"{item[1]}: {_shown(item[0])} is not COMPLIANCE or GOVERNANCE")
 
 
 def _int(
@@ -311,7 +305,9 @@ def _int(
     elif isinstance(value, str) and value.strip().lstrip("-").isdecimal() and len(value) < 20:
         number = int(value.strip())
     if number is None or not minimum <= number <= maximum:
-        raise ConfigError(f"{where}: {value!r} is not a whole number from {minimum} to {maximum}")
+        raise ConfigError(
+            f"{where}: {_shown(value)} is not a whole number from {minimum} to {maximum}"
+        )
     return number
 
 
@@ -326,7 +322,7 @@ def _bool(item: tuple[Any, str] | None) -> bool:
         return True
     if text in {"0", "false", "no", "off", ""}:
         return False
-    raise ConfigError(f"{where}: {value!r} is not true or false")
+    raise ConfigError(f"{where}: {_shown(value)} is not true or false")
 
 
 def _path(item: tuple[Any, str] | None) -> Path | None:

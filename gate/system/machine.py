@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from gate import proc
-from gate.errors import ConfigError, ToolError
+from gate.errors import ConfigError, ToolError, shown
 from gate.reader.hostelf import parse_ld_cache
 from gate.rules.targets import Capability, Target, Version
 from gate.system import toolkit
@@ -377,13 +377,17 @@ def find_python(
     if chosen:
         if "/" in chosen:
             path = Path(chosen).expanduser()
-            if not (path.is_file() and os.access(path, os.X_OK)):
-                raise ToolError(f"python {chosen} (from {origin}): not an executable file")
+            try:
+                runs = path.is_file() and os.access(path, os.X_OK)
+            except OSError as e:  # a name too long for the file system (ENAMETOOLONG)
+                raise ToolError(f"python {shown(chosen)} (from {origin}): {e.strerror or e}") from e
+            if not runs:
+                raise ToolError(f"python {shown(chosen)} (from {origin}): not an executable file")
             return str(path)
         try:
             return proc.which(chosen)
         except ToolError as e:
-            raise ToolError(f"python {chosen} (from {origin}): not found on PATH") from e
+            raise ToolError(f"python {shown(chosen)} (from {origin}): not found on PATH") from e
     # Nox puts the gate's own virtualenv first on PATH; the user's torch is not in it.
     own = Path(sys.prefix).resolve()
     for folder in env.get("PATH", "").split(os.pathsep):
