@@ -17,7 +17,6 @@ once: the gate never replaces the user's injection.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import re
@@ -29,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 
 from gate import proc
+from gate.system import toolkit
 from gate.tools import buildcache
 from gate.tools.programs import BUILD_TIMEOUT, cuda_source
 
@@ -98,7 +98,7 @@ def find_cupti(nvcc: str, *, search_wheels: bool = True) -> Cupti | None:
             return Cupti(include, library, f"toolkit ({include.parent})")
     if not search_wheels:
         return None
-    for folder in _wheel_folders():
+    for folder in toolkit.wheel_folders(cuda12="cuda_cupti"):
         library = _cupti_library(folder / "include", (folder / "lib",))
         if library is not None:
             return Cupti(
@@ -145,18 +145,6 @@ def _cupti_library(include: Path, libs: tuple[Path, ...]) -> Path | None:
             if path.is_file():
                 return path
     return None
-
-
-def _wheel_folders() -> list[Path]:
-    """``site-packages/nvidia/cu13`` (CUDA 13 wheels) and ``nvidia/cuda_cupti`` (CUDA 12)."""
-    spec = importlib.util.find_spec("nvidia")
-    if spec is None or spec.submodule_search_locations is None:
-        return []
-    out = []
-    for base in spec.submodule_search_locations:
-        out += sorted(Path(base).glob("cu[0-9]*"), reverse=True)
-        out.append(Path(base) / "cuda_cupti")
-    return out
 
 
 def build(
