@@ -120,7 +120,7 @@ def test_the_environment_audit_of_tile_ir_says_tile_ir_and_validates(
     doc = json.loads(out)
     text = resources.files("gate").joinpath("schemas/environment.schema.json").read_text("utf-8")
     jsonschema.validate(doc, json.loads(text))
-    assert doc["version"] == 3
+    assert doc["version"] == 4
     assert "Tile IR" in out
     code = main([*args, "--require-device", "12.1", str(tmp_path / "env")])
     out, err = capsys.readouterr()

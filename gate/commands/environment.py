@@ -90,7 +90,14 @@ def report(
         print(f"cuda-gate: error: {line}", file=sys.stderr, flush=True)
     if args.json or args.output:
         doc = envview.document(
-            verdicts, caps, errors, names=names, scan=not args.no_scan, runtime=runtime
+            verdicts,
+            caps,
+            errors,
+            names=names,
+            scan=not args.no_scan,
+            runtime=runtime,
+            locks=audit.locks,
+            warnings=audit.warnings,
         )
         if located and located.images:
             doc["images"] = [image.to_json() for image in located.images]

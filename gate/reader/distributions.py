@@ -23,11 +23,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.reader import artifacts
 from gate.reader.artifacts import shown
 from gate.reader.metadata import header_fields
 from gate.reader.read import ArtifactReport
+
+if TYPE_CHECKING:
+    from gate.reader.locks import Evaluated
 
 # Folders never searched for site-packages: caches anywhere, and at the top of a root
 # an image's virtual file systems.
@@ -69,20 +73,24 @@ class Group:
 @dataclass(frozen=True)
 class Audit:
     """Every group found under the paths, the errors that are not any group's, warnings,
-    and notes on how the paths were read (a lock: the environment its markers were
-    evaluated for)."""
+    and each lock read: the environment its markers were evaluated for."""
 
     groups: tuple[Group, ...]
     errors: tuple[str, ...]
     warnings: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    locks: tuple[Evaluated, ...] = ()
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """How the paths were read, a line each: which environment each lock was read for."""
+        return tuple(lock.note() for lock in self.locks)
 
     def __add__(self, other: Audit) -> Audit:
         return Audit(
             self.groups + other.groups,
             self.errors + other.errors,
             self.warnings + other.warnings,
-            self.notes + other.notes,
+            self.locks + other.locks,
         )
 
 

@@ -115,6 +115,17 @@ class Target:
         )
         return found
 
+    def to_json(self) -> dict[str, object]:
+        """The target as ``inspect --json`` states it (environment.schema.json)."""
+        return {
+            "system": self.system,
+            "machine": self.machine,
+            "python": str(self.python),
+            "glibc": f"2.{self.glibc}" if self.glibc is not None else None,
+            "given": self.given,
+            "described": self.describe(),
+        }
+
     def installs(self, wheel: Iterable[tags.Tag]) -> bool:
         """Whether pip on the target would install a wheel of these tags."""
         return not self.supported().isdisjoint(wheel)
@@ -297,15 +308,37 @@ def read_lock(text: str, where: str, target: Target) -> Lock:
 
 
 @dataclass(frozen=True)
+class Evaluated:
+    """A lock read for a target: the lock as named, the target its markers were evaluated
+    for, and how many of its requirements the markers left out."""
+
+    lock: str
+    target: Target
+    left_out: int
+
+    def note(self) -> str:
+        """The line the console prints: which environment was evaluated."""
+        note = f"{self.lock}: markers evaluated for {self.target.describe()}"
+        if self.left_out:
+            note += f"; {self.left_out} requirement(s) for other environments left out"
+        return note
+
+    def to_json(self) -> dict[str, object]:
+        """As ``inspect --json`` states it (environment.schema.json's ``locks``)."""
+        return {"lock": self.lock, "target": self.target.to_json(), "left_out": self.left_out}
+
+
+@dataclass(frozen=True)
 class Resolved:
     """A lock's pins resolved to wheels on disk: the wheels to audit, error lines (a pin
     without a wheel, a digest the lock does not allow), warnings (a wheel that does not
-    install on the target) and the line that says which environment was evaluated."""
+    install on the target) and which environment was evaluated (None: the lock was not
+    read)."""
 
     wheels: tuple[Path, ...]
     errors: tuple[str, ...]
     warnings: tuple[str, ...] = ()
-    note: str = ""
+    evaluated: Evaluated | None = None
 
 
 def resolve(path: Path, target: Target) -> Resolved:
@@ -317,12 +350,10 @@ def resolve(path: Path, target: Target) -> Resolved:
     except OSError as e:
         return Resolved((), (f"{where}: cannot read: {e.strerror or e}",))
     lock = read_lock(text, where, target)
-    note = f"{where}: markers evaluated for {target.describe()}"
-    if lock.skipped:
-        note += f"; {lock.skipped} requirement(s) for other environments left out"
+    evaluated = Evaluated(where, target, lock.skipped)
     if not lock.pins:
         error = f"{where}: no pinned requirement (name==version) for {target.describe()}"
-        return Resolved((), (*lock.errors, error), (), note)
+        return Resolved((), (*lock.errors, error), (), evaluated)
     available = _wheels([path.parent, path.parent / "wheels"])
     wheels, errors, warnings = [], list(lock.errors), []
     for pin in lock.pins:
@@ -343,7 +374,7 @@ def resolve(path: Path, target: Target) -> Resolved:
             errors.append(f"{where}:{pin.line}: {pin.text}: {mismatch}")
             continue
         wheels.append(chosen)
-    return Resolved(tuple(wheels), tuple(errors), tuple(warnings), note)
+    return Resolved(tuple(wheels), tuple(errors), tuple(warnings), evaluated)
 
 
 def _wheels(

@@ -14,7 +14,7 @@ The answers are the audit's (:mod:`gate.audit.verdicts`); this module only says 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate import __version__
 from gate.audit.artifact import has_code, target_text, targets_text
@@ -30,7 +30,10 @@ from gate.rules.shares import reach
 from gate.rules.targets import Capability, Version
 from gate.rules.variants import Selector, VariantSet
 
-SCHEMA_VERSION = 3  # 3: the Tile IR category
+if TYPE_CHECKING:
+    from gate.reader.locks import Evaluated
+
+SCHEMA_VERSION = 4  # 3: the Tile IR category; 4: locks (the environment evaluated), warnings
 DOCUMENT = "cuda-gate-environment"
 _SHOWN = 3  # details and errors shown per line before "+N more" (all with verbose)
 _UNBOUNDED = 1 << 30  # a width no line reaches: every name (verbose)
@@ -601,8 +604,12 @@ def document(
     names: bool,
     scan: bool,
     runtime: Version | None,
+    locks: Sequence[Evaluated] = (),
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The whole environment document (``inspect --json`` on an environment)."""
+    """The whole environment document (``inspect --json`` on an environment): with each
+    lock read, the environment its markers were evaluated for (as the console's note says)
+    and the warnings (a chosen wheel whose tags do not install there)."""
     return {
         "version": SCHEMA_VERSION,
         "document": DOCUMENT,
@@ -613,5 +620,7 @@ def document(
         "devices": [str(c) for c in caps],
         "distributions": [distribution_json(v) for v in verdicts],
         "summary": summary_counts(verdicts, caps),
+        "locks": [lock.to_json() for lock in locks],
         "errors": list(errors),
+        "warnings": list(warnings),
     }

@@ -247,5 +247,6 @@ def _lock(path: Path, audited: Target | None) -> _Job:
     digest the lock does not allow, is an error line."""
     resolved = resolve(path, audited or target(None, None))
     job = _wheels(list(resolved.wheels))
-    said = Audit((), resolved.errors, resolved.warnings, (resolved.note,) if resolved.note else ())
+    locks = (resolved.evaluated,) if resolved.evaluated else ()
+    said = Audit((), resolved.errors, resolved.warnings, locks)
     return _Job(job.found, lambda reports: job.assemble(reports) + said)
