@@ -202,6 +202,24 @@ def _judge(
         bodies[body].append(name)
 
 
+_COMPAT = frozenset((SHT_NV_COMPAT,))
+
+
+def arch_specific(buf: Buffer, base: int, size: int, name: str) -> bool:
+    """Whether the cubin at ``buf[base:base+size]`` is arch-specific ('a'), from its ELF
+    header and ``.nv.compat`` alone (no symbols, no notes): what a headers-only read needs
+    where the fatbin entry's flags do not say (nvFatbin writes the arch it is given,
+    ``"90"``, whatever the cubin is). BadInputError when the bytes are no cubin."""
+    elf = ElfFile(buf, name, base, size)
+    if elf.machine != EM_CUDA:
+        raise BadInputError(f"{name}: not a cubin (ELF machine {elf.machine_name})")
+    specific = bool(elf.flags & (0x8 if elf.abi_version >= 8 else 0x800))
+    for _, header in elf.headers_of_type(_COMPAT):
+        lo, hi = elf.span_of(header[4], header[5], ".nv.compat")
+        specific = compat_arch_specific(bytes(elf.buf[lo:hi]), default=specific)
+    return specific
+
+
 def compat_arch_specific(data: bytes, *, default: bool) -> bool:
     """Whether a ``.nv.compat`` record set marks the cubin arch-specific ('a')."""
     pos = 0

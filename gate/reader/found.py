@@ -13,7 +13,8 @@ from array import array
 from collections.abc import Iterable
 from functools import cache
 
-from gate.reader import fatbin
+from gate.errors import BadInputError
+from gate.reader import cubin, fatbin
 from gate.reader.decoding import Copies, Decoded, Decoding, Threads, with_copies
 from gate.reader.elffile import Buffer
 from gate.reader.entries import EntryPacker, Kind
@@ -112,13 +113,11 @@ class Found:
         self.decoding.close()
 
     def _add(self, section: str, e: fatbin.Entry, d: Decoded | None) -> None:
-        variant = _VARIANT_KEYS[d.variant] if d else -1
-        key = (section, e.kind, e.flags, e.arch, e.major, e.minor, variant)
+        decoded = d.variant if d else self._header_variant(e)
+        key = (section, e.kind, e.flags, e.arch, e.major, e.minor, _VARIANT_KEYS[decoded])
         known = self.memo.get(key)
         if known is None:
-            kind, target, isa, compression, raw, debug = _shared(
-                e, d.variant if d else Variant.NONE
-            )
+            kind, target, isa, compression, raw, debug = _shared(e, decoded)
             number = e.kind if kind is Kind.UNKNOWN else 0
             shape = self.entries.shape(kind, target, isa, section, compression, debug, number)
             known = self.memo[key] = (shape, raw)
@@ -133,7 +132,33 @@ class Found:
         else:
             self.entries.add(shape, e.compressed_size, e.uncompressed_size, e.ident or None, code)
 
+    def _header_variant(self, e: fatbin.Entry) -> Variant:
+        """Without names, a cubin entry's 'a' where its flags say neither 'a' nor 'f', as
+        cuobjdump names it: nvFatbin (cuTile's fatbins) writes no flag for an sm_90a cubin.
+        Read from what costs least: the header's copy of ``.nv.compat`` (sm_100+), else a
+        cubin stored raw (its ELF header and ``.nv.compat``); a compressed one without the
+        copy is left to a names read (decompressing is what headers-only avoids). nvcc
+        flags its 'a' and 'f' builds: a large library's entries are mostly flagged or
+        carry the copy (libcublasLt 13: 1,271 compressed, 1,584 with the copy, none raw
+        without it). A part that does not read as a cubin says nothing here; a names read
+        reports it."""
+        if e.kind != fatbin.KIND_ELF or e.flags & _VARIANT_FLAGS:
+            return Variant.NONE
+        try:
+            if e.options_offset:
+                _, compat = fatbin.options(self.buf, e, self.display)
+                specific = cubin.compat_arch_specific(compat, default=False)
+            elif e.compressed_size == 0:
+                at, size = e.payload_offset, e.payload_size
+                specific = cubin.arch_specific(self.buf, at, size, self.display)
+            else:
+                return Variant.NONE
+        except BadInputError:
+            return Variant.NONE
+        return Variant.ARCH if specific else Variant.NONE
 
+
+_VARIANT_FLAGS = fatbin.FLAG_ARCH_SPECIFIC | fatbin.FLAG_FAMILY_SPECIFIC
 _Shared = tuple[Kind, Target, Version | None, str, bool, bool]
 _VARIANT_KEYS = {Variant.NONE: 0, Variant.ARCH: 1, Variant.FAMILY: 2}
 

@@ -40,8 +40,9 @@ from gate.scan.threads import decoding_pool
 FORMAT = "cuda-gate-inspection-cache"
 # Bump when what the reader reports for the same bytes changes without a release.
 # 2: trap stubs and empty kernels per cubin; 3: entry SHA-256; 4: kernel names by index;
-# 5: a headers-only read of a host ELF holding only small raw cubins reads them whole
-READER_FORMAT = 5
+# 5: a headers-only read of a host ELF holding only small raw cubins reads them whole;
+# 6: a headers-only read names a flagless arch-specific cubin (nvFatbin's) by its 'a'
+READER_FORMAT = 6
 ENV_DIR = "CUDA_GATE_CACHE_DIR"
 # Hashed this many bytes at a time, each piece's pages dropped after: a multiple of the
 # page size, and what hashing adds to the peak (as the scan's pieces, fatbin._SCAN_CHUNK).
