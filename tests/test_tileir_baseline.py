@@ -15,6 +15,7 @@ import os
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -39,6 +40,7 @@ from gate.rules.baseline import (
     compare,
     tile_needs_newer_driver,
 )
+from gate.rules.compat import DATA, CompatRules, load
 from gate.rules.routes import Path as RoutePath
 from gate.rules.routes import Route
 from gate.rules.targets import Capability, Target, Version
@@ -161,6 +163,29 @@ def test_which_tile_ir_version_needs_a_newer_driver(
     old: Version, new: Version, needs: bool
 ) -> None:
     assert tile_needs_newer_driver(old, new) is needs
+
+
+def _rules(table: dict[str, str] | None) -> CompatRules:
+    """The shipped rules with another Tile IR table (None: without one)."""
+    doc: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    if table is None:
+        del doc["tileir_min_driver"]
+    else:
+        doc["tileir_min_driver"]["table"] = table
+    return load(json.dumps(doc))
+
+
+@pytest.mark.unit
+def test_without_a_tile_ir_table_no_version_claims_a_newer_driver() -> None:
+    assert not tile_needs_newer_driver(V131, V134, _rules(None))
+    assert not tile_needs_newer_driver(V134, Version(99, 0), _rules(None))
+
+
+@pytest.mark.unit
+def test_two_tile_ir_versions_one_driver_compiles_need_no_newer_one() -> None:
+    shared = _rules({"13.1": "13.1", "13.2": "13.1", "13.3": "13.3"})
+    assert not tile_needs_newer_driver(V131, Version(13, 2), shared)
+    assert tile_needs_newer_driver(Version(13, 2), Version(13, 3), shared)
 
 
 @pytest.mark.unit

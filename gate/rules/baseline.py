@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from gate.errors import ConfigError
 from gate.rules.causes import Cause
-from gate.rules.compat import rules
+from gate.rules.compat import CompatRules, rules
 from gate.rules.kernels import readable
 from gate.rules.routes import Route, min_driver, route
 from gate.rules.targets import Capability, Target, Version
@@ -376,14 +376,14 @@ def _version(tile: TileCode | None) -> str:
     return "version unknown" if tile.version is None else str(tile.version)
 
 
-def tile_needs_newer_driver(old: Version, new: Version) -> bool:
+def tile_needs_newer_driver(old: Version, new: Version, known: CompatRules | None = None) -> bool:
     """Whether Tile IR bytecode ``new`` needs a newer driver than bytecode ``old``
-    (``compat.json``'s ``tileir_min_driver``), as :func:`needs_newer_driver` says for PTX:
-    a version newer than every rule needs a driver newer than every known one; a version
-    older than every rule makes no claim."""
+    (``known``'s ``tileir_min_driver``, the shipped rules by default), as
+    :func:`needs_newer_driver` says for PTX: a version newer than every rule needs a driver
+    newer than every known one; a version older than every rule makes no claim."""
     if new <= old:
         return False
-    known = rules()
+    known = known or rules()
     old_need, new_need = known.tile_min_driver(old), known.tile_min_driver(new)
     if new_need is None:
         return new > max(known.tile_table, default=new)
