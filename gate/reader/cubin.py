@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 import sys
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gate.errors import BadInputError
-from gate.reader import sass
+from gate.reader import memsearch, sass
 from gate.reader.elffile import EM_CUDA, SHT_NOTE, SHT_SYMTAB, STT_FUNC, Buffer, ElfFile
 from gate.rules.stubs import Body, classify
 
@@ -54,6 +55,8 @@ _shared = sys.intern
 _Y_SPACING = 256
 _Y_HOPS = 8
 _ISA_DIGITS = 4
+# Section indices from here up are reserved (SHN_ABS, SHN_COMMON, ...): no body to read.
+_SHN_LORESERVE = 0xFF00
 _TOOL_VERSION = re.compile(r"\bV\d+(?:\.\d+)+")
 
 
@@ -157,24 +160,30 @@ def _entry_names(
     # STO_CUDA_ENTRY) in C with a strided slice and translate, then unpack only those.
     candidates = table[5::width].translate(_ENTRY_FLAGGED)
     strings: tuple[int, int] | None = None
-    names = []
-    i = candidates.find(1)
+    names: list[str] = []
+    # Names are read once per distinct cubin on the decoding threads, while holding the
+    # GIL (libcublasLt: 46,237 in 1,261 cubins): the loop binds what it calls, and calls
+    # _judge only for a body it would read (sass.MAX_BODY bytes at most: a few thousand).
+    unpack, find, more, add = _SYM64.unpack_from, buf.find, candidates.find, names.append
+    intern = _shared
+    lo = hi = 0
+    i = more(1)
     while i >= 0:
-        name, info, _, shndx, value, sym_size = _SYM64.unpack_from(table, i * width)
+        name, info, _, shndx, value, sym_size = unpack(table, i * width)
         if info & 0xF == STT_FUNC and shndx != 0:
             if strings is None:
                 strtab = elf.header(link)
-                strings = elf.span_of(strtab[4], strtab[5], "string table")
-            lo, hi = strings
+                strings = lo, hi = elf.span_of(strtab[4], strtab[5], "string table")
             at = lo + name
             if at >= hi:
-                names.append("")
+                kernel = ""
             else:
-                end = buf.find(b"\0", at, hi)
-                names.append(_shared(buf[at : end if end >= 0 else hi].decode("utf-8", "replace")))
-            if bodies is not None:
-                _judge(elf, names[-1], (shndx, value, sym_size), bodies)
-        i = candidates.find(1, i + 1)
+                end = find(b"\0", at, hi)
+                kernel = intern(buf[at : end if end >= 0 else hi].decode("utf-8", "replace"))
+            add(kernel)
+            if bodies is not None and 16 <= sym_size <= sass.MAX_BODY and shndx < _SHN_LORESERVE:
+                _judge(elf, kernel, (shndx, value, sym_size), bodies)
+        i = more(1, i + 1)
     return names
 
 
@@ -188,7 +197,7 @@ def _judge(
     are not in the file is left unjudged (the listing still names the kernel).
     """
     shndx, value, size = place
-    if size > sass.MAX_BODY or size < 16 or shndx >= 0xFF00:
+    if size > sass.MAX_BODY or size < 16 or shndx >= _SHN_LORESERVE:
         return
     try:
         section = elf.header(shndx)
@@ -301,18 +310,24 @@ def _entries(text: bytes, kernels: list[str], name: str, *, final: bool) -> byte
     """
     keep = len(text) if final else max(0, len(text) - _PTX_OVERLAP)
     # Find the literal, then match the pattern only where it is: several times faster
-    # than finditer over hundreds of MB of PTX, with the same matches.
-    pos = _find_entry(text, 0)
+    # than finditer over hundreds of MB of PTX, with the same matches. memmem finds it
+    # without holding the GIL (the decoding threads search in parallel), else _find_entry.
+    searched = memsearch.in_bytes(text)
+    if searched is None:
+        find = functools.partial(_find_entry, text)
+    else:
+        find = functools.partial(searched, b".entry")
+    pos = find(0)
     while 0 <= pos < keep:
         match = _PTX_ENTRY.match(text, pos)
         if match is None:
-            pos = _find_entry(text, pos + 6)
+            pos = find(pos + 6)
             continue
         if not final and match.end() == len(text):
             keep = pos
             break
         kernels.append(_shared(match.group(1).decode("utf-8", "replace")))
-        pos = _find_entry(text, match.end())
+        pos = find(match.end())
     rest = text[keep:]
     if len(rest) > _PTX_MAX_NAME:
         raise BadInputError(f"{name}: PTX .entry name longer than {_PTX_MAX_NAME} bytes")

@@ -81,6 +81,31 @@ def address(buf: Buffer) -> Iterator[int | None]:
         ctypes.pythonapi.PyBuffer_Release(ctypes.byref(view))
 
 
+def in_bytes(data: bytes) -> Callable[[bytes, int], int] | None:
+    """A search in ``data`` (bytes: immutable, and held by the function, so its address
+    stays valid), ``(needle, start) -> offset`` as ``data.find(needle, start)``, by
+    ``memmem`` without the GIL; None where there is no ``memmem``.
+
+    For the PTX ``.entry`` search on the decoding threads: bytes.find holds the GIL for
+    the whole search, which serializes the threads (libcublasLt: 300 MB of PTX).
+    """
+    memmem = _MEMMEM
+    if memmem is None or type(data) is not bytes:
+        return None
+    base = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
+    size = len(data)
+
+    def find(needle: bytes, start: int) -> int:
+        if start < 0 or not needle:  # find's own meanings: never asked here
+            return data.find(needle, start)
+        if size - start < len(needle):
+            return -1
+        at = memmem(base + start, size - start, needle, len(needle))
+        return -1 if at is None else int(at) - base
+
+    return find
+
+
 @contextmanager
 def finder(buf: Buffer) -> Iterator[Finder]:
     """A search function over ``buf``, valid inside the ``with`` block (the buffer's
