@@ -27,6 +27,22 @@ def test_memmem_searches_bytes() -> None:
     assert memsearch.in_bytes(b".entry") is not None
 
 
+def test_large_pieces_are_searched_by_memmem(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A 1 MiB piece of a streamed text (payloads' chunk) is searched off the GIL.
+    searched: list[int] = []
+    real = memsearch.in_bytes
+
+    def recorded(data: bytes) -> object:
+        searched.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(memsearch, "in_bytes", recorded)
+    text = b".entry a\n" + b"x" * (1 << 20) + b".entry b\n"
+    assert cubin.read_ptx(text, 0, len(text), "x").kernels == ("a", "b")
+    assert searched, "no piece was searched by memmem"
+    assert min(searched) >= cubin._PTX_MEMMEM_MIN
+
+
 def test_only_bytes_are_searched_in_place() -> None:
     # A bytearray can be resized (its address moves): never searched by address.
     assert memsearch.in_bytes(bytearray(b".entry")) is None  # type: ignore[arg-type]
@@ -53,7 +69,9 @@ def test_the_same_names_with_and_without_memmem(body: bytes, cuts: list[int]) ->
     text = HEADER + body
     bounds = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
     pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
-    with_memmem = cubin.scan_ptx(iter(pieces), "x")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(cubin, "_PTX_MEMMEM_MIN", 0)  # every piece, however small
+        with_memmem = cubin.scan_ptx(iter(pieces), "x")
     with pytest.MonkeyPatch.context() as m:
         m.setattr(memsearch, "in_bytes", lambda _data: None)
         without = cubin.scan_ptx(iter(pieces), "x")
