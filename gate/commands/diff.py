@@ -19,11 +19,12 @@ def register(subparsers: Any) -> None:  # noqa: ANN401 - argparse's private subp
     """Add the `diff` subcommand."""
     parser = subparsers.add_parser(
         "diff",
-        help="compare two runs: targets, kernels, PTX ISA, bytes, routes; exit 1 on a loss",
+        help="compare two runs: targets, kernels, PTX ISA, Tile IR, bytes, routes; exit 1 on loss",
         description="Compare the device code of two gate runs, artifact by artifact (matched "
-        "by name): SASS and PTX targets, kernels per target, PTX ISA, bytes of device code, "
-        "the route per device. A dropped artifact, target or kernel, a device that lost its "
-        "native route, or a PTX ISA that needs a newer driver fails (exit 1) unless the "
+        "by name): SASS and PTX targets, Tile IR entries, kernels per target, PTX ISA and Tile "
+        "IR bytecode versions, bytes of device code, the route per device. A dropped "
+        "artifact, target, Tile IR entry or kernel, a device that lost its native route, or "
+        "a PTX ISA or Tile IR version that needs a newer driver fails (exit 1) unless the "
         "configuration's [baseline] makes it warn; additions and size changes are reported. "
         "OLD and NEW are evidence folders or stored runs: latest-accepted (of the runner "
         "class), a revision, a tag.",
