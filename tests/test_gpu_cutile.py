@@ -1,0 +1,131 @@
+"""The gpu tier of issue 44 item 4: a cuTile program that compiles its kernel when it runs.
+
+cuda-tile compiles a ``@ct.kernel`` with ``tileiras`` at its first launch, hands the cubin
+to ``cuLibraryLoadData`` and keeps it in its disk cache (``CUDA_TILE_CACHE_DIR``). The gate
+must see that module as it sees NVRTC's (a runtime module, read and judged: its SM, its
+kernel), and run each path with the tile cache empty: a program whose cubin sits in the
+user's cache, run where ``tileiras`` cannot be found, passes outside the gate and fails
+inside it, since nothing compiled earlier may stand in for this run's compile.
+
+Needs a Python with cuda-tile and torch (``GATE_TEST_TILE_PYTHON``) and ``tileiras`` on
+PATH (CUDA 13.1+, or the nvidia-cuda-tileiras wheel); skips saying which is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.test_gpu_launches import checks, gate, interpreter, target
+
+pytestmark = pytest.mark.gpu
+
+PROGRAM = """
+import torch
+import cuda.tile as ct
+
+TILE = 16
+
+
+@ct.kernel
+def vector_add(a, b, out):
+    bid = ct.bid(0)
+    x = ct.load(a, index=(bid,), shape=(TILE,))
+    y = ct.load(b, index=(bid,), shape=(TILE,))
+    ct.store(out, index=(bid,), tile=x + y)
+
+
+n = 1024
+a = torch.arange(n, dtype=torch.float32, device="cuda")
+b = torch.ones(n, dtype=torch.float32, device="cuda")
+out = torch.empty_like(a)
+ct.launch(torch.cuda.current_stream(), (n // TILE, 1, 1), vector_add, (a, b, out))
+torch.cuda.synchronize()
+print("PASS" if torch.equal(out, a + b) else "WRONG")
+"""
+
+
+def _config(python: str) -> str:
+    return f"""smoke = false
+python = "{python}"
+[[entry_point]]
+name = "cutile"
+command = ["{{python}}", "vadd.py"]
+expected_output = "PASS"
+"""
+
+
+def _tileiras() -> str:
+    found = shutil.which("tileiras")
+    if found is None:
+        pytest.skip("tileiras is not on PATH (CUDA 13.1+ or the nvidia-cuda-tileiras wheel)")
+    return found
+
+
+def test_a_cutile_kernel_compiled_at_run_time_is_captured_and_judged(tmp_path: Path) -> None:
+    python = interpreter("GATE_TEST_TILE_PYTHON", "cuda.tile, torch")
+    _tileiras()
+    (tmp_path / "vadd.py").write_text(PROGRAM, encoding="utf-8")
+    done, result, evidence = gate(tmp_path, _config(python))
+    said = done.stdout + done.stderr
+    print(said)
+    runs = checks(result, "cutile [")
+    modules = checks(result, "runtime module ")
+    print({n: (c["state"], c["message"][:200]) for n, c in {**runs, **modules}.items()})
+    assert runs["cutile [native]"]["state"] == "passed", said
+    native = [
+        c for n, c in modules.items() if n.endswith("[native]") and "vector_add" in c["message"]
+    ]
+    assert native, (modules, said)
+    assert native[0]["state"] == "passed", native
+    assert f"{target()}a" in native[0]["message"], native  # tileiras writes sm_XXa cubins
+    assert list((evidence / "loaded/runtime-modules").iterdir())
+
+
+def test_a_cubin_in_the_users_tile_cache_does_not_stand_in_for_this_runs_compile(
+    tmp_path: Path,
+) -> None:
+    python = interpreter("GATE_TEST_TILE_PYTHON", "cuda.tile, torch")
+    tileiras = _tileiras()
+    (tmp_path / "vadd.py").write_text(PROGRAM, encoding="utf-8")
+    warm = tmp_path / "warm"
+    env = {**os.environ, "CUDA_TILE_CACHE_DIR": str(warm)}
+    first = subprocess.run(
+        [python, "vadd.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "PASS" in first.stdout, first.stdout + first.stderr
+    assert any(warm.rglob("*")), "cuTile cached nothing"
+    # tileiras out of reach: the cached cubin alone makes the program pass outside the gate.
+    path = os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != Path(tileiras).parent
+    )
+    cold = {**env, "PATH": path}
+    again = subprocess.run(
+        [python, "vadd.py"],
+        cwd=tmp_path,
+        env=cold,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "PASS" in again.stdout, again.stdout + again.stderr
+    done, result, _ = gate(
+        tmp_path, _config(python), {"CUDA_TILE_CACHE_DIR": str(warm), "PATH": path}
+    )
+    said = done.stdout + done.stderr
+    print(said)
+    assert done.returncode != 0, said
+    native = checks(result, "cutile [")["cutile [native]"]
+    assert native["state"] == "failed", native
+    assert "tileiras" in native.get("output", "") + native["message"] + said, native
