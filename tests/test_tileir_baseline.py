@@ -133,8 +133,7 @@ def test_a_tile_ir_bytecode_version_that_needs_a_newer_driver_is_a_loss(
 ) -> None:
     was, now = TileCode(version=old), TileCode(version=new)
     (found,) = _tile_rows(was, now)
-    cell = {None: "version unknown"}
-    before, after = cell.get(old, str(old)), cell.get(new, str(new))
+    before, after = (("version unknown" if v is None else str(v)) for v in (old, new))
     assert found == Row("lib.so", TILE_LABEL, before, after, row)  # the whole row, as printed
     said = [c for c in _changes(was, now) if "Tile IR bytecode" in c.what]
     assert said == changes
