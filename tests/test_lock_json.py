@@ -79,7 +79,7 @@ def test_the_json_names_the_environment_evaluated_and_the_tag_warnings(
     lock = tmp_path / "requirements.txt"
     lock.write_text("MarkupSafe==3.0.2\n" + UNIVERSAL)
     doc = _inspect_json([*AARCH64, str(lock)], capsys)
-    assert doc["version"] == 4
+    assert doc["version"] == 5
     assert doc["locks"] == [
         {
             "lock": str(lock),

@@ -434,6 +434,33 @@ def test_a_distribution_passes_a_device_when_every_part_does() -> None:
     assert not DeviceVerdict(cap, Category.MIXED, (_part(NOTHING), _part(NATIVE))).passes
 
 
+TILE_UNKNOWN = Outcome(
+    Category.TILE_IR, Route(Path.TILE_IR, None, Version(13, 4), Version(13, 4)), "tile.fatbin"
+)
+ELSEWHERE = Outcome(Category.OTHER_DEVICES, OTHER, "sm120a.cubin: only for other devices")
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "driver", "undecided"),
+    [
+        ((TILE_UNKNOWN,), None, True),
+        ((NATIVE, TILE_UNKNOWN), None, True),
+        ((TILE_UNKNOWN, ELSEWHERE), None, True),  # as its kernels' shares count it
+        ((TILE_UNKNOWN,), Version(13, 3), False),  # known not to compile 13.4
+        ((TILE_UNKNOWN, NOTHING), None, False),  # a part known not to run decides
+        ((ELSEWHERE,), None, False),
+        ((NATIVE,), None, False),  # passes: nothing undecided
+        ((), None, False),
+    ],
+)
+def test_a_device_fails_undecided_only_by_tile_ir_of_unknown_support(
+    outcomes: tuple[Outcome, ...], driver: Version | None, undecided: bool
+) -> None:
+    parts = tuple(_part(o, f"lib{i}.so") for i, o in enumerate(outcomes))
+    dev = DeviceVerdict(Capability(9, 0), Category.MIXED, parts, None, driver)
+    assert dev.undecided is undecided
+
+
 def test_a_device_s_parts_are_counted_per_category_best_first() -> None:
     parts = (_part(NOTHING), _part(PTX_OK), _part(NATIVE), _part(NOTHING_TOO), _part(OLDER))
     counts = DeviceVerdict(Capability(9, 0), Category.MIXED, parts).counts()

@@ -159,6 +159,62 @@ def test_a_line_says_first_whether_it_runs_partly_or_not(
     assert reach(tally(groups), passes=passes) is expected
 
 
+# Tile IR whose driver support is unknown (no driver known, or a bytecode version the
+# rules do not hold) is neither "runs" nor "does not run": unknown, where it is all that
+# lacks usable code.
+TILE = Route(Path.TILE_IR, None, Version(13, 4), Version(13, 4))
+TILE_NEW = Route(Path.TILE_IR, None, Version(99, 0), None)  # a version the table lacks
+# (groups, driver, whether every part passes, the reach)
+TILE_REACH_ROWS = [
+    ([(TILE, ("a",))], None, False, Reach.UNKNOWN),
+    ([(TILE, ("a",))], None, True, Reach.UNKNOWN),
+    ([(TILE, ("a",))], Version(13, 4), True, Reach.RUNS),  # known to compile it
+    ([(TILE, ("a",))], Version(13, 3), False, Reach.NONE),  # known not to
+    ([(TILE_NEW, ("a",))], Version(13, 4), False, Reach.UNKNOWN),
+    ([(EXACT, ("a",)), (TILE, ("b",))], None, False, Reach.UNKNOWN),
+    ([(EXACT, ("a",)), (TILE, ("b",))], Version(13, 3), False, Reach.PARTLY),
+    ([(TILE, ("a",)), (OTHER, ("x",))], None, True, Reach.UNKNOWN),
+    # A kernel with no code at all is known not to run: no longer unknown, and the Tile
+    # IR kernel may run, so not "does not run" either.
+    ([(TILE, ("a",)), (NONE, ("b",))], None, False, Reach.PARTLY),
+    ([(TILE, ("a",)), (NONE, ("b",))], Version(13, 3), False, Reach.NONE),
+    ([(PTX_NEW, ("a",))], DRIVER, False, Reach.NONE),  # not Tile IR: decided
+]
+
+
+@pytest.mark.parametrize(("groups", "driver", "passes", "expected"), TILE_REACH_ROWS)
+def test_tile_ir_of_unknown_driver_support_reads_unknown(
+    groups: list[tuple[Route, tuple[str, ...]]],
+    driver: Version | None,
+    passes: bool,
+    expected: Reach,
+) -> None:
+    shares = tally(groups, driver)
+    assert reach(shares, passes=passes) is expected
+    assert [s.route for s in shares.undecided] == [
+        s.route for s in shares.shares if s.route.undecided(driver)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("route", "driver", "expected"),
+    [
+        (TILE, None, True),
+        (TILE, Version(13, 4), False),
+        (TILE, Version(13, 3), False),
+        (TILE_NEW, Version(13, 4), True),
+        (TILE_NEW, Version(12, 0), False),  # older than any Tile IR support
+        (PTX_NEW, None, False),  # PTX of unknown support is judged usable, not undecided
+        (NONE, None, False),
+        (EXACT, None, False),
+    ],
+)
+def test_only_tile_ir_of_unknown_driver_support_is_undecided(
+    route: Route, driver: Version | None, expected: bool
+) -> None:
+    assert route.undecided(driver) is expected
+
+
 # --- Step 5: how far one artifact runs, from its kernels' (or targets') routes ----------
 # (routes, driver, the reach)
 REACH_OF_ROWS = [

@@ -122,13 +122,54 @@ def test_the_environment_audit_of_tile_ir_says_tile_ir_and_validates(
     doc = json.loads(out)
     text = resources.files("gate").joinpath("schemas/environment.schema.json").read_text("utf-8")
     jsonschema.validate(doc, json.loads(text))
-    assert doc["version"] == 4
+    assert doc["version"] == 5
     assert "Tile IR" in out
     code = main([*args, "--require-device", "12.1", str(tmp_path / "env")])
     out, err = capsys.readouterr()
     assert code == 1, out + err
     assert "Tile IR (bytecode 13.4, driver >= 13.4)" in out
     assert "LTO" not in out + err
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("names", [False, True])
+def test_the_environment_audit_says_unknown_where_tile_ir_support_is_unknown(
+    made: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], names: bool
+) -> None:
+    # No driver known (--no-detect): whether the Tile IR compiles is unknown, and no line
+    # may say "does not run" or count it among those that cannot run.
+    folder = tmp_path / "env" / "pkg"
+    folder.mkdir(parents=True)
+    for name in ("tile_only.fatbin", "cubin_tile.fatbin", "cubin120.fatbin"):
+        shutil.copy(made / name, folder / name)
+    args = ["inspect", "--no-detect", "--by-distribution", "--device", "9.0", "--device", "12.1"]
+    args += ["--names"] if names else []
+    code = main([*args, "--require-device", "12.1", str(tmp_path / "env")])
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    rows = [line for line in out.splitlines() if "9.0 " in line or "12.1 " in line]
+    verdicts = [r for r in rows if "unknown:" in r]
+    assert len(verdicts) == 2, out
+    assert "does not run" not in out + err
+    assert "that do not run" not in out
+    header = next(line for line in out.splitlines() if line.startswith("summary"))
+    assert header.endswith("unknown  cannot run"), out
+    for cap in ("9.0", "12.1"):
+        row = next(line for line in out.splitlines() if line.startswith(f"{cap} "))
+        assert row.split()[-2:] == ["1", "0"], out
+    assert "pkg/ -: is not known to run on 12.1" in err
+    assert "not known to run on a required device (12.1)" in err
+    code = main([*args, "--json", str(tmp_path / "env")])
+    doc = json.loads(capsys.readouterr().out)
+    text = resources.files("gate").joinpath("schemas/environment.schema.json").read_text("utf-8")
+    jsonschema.validate(doc, json.loads(text))
+    (dist,) = doc["distributions"]
+    for dev in dist["devices"]:
+        assert (dev["passes"], dev["undecided"]) == (False, True), dev
+        assert "unknown" in dev["verdict"], dev
+        assert "does not run" not in dev["verdict"], dev
+        if names:
+            assert dev["kernels"]["reach"] == "unknown", dev
 
 
 def _prediction(*routes: Route, driver: Version | None = None) -> DevicePrediction:

@@ -107,7 +107,7 @@ def judge_group(
                 parts.append(replace(part, kernels=counted))
         kernels = kernels_of(parts)
         category = environment.overall(parts, errors=bool(errors), kernels=kernels)
-        devices.append(DeviceVerdict(cap, category, tuple(parts), kernels))
+        devices.append(DeviceVerdict(cap, category, tuple(parts), kernels, driver))
     return DistributionVerdict(group, sets, tuple(devices), errors)
 
 

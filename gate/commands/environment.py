@@ -150,6 +150,6 @@ def _exit(
     if unmet:
         devices = ", ".join(str(c) for c in required)
         raise NotAcceptedError(
-            f"{len(unmet)} distribution/device pair(s) that cannot run on a required "
+            f"{len(unmet)} distribution/device pair(s) not known to run on a required "
             f"device ({devices})"
         )

@@ -33,7 +33,8 @@ from gate.rules.variants import Selector, VariantSet
 if TYPE_CHECKING:
     from gate.reader.locks import Evaluated
 
-SCHEMA_VERSION = 4  # 3: the Tile IR category; 4: locks (the environment evaluated), warnings
+SCHEMA_VERSION = 5  # 3: the Tile IR category; 4: locks (the environment evaluated), warnings;
+# 5: reach "unknown" (Tile IR of unknown driver support), a device's "undecided"
 DOCUMENT = "cuda-gate-environment"
 _SHOWN = 3  # details and errors shown per line before "+N more" (all with verbose)
 _UNBOUNDED = 1 << 30  # a width no line reaches: every name (verbose)
@@ -108,22 +109,27 @@ def unmet_lines(v: DistributionVerdict, required: Sequence[Capability]) -> list[
             if short.by_targets
             else ""
         )
+        dev = next(d for d in v.devices if d.capability == short.capability)
         missing = short.kernels.missing if short.kernels is not None else ()
         total = short.kernels.total if short.kernels is not None else 0
         what = (
             "; ".join(share_words(m, total if not i else None) for i, m in enumerate(missing))
             if missing
+            else "nothing is known to run there"
+            if dev.undecided
             else "nothing runs there"
         )
+        verb = "is not known to run" if dev.undecided else "does not run"
         lines.append(
-            f"{dist.name} {dist.version}: does not run on {short.capability}: "
-            f"{what} in {shown}{hint}"
+            f"{dist.name} {dist.version}: {verb} on {short.capability}: {what} in {shown}{hint}"
         )
     return lines
 
 
 def _fails(dev: DeviceVerdict) -> str:
-    return "; does not run" if not dev.passes and dev.category is Category.MIXED else ""
+    if dev.passes or dev.category is not Category.MIXED:
+        return ""
+    return "; unknown" if dev.undecided else "; does not run"
 
 
 def console(
@@ -341,11 +347,13 @@ def _by_category(dev: DeviceVerdict) -> list[tuple[str, list[str], bool, set[str
     return found
 
 
-def _failing_words(what: str) -> str:
+def _failing_words(what: str, *, undecided: bool = False) -> str:
     if what == Category.NOTHING.value:
         return "with nothing for this device"
     if what == Category.OTHER_DEVICES.value:
         return "only for other devices"
+    if undecided:
+        return f"whose driver support is unknown ({what})"
     return f"that do not run ({what})"
 
 
@@ -363,12 +371,23 @@ def _mixed(dev: DeviceVerdict, width: int) -> tuple[str, set[str]]:
     passing = [(what, names) for what, names, ok, _ in groups if ok]
     failing = [(details, names) for _, names, ok, details in groups if not ok]
     words = [what for what, _, ok, _ in groups if not ok]
-    head = "runs" if not failing else "partly" if passing else "does not run"
+    undecided = {
+        p.name for p in dev.parts if p.outcome.route and p.outcome.route.undecided(dev.driver)
+    }
+    head = (
+        "runs"
+        if not failing
+        else "unknown"
+        if dev.undecided
+        else "partly"
+        if passing
+        else "does not run"
+    )
     said = _running(passing, len(dev.parts) if failing else 0)
     bases = []
     for i, ((_, names), what) in enumerate(zip(failing, words, strict=True)):
         count = plural(len(names), "library", "libraries") if not (i or passing) else len(names)
-        bases.append(f"{count} {_failing_words(what)}")
+        bases.append(f"{count} {_failing_words(what, undecided=undecided >= set(names))}")
     text = f"{head}: {said}"
     named = set()
     for j, (base, (details, names)) in enumerate(zip(bases, failing, strict=True)):
@@ -485,10 +504,17 @@ def _summary(verdicts: Sequence[DistributionVerdict], caps: Sequence[Capability]
         return ["no device given (--device CAP): no verdict"]
     counts = summary_counts(verdicts, caps)
     used = [c.value for c in _COLUMNS if any(row[c.value] for row in counts.values())]
+    # A distribution that fails only by Tile IR of unknown driver support is counted
+    # apart: it is not known to run, nor known not to.
     fails = {
-        str(cap): sum(1 for v in verdicts if not v.devices[i].passes) for i, cap in enumerate(caps)
+        str(cap): sum(1 for v in verdicts if not v.devices[i].passes and not v.devices[i].undecided)
+        for i, cap in enumerate(caps)
     }
-    header = ["summary", *used, "cannot run"]
+    unknown = {
+        str(cap): sum(1 for v in verdicts if v.devices[i].undecided) for i, cap in enumerate(caps)
+    }
+    shown = any(unknown.values())
+    header = ["summary", *used, *(["unknown"] if shown else []), "cannot run"]
     widths = [max(len(h), 6) for h in header]
     lines = [
         "  ".join(
@@ -497,7 +523,12 @@ def _summary(verdicts: Sequence[DistributionVerdict], caps: Sequence[Capability]
         )
     ]
     for cap, row in counts.items():
-        cells = [cap, *(str(row[c]) for c in used), str(fails[cap])]
+        cells = [
+            cap,
+            *(str(row[c]) for c in used),
+            *([str(unknown[cap])] if shown else []),
+            str(fails[cap]),
+        ]
         lines.append(
             "  ".join(
                 f"{c:>{w}}" if j else f"{c:<{w}}"
@@ -587,6 +618,7 @@ def distribution_json(v: DistributionVerdict) -> dict[str, Any]:
                 "category": dev.category.value,
                 "verdict": verdict_text(dev) + by_target_note(v, dev),
                 "passes": dev.passes,
+                "undecided": dev.undecided,
                 "per_kernel": dev.kernels is not None,
                 "kernels": _kernels_json(dev),
                 "parts": [_part_json(p) for p in dev.parts],

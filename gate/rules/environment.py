@@ -137,11 +137,24 @@ class DeviceVerdict:
     # Its kernels by route, where every part's kernel names were read; None: judged by
     # targets alone.
     kernels: Shares | None = None
+    driver: Version | None = None  # the driver the routes were judged for; None: unknown
 
     @property
     def passes(self) -> bool:
         """Whether every part runs there (a distribution of no part passes)."""
         return all(p.outcome.passes for p in self.parts)
+
+    @property
+    def undecided(self) -> bool:
+        """It fails by parts whose route may yet run: Tile IR the driver's support is
+        unknown for (:meth:`gate.rules.routes.Route.undecided`), beside none that fails
+        but by being built only for other devices (as its kernels' shares count them:
+        not expected there). Such a distribution is not said to run, nor to not run:
+        *unknown*."""
+        failing = [p.outcome for p in self.parts if not p.outcome.passes]
+        undecided = [o for o in failing if o.route is not None and o.route.undecided(self.driver)]
+        elsewhere = [o for o in failing if o.category is Category.OTHER_DEVICES]
+        return bool(undecided) and len(undecided) + len(elsewhere) == len(failing)
 
     def counts(self) -> dict[Category, int]:
         """Parts per category, best first."""

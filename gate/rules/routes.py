@@ -118,6 +118,12 @@ class Route:
             return tile_support(self.ptx_isa, driver) is True
         return True
 
+    def undecided(self, driver: Version | None) -> bool:
+        """Whether the rules cannot say if this route runs: Tile IR whose bytecode version
+        the driver's support is unknown for (no driver known, or a version the table does
+        not hold). Such a route is not usable (never "runs"), yet nothing says it fails."""
+        return self.path is Path.TILE_IR and tile_support(self.ptx_isa, driver) is None
+
     def expected(self) -> bool:
         """Whether the device is one this code was built for (not only for other devices)."""
         return self.path is not Path.OTHER_DEVICES

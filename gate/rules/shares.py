@@ -15,14 +15,17 @@ kernels: each library launches its own). Which route each kernel takes is
    one expected there has usable code (SASS, or PTX its driver can JIT); *partly*
    (:attr:`Shares.partly`): some have usable code and some do not.
 4. What a distribution's line says first (:func:`reach`): *runs* when it passes the
-   device and every kernel built for it runs; *does not run* when no kernel built for it
-   has usable code; else *partly* (some kernels have no code, or some library has none
-   built for this device).
+   device and every kernel built for it runs; *unknown* when every kernel built for it
+   without usable code is Tile IR whose driver support the rules cannot judge
+   (:meth:`gate.rules.routes.Route.undecided`: neither "runs" nor "does not run"); *does
+   not run* when no kernel built for it has usable code, nor any such Tile IR; else
+   *partly* (some kernels have no code, or some library has none built for this device).
 5. How far one artifact runs (:func:`reach_of`), from the routes its kernels (or, read
    without names, its targets) take: every one expected there usable (and one is), some,
    or none.
 6. Whether that meets ``--require-device`` (:func:`meets`), the one rule a file and a
-   distribution's libraries are judged by: *runs* passes, *does not run* fails, and
+   distribution's libraries are judged by: *runs* passes, *does not run* and *unknown*
+   fail (what may not run is never read as running), and
    *partly* passes unless ``strict``. A vendor library picks its kernels per device
    (cuBLAS carries kernels built only for sm_75 beside its sm_90 and sm_121 ones): a
    binary cannot tell those from kernels a build forgot, so only ``--strict`` (the rule
@@ -75,6 +78,12 @@ class Shares:
         return tuple(s for s in self.expected if not s.route.usable(self.driver))
 
     @property
+    def undecided(self) -> tuple[Share, ...]:
+        """The shares without usable code whose route may yet run: Tile IR the driver's
+        support is unknown for (:meth:`gate.rules.routes.Route.undecided`)."""
+        return tuple(s for s in self.missing if s.route.undecided(self.driver))
+
+    @property
     def majority(self) -> Share | None:
         """The route most kernels expected here take (step 2); None with no kernel."""
         return self.shares[0] if self.shares else None
@@ -107,6 +116,7 @@ class Reach(enum.Enum):
     """How far a distribution runs on a device, as its line says first (step 4)."""
 
     RUNS = "runs"
+    UNKNOWN = "unknown"
     PARTLY = "partly"
     NONE = "does not run"
 
@@ -115,7 +125,9 @@ def reach(shares: Shares, *, passes: bool) -> Reach:
     """Step 4: ``passes`` is whether every part of the distribution passes the device."""
     if passes and shares.runs:
         return Reach.RUNS
-    if len(shares.missing) < len(shares.expected):
+    if shares.missing and len(shares.undecided) == len(shares.missing):
+        return Reach.UNKNOWN
+    if len(shares.missing) < len(shares.expected) or shares.undecided:
         return Reach.PARTLY
     return Reach.NONE
 
