@@ -15,9 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gate import __version__
-from gate.audit.artifact import predict, target_text, verdict
+from gate.audit.artifact import ALL_KERNELS, predict, target_text, verdict
 from gate.reader.listing import (
     DeviceEntry,
+    DevicePrediction,
+    KernelPrediction,
     Kind,
     Listing,
     missing_by_target,
@@ -27,7 +29,7 @@ from gate.reader.read import ArtifactReport
 from gate.reader.stubs import stubs_of, unread_targets
 from gate.render.wording import kernels_by, plural
 from gate.rules.kernels import readable
-from gate.rules.routes import Path, Route
+from gate.rules.routes import Path, Route, tile_support
 from gate.rules.targets import Capability, Target, Version
 
 SCHEMA_VERSION = 1
@@ -43,6 +45,20 @@ def kind_target_text(kind: Kind, target: Target, number: int = 0) -> str:
     if kind is Kind.UNKNOWN:
         return f"kind_{number}"
     return target_text(kind, target)
+
+
+def tile_verdict(prediction: DevicePrediction) -> str | None:
+    """The verdict where Tile IR decides it (some kernel's route is Tile IR and none lacks
+    code), else None: Tile IR runs only where the driver is known to compile its bytecode
+    (:func:`gate.rules.routes.tile_support`); where that is unknown the verdict says so."""
+    tile = [r for r, _ in prediction.by_route if r.path is Path.TILE_IR]
+    if not tile or any(r.path is Path.NONE for r, _ in prediction.by_route):
+        return None
+    if all(r.usable(prediction.driver) for r in tile):
+        return None
+    if any(tile_support(r.ptx_isa, prediction.driver) is False for r in tile):
+        return "Tile IR needs a newer driver"
+    return "unknown: Tile IR runs only where the driver compiles its bytecode version"
 
 
 def route_json(r: Route) -> dict[str, Any]:
@@ -125,7 +141,7 @@ def artifact_json(
     everything = set().union(*(g.kernels for g in groups.values())) if names else set()
     devices = []
     for cap in caps if report.error is None else ():
-        prediction = predict(report, cap)
+        prediction = _predict(report, cap)
         routes: dict[str, list[str]] = {}
         by_text: dict[str, Route] = {}
         for r, ks in prediction.by_route:  # one group per route: describe() once each
@@ -134,7 +150,7 @@ def artifact_json(
         devices.append(
             {
                 "capability": str(cap),
-                "verdict": verdict(report, prediction),
+                "verdict": tile_verdict(prediction) or verdict(report, prediction),
                 "native": prediction.native,
                 "runnable": prediction.runnable,
                 "per_kernel": names,
@@ -187,6 +203,15 @@ def artifact_json(
         "stubs": _stubs_json(listing, caps) if names and report.error is None else None,
         "devices": devices,
     }
+
+
+def _predict(report: ArtifactReport, cap: Capability) -> DevicePrediction:
+    """:func:`gate.audit.artifact.predict`, and without names for an artifact whose only
+    routed code is Tile IR, its Tile IR route standing for every kernel (not "no kernels")."""
+    listing = report.listing
+    if report.names or not listing.has_tile or listing.targets(Kind.SASS) or listing.has_ptx:
+        return predict(report, cap)
+    return DevicePrediction(cap, (KernelPrediction(ALL_KERNELS, listing.target_route(cap)),))
 
 
 def _entry_extra(e: DeviceEntry) -> dict[str, Any]:
