@@ -8,8 +8,10 @@ imported when used (or by the pipeline's preload thread), not at start.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +57,43 @@ def test_every_name_the_store_exports_resolves_from_its_module() -> None:
     assert set(gate.store._WHERE) == set(gate.store.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = gate.store.nothing
+
+
+# `inspect` of one file: its bounds come from gate.config.options, and nothing of the
+# project's configuration (records, and through them the baseline rules) is imported.
+INSPECT = (
+    "import sys, json, contextlib, io, gate.cli\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    gate.cli.main(['inspect', '--names', '--no-cache', sys.executable])\n"
+    "print(json.dumps(sorted(sys.modules)))"
+)
+
+
+@pytest.mark.integration
+def test_inspect_of_a_file_does_not_import_the_project_configuration(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", INSPECT],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=env,
+    )
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "gate.config.options" in loaded, done.stderr
+    assert [m for m in ("gate.config.records", "gate.rules.baseline") if m in loaded] == []
+
+
+@pytest.mark.unit
+def test_every_name_the_configuration_exports_resolves_from_its_module() -> None:
+    import importlib
+
+    import gate.config
+
+    for name in gate.config.__all__:
+        module = importlib.import_module(f"gate.config.{gate.config._WHERE[name]}")
+        assert getattr(gate.config, name) is getattr(module, name), name
+    assert set(gate.config._WHERE) == set(gate.config.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = gate.config.nothing

@@ -85,22 +85,51 @@ checks, placeholders and ``[policy]`` table beside them. Import from here.
 
 from __future__ import annotations
 
-from gate.config.artifacts import resolve_artifact_specs
-from gate.config.files import CONFIG_FILE, MAX_DEPTH, PYPROJECT, find_config, load, parse_text
-from gate.config.placeholders import PLACEHOLDERS, substitute
-from gate.config.records import (
-    BUILD_TIMEOUT,
-    SMOKE_NAME,
-    ArtifactSpec,
-    BuildCommand,
-    BuildStep,
-    Config,
-    ContainerSettings,
-    EntryPoint,
-    EntryPointSpec,
-    ResolvedArtifact,
-)
-from gate.config.tables import parse
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gate.config.artifacts import resolve_artifact_specs
+    from gate.config.files import CONFIG_FILE, MAX_DEPTH, PYPROJECT, find_config, load, parse_text
+    from gate.config.placeholders import PLACEHOLDERS, substitute
+    from gate.config.records import (
+        BUILD_TIMEOUT,
+        SMOKE_NAME,
+        ArtifactSpec,
+        BuildCommand,
+        BuildStep,
+        Config,
+        ContainerSettings,
+        EntryPoint,
+        EntryPointSpec,
+        ResolvedArtifact,
+    )
+    from gate.config.tables import parse
+
+# Each public name's module: imported on first use, so that a command needing one part
+# (inspect: gate.config.options) does not pay for the rest (records -> rules.baseline).
+_WHERE = {
+    "ArtifactSpec": "records",
+    "BUILD_TIMEOUT": "records",
+    "BuildCommand": "records",
+    "BuildStep": "records",
+    "CONFIG_FILE": "files",
+    "Config": "records",
+    "ContainerSettings": "records",
+    "EntryPoint": "records",
+    "EntryPointSpec": "records",
+    "MAX_DEPTH": "files",
+    "PLACEHOLDERS": "placeholders",
+    "PYPROJECT": "files",
+    "ResolvedArtifact": "records",
+    "SMOKE_NAME": "records",
+    "find_config": "files",
+    "load": "files",
+    "parse": "tables",
+    "parse_text": "files",
+    "resolve_artifact_specs": "artifacts",
+    "substitute": "placeholders",
+}
 
 __all__ = [
     "BUILD_TIMEOUT",
@@ -124,3 +153,13 @@ __all__ = [
     "resolve_artifact_specs",
     "substitute",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module on first use."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gate.config' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"gate.config.{module}"), name)
+    globals()[name] = value
+    return value

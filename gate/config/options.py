@@ -49,11 +49,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from gate.config.records import Config
 from gate.reader.limits import ENV as LIMITS
 from gate.reader.limits import parse_value
+
+if TYPE_CHECKING:
+    from gate.config.records import Config
 
 T = TypeVar("T")
 
