@@ -24,6 +24,7 @@ LAYERS = (
     ("gate", 0),  # gate/__init__.py: the version only
     ("gate.errors", 0),
     ("gate.demangle", 1),
+    ("gate.lazy", 1),  # package names imported on first use (gate.store, gate.config)
     ("gate.rules", 2),  # the decision core: below everything that decides
     ("gate.reader", 3),
     ("gate.fsutil", 3),

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-import gate.store
-
 # What the run command and the pipeline import at start (gate.commands.run's handler).
 START = (
     "import gate.cli, gate.commands.run, gate.pipeline; "
@@ -47,18 +45,6 @@ def test_the_run_starts_without_what_only_later_stages_need() -> None:
     assert [m for m in LATER if m in loaded] == []
 
 
-@pytest.mark.unit
-def test_every_name_the_store_exports_resolves_from_its_module() -> None:
-    import importlib
-
-    for name in gate.store.__all__:
-        module = importlib.import_module(f"gate.store.{gate.store._WHERE[name]}")
-        assert getattr(gate.store, name) is getattr(module, name), name
-    assert set(gate.store._WHERE) == set(gate.store.__all__)
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        _ = gate.store.nothing
-
-
 # `inspect` of one file: its bounds come from gate.config.options, and nothing of the
 # project's configuration (records, and through them the baseline rules) is imported.
 INSPECT = (
@@ -86,14 +72,14 @@ def test_inspect_of_a_file_does_not_import_the_project_configuration(tmp_path: P
 
 
 @pytest.mark.unit
-def test_every_name_the_configuration_exports_resolves_from_its_module() -> None:
+@pytest.mark.parametrize("package", ["gate.store", "gate.config"])
+def test_every_name_a_package_exports_resolves_from_its_module(package: str) -> None:
     import importlib
 
-    import gate.config
-
-    for name in gate.config.__all__:
-        module = importlib.import_module(f"gate.config.{gate.config._WHERE[name]}")
-        assert getattr(gate.config, name) is getattr(module, name), name
-    assert set(gate.config._WHERE) == set(gate.config.__all__)
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        _ = gate.config.nothing
+    lazy = importlib.import_module(package)
+    for name in lazy.__all__:
+        module = importlib.import_module(f"{package}.{lazy._WHERE[name]}")
+        assert getattr(lazy, name) is getattr(module, name), name
+    assert set(lazy._WHERE) == set(lazy.__all__)
+    with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'nothing'"):
+        _ = lazy.nothing

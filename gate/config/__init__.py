@@ -85,8 +85,9 @@ checks, placeholders and ``[policy]`` table beside them. Import from here.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from gate.lazy import exports
 
 if TYPE_CHECKING:
     from gate.config.artifacts import resolve_artifact_specs
@@ -155,11 +156,9 @@ __all__ = [
 ]
 
 
+_exports = exports(__name__, _WHERE, globals())
+
+
 def __getattr__(name: str) -> object:
     """A public name, imported from its module on first use."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gate.config' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"gate.config.{module}"), name)
-    globals()[name] = value
-    return value
+    return _exports(name)

@@ -11,8 +11,9 @@ The public API:
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from gate.lazy import exports
 
 if TYPE_CHECKING:
     from gate.store.api import ResumeReport, open_store, publish, resume
@@ -87,11 +88,9 @@ __all__ = [
 ]
 
 
+_exports = exports(__name__, _WHERE, globals())
+
+
 def __getattr__(name: str) -> object:
     """A public name, imported from its module on first use."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gate.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"gate.store.{module}"), name)
-    globals()[name] = value
-    return value
+    return _exports(name)
