@@ -66,6 +66,20 @@ def _tileiras() -> str:
     return found
 
 
+def _passes_alone(python: str, folder: Path, env: dict[str, str]) -> None:
+    """The program passes outside the gate, run with ``env``."""
+    done = subprocess.run(
+        [python, "vadd.py"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "PASS" in done.stdout, done.stdout + done.stderr
+
+
 def test_a_cutile_kernel_compiled_at_run_time_is_captured_and_judged(tmp_path: Path) -> None:
     python = interpreter("GATE_TEST_TILE_PYTHON", "cuda.tile, torch")
     _tileiras()
@@ -94,32 +108,14 @@ def test_a_cubin_in_the_users_tile_cache_does_not_stand_in_for_this_runs_compile
     (tmp_path / "vadd.py").write_text(PROGRAM, encoding="utf-8")
     warm = tmp_path / "warm"
     env = {**os.environ, "CUDA_TILE_CACHE_DIR": str(warm)}
-    first = subprocess.run(
-        [python, "vadd.py"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert "PASS" in first.stdout, first.stdout + first.stderr
+    _passes_alone(python, tmp_path, env)
     assert any(warm.rglob("*")), "cuTile cached nothing"
     # tileiras out of reach: the cached cubin alone makes the program pass outside the gate.
     path = os.pathsep.join(
         p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != Path(tileiras).parent
     )
     cold = {**env, "PATH": path}
-    again = subprocess.run(
-        [python, "vadd.py"],
-        cwd=tmp_path,
-        env=cold,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert "PASS" in again.stdout, again.stdout + again.stderr
+    _passes_alone(python, tmp_path, cold)
     done, result, _ = gate(
         tmp_path, _config(python), {"CUDA_TILE_CACHE_DIR": str(warm), "PATH": path}
     )

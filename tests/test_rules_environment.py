@@ -459,6 +459,13 @@ def test_a_device_fails_undecided_only_by_tile_ir_of_unknown_support(
     parts = tuple(_part(o, f"lib{i}.so") for i, o in enumerate(outcomes))
     dev = DeviceVerdict(Capability(9, 0), Category.MIXED, parts, None, driver)
     assert dev.undecided is undecided
+    unknown = driver is None  # TILE_UNKNOWN's 13.4 is known to the rules: the driver decides
+    assert dev.undecided_parts == tuple(
+        f"lib{i}.so" for i, o in enumerate(outcomes) if o is TILE_UNKNOWN and unknown
+    )
+    # What --require-device says of it: "is not known to run" only where undecided.
+    said = shortfalls((dev,), (Capability(9, 0),), frozenset())
+    assert [s.undecided for s in said] == ([] if dev.passes else [undecided])
 
 
 def test_a_device_s_parts_are_counted_per_category_best_first() -> None:

@@ -160,7 +160,9 @@ def test_the_environment_audit_says_unknown_where_tile_ir_support_is_unknown(
     assert "pkg/ -: is not known to run on 12.1" in err
     assert "not known to run on a required device (12.1)" in err
     code = main([*args, "--json", str(tmp_path / "env")])
-    doc = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc = json.loads(out)
     text = resources.files("gate").joinpath("schemas/environment.schema.json").read_text("utf-8")
     jsonschema.validate(doc, json.loads(text))
     (dist,) = doc["distributions"]

@@ -145,16 +145,26 @@ class DeviceVerdict:
         return all(p.outcome.passes for p in self.parts)
 
     @property
+    def undecided_parts(self) -> tuple[str, ...]:
+        """The parts that fail only because their route may yet run: Tile IR the driver's
+        support is unknown for (:meth:`gate.rules.routes.Route.undecided`)."""
+        return tuple(
+            p.name
+            for p in self.parts
+            if not p.outcome.passes
+            and p.outcome.route is not None
+            and p.outcome.route.undecided(self.driver)
+        )
+
+    @property
     def undecided(self) -> bool:
-        """It fails by parts whose route may yet run: Tile IR the driver's support is
-        unknown for (:meth:`gate.rules.routes.Route.undecided`), beside none that fails
-        but by being built only for other devices (as its kernels' shares count them:
-        not expected there). Such a distribution is not said to run, nor to not run:
-        *unknown*."""
+        """It fails by :attr:`undecided_parts`, beside none that fails but by being built
+        only for other devices (as its kernels' shares count them: not expected there).
+        Such a distribution is not said to run, nor to not run: *unknown*."""
         failing = [p.outcome for p in self.parts if not p.outcome.passes]
-        undecided = [o for o in failing if o.route is not None and o.route.undecided(self.driver)]
+        undecided = len(self.undecided_parts)
         elsewhere = [o for o in failing if o.category is Category.OTHER_DEVICES]
-        return bool(undecided) and len(undecided) + len(elsewhere) == len(failing)
+        return bool(undecided) and undecided + len(elsewhere) == len(failing)
 
     def counts(self) -> dict[Category, int]:
         """Parts per category, best first."""
@@ -293,6 +303,7 @@ class Shortfall:
     by_targets: bool  # some of them judged by targets alone: its kernel names were not read
     # The kernels of the failing parts by route, where every one's were counted.
     kernels: Shares | None = None
+    undecided: bool = False  # it fails only by Tile IR of unknown driver support
 
 
 def shortfalls(
@@ -310,7 +321,7 @@ def shortfalls(
         failing = [p for p in dev.parts if not p.outcome.passes]
         names = tuple(p.name for p in failing)
         by_targets = any(n in unnamed for n in names)
-        out.append(Shortfall(dev.capability, names, by_targets, kernels_of(failing)))
+        out.append(Shortfall(dev.capability, names, by_targets, kernels_of(failing), dev.undecided))
     return tuple(out)
 
 
