@@ -89,7 +89,9 @@ def report(
     for line in unmet:
         print(f"cuda-gate: error: {line}", file=sys.stderr, flush=True)
     if args.json or args.output:
-        doc = envview.document(
+        from gate.render.environment_json import document
+
+        doc = document(
             verdicts,
             caps,
             errors,

@@ -1,7 +1,7 @@
 """What `cuda-gate inspect` shows for an environment (or a wheel): one line per
 distribution per device, the libraries behind a mixed answer, the alternatives of
-runtime-selected builds, and a closing summary table; the JSON document
-(``gate/schemas/environment.schema.json``).
+runtime-selected builds, and a closing summary table (the JSON document:
+:mod:`gate.render.environment_json`).
 
 A mixed answer says its bottom line first (``partly: 40 of 52 libraries by exact SASS
 (sm_120); 12 with nothing for this device: ...``). Identical artifacts of a distribution
@@ -14,15 +14,13 @@ The answers are the audit's (:mod:`gate.audit.verdicts`); this module only says 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gate import __version__
 from gate.audit.artifact import has_code, target_text, targets_text
 from gate.audit.verdicts import DistributionVerdict
 from gate.reader.distributions import Owner
 from gate.reader.listing import Kind, totals
 from gate.reader.sections import PRIMARY_SECTIONS
-from gate.render.inspect import route_json
 from gate.render.shares import share_words, shares_text
 from gate.render.wording import plural
 from gate.rules.environment import Category, DeviceVerdict, Outcome, Part, shortfalls
@@ -31,11 +29,8 @@ from gate.rules.targets import Capability, Version
 from gate.rules.variants import Selector, VariantSet
 
 if TYPE_CHECKING:
-    from gate.reader.locks import Evaluated
+    pass
 
-SCHEMA_VERSION = 5  # 3: the Tile IR category; 4: locks (the environment evaluated), warnings;
-# 5: reach "unknown" (Tile IR of unknown driver support), a device's "undecided"
-DOCUMENT = "cuda-gate-environment"
 _SHOWN = 3  # details and errors shown per line before "+N more" (all with verbose)
 _UNBOUNDED = 1 << 30  # a width no line reaches: every name (verbose)
 # The summary's columns, in the order of Category (best first).
@@ -109,17 +104,16 @@ def unmet_lines(v: DistributionVerdict, required: Sequence[Capability]) -> list[
             if short.by_targets
             else ""
         )
-        dev = next(d for d in v.devices if d.capability == short.capability)
         missing = short.kernels.missing if short.kernels is not None else ()
         total = short.kernels.total if short.kernels is not None else 0
         what = (
             "; ".join(share_words(m, total if not i else None) for i, m in enumerate(missing))
             if missing
             else "nothing is known to run there"
-            if dev.undecided
+            if short.undecided
             else "nothing runs there"
         )
-        verb = "is not known to run" if dev.undecided else "does not run"
+        verb = "is not known to run" if short.undecided else "does not run"
         lines.append(
             f"{dist.name} {dist.version}: {verb} on {short.capability}: {what} in {shown}{hint}"
         )
@@ -371,18 +365,8 @@ def _mixed(dev: DeviceVerdict, width: int) -> tuple[str, set[str]]:
     passing = [(what, names) for what, names, ok, _ in groups if ok]
     failing = [(details, names) for _, names, ok, details in groups if not ok]
     words = [what for what, _, ok, _ in groups if not ok]
-    undecided = {
-        p.name for p in dev.parts if p.outcome.route and p.outcome.route.undecided(dev.driver)
-    }
-    head = (
-        "runs"
-        if not failing
-        else "unknown"
-        if dev.undecided
-        else "partly"
-        if passing
-        else "does not run"
-    )
+    undecided = set(dev.undecided_parts)
+    head = _mixed_head(dev, passing=bool(passing), failing=bool(failing))
     said = _running(passing, len(dev.parts) if failing else 0)
     bases = []
     for i, ((_, names), what) in enumerate(zip(failing, words, strict=True)):
@@ -397,6 +381,16 @@ def _mixed(dev: DeviceVerdict, width: int) -> tuple[str, set[str]]:
         named |= details if shown == len(names) else set()
         text += part
     return text, named
+
+
+def _mixed_head(dev: DeviceVerdict, *, passing: bool, failing: bool) -> str:
+    """A mixed answer's bottom line: runs, unknown (it fails only by Tile IR of unknown
+    driver support), partly or does not run."""
+    if not failing:
+        return "runs"
+    if dev.undecided:
+        return "unknown"
+    return "partly" if passing else "does not run"
 
 
 def _running(passing: list[tuple[str, list[str]]], total: int) -> str:
@@ -536,123 +530,3 @@ def _summary(verdicts: Sequence[DistributionVerdict], caps: Sequence[Capability]
             )
         )
     return lines
-
-
-def _outcome_json(o: Outcome | None) -> dict[str, Any] | None:
-    if o is None:
-        return None
-    route = route_json(o.route) if o.route is not None else None
-    return {"category": o.category.value, "route": route, "reason": o.reason}
-
-
-def _part_json(p: Part) -> dict[str, Any]:
-    return {
-        "name": p.name,
-        **(_outcome_json(p.outcome) or {}),
-        "passes": p.outcome.passes,
-        "alternatives": p.variants.family if p.variants else None,
-        "chosen": list(p.chosen),
-        "builds": [{"label": label, "outcome": _outcome_json(o)} for label, o in p.builds],
-    }
-
-
-def _kernels_json(dev: DeviceVerdict) -> dict[str, Any] | None:
-    """The kernels by route (names only for those with no usable code); None by targets."""
-    shares = dev.kernels
-    if shares is None:
-        return None
-    missing = shares.missing
-    return {
-        "total": shares.total,
-        "reach": reach(shares, passes=dev.passes).value,
-        "shares": [
-            {
-                "route": route_json(s.route),
-                "kernels": s.count,
-                "usable": s.route.usable(shares.driver),
-                "kernel_names": list(s.kernels) if s in missing else None,
-            }
-            for s in shares.shares
-        ],
-    }
-
-
-def _set_json(s: VariantSet) -> dict[str, Any]:
-    return {
-        "family": s.family,
-        "rule": s.rule.name,
-        "selector": s.rule.selector.value,
-        "says": s.rule.says,
-        "source": s.rule.source,
-        "builds": [
-            {
-                "label": b.label,
-                "path": b.path,
-                "other_backend": b.other_backend,
-                "runtime": str(b.runtime) if b.runtime else None,
-            }
-            for b in s.variants
-        ],
-    }
-
-
-def distribution_json(v: DistributionVerdict) -> dict[str, Any]:
-    """One distribution of the document."""
-    dist = v.group.distribution
-    return {
-        "name": dist.name,
-        "version": dist.version,
-        "owner": dist.owner.value,
-        "source": dist.source,
-        "artifacts": len(v.group.reports),
-        "with_device_code": sum(1 for r in v.group.reports if has_code(r)),
-        "errors": list(v.errors),
-        "variant_sets": [_set_json(s) for s in v.sets],
-        "groups": [
-            {"count": len(names), "targets": targets, "routes": list(routes), "members": names}
-            for targets, routes, names in identical(v)
-        ],
-        "devices": [
-            {
-                "capability": str(dev.capability),
-                "category": dev.category.value,
-                "verdict": verdict_text(dev) + by_target_note(v, dev),
-                "passes": dev.passes,
-                "undecided": dev.undecided,
-                "per_kernel": dev.kernels is not None,
-                "kernels": _kernels_json(dev),
-                "parts": [_part_json(p) for p in dev.parts],
-            }
-            for dev in v.devices
-        ],
-    }
-
-
-def document(
-    verdicts: Sequence[DistributionVerdict],
-    caps: Sequence[Capability],
-    errors: Sequence[str],
-    *,
-    names: bool,
-    scan: bool,
-    runtime: Version | None,
-    locks: Sequence[Evaluated] = (),
-    warnings: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The whole environment document (``inspect --json`` on an environment): with each
-    lock read, the environment its markers were evaluated for (as the console's note says)
-    and the warnings (a chosen wheel whose tags do not install there)."""
-    return {
-        "version": SCHEMA_VERSION,
-        "document": DOCUMENT,
-        "tool": {"name": "cuda-gate", "version": __version__},
-        "names": names,
-        "scan": scan,
-        "cuda_runtime": str(runtime) if runtime else None,
-        "devices": [str(c) for c in caps],
-        "distributions": [distribution_json(v) for v in verdicts],
-        "summary": summary_counts(verdicts, caps),
-        "locks": [lock.to_json() for lock in locks],
-        "errors": list(errors),
-        "warnings": list(warnings),
-    }
