@@ -66,6 +66,14 @@ def _tileiras() -> str:
     return found
 
 
+def _toolkit(tileiras: str) -> dict[str, str]:
+    """CUDA_HOME at the toolkit ``tileiras`` came with. cuda-tile hands CUDA_HOME on to a
+    ``tileiras`` found on PATH, and tileiras takes ptxas and libnvvm from there: a CUDA_HOME
+    of an older toolkit (a CUDA 13.0 image sets /usr/local/cuda) makes every compile exit 5,
+    "failed to compile Tile IR program" (seen on the device, reproduced here)."""
+    return {"CUDA_HOME": str(Path(tileiras).resolve().parent.parent)}
+
+
 def _passes_alone(python: str, folder: Path, env: dict[str, str]) -> None:
     """The program passes outside the gate, run with ``env``."""
     done = subprocess.run(
@@ -82,9 +90,9 @@ def _passes_alone(python: str, folder: Path, env: dict[str, str]) -> None:
 
 def test_a_cutile_kernel_compiled_at_run_time_is_captured_and_judged(tmp_path: Path) -> None:
     python = interpreter("GATE_TEST_TILE_PYTHON", "cuda.tile, torch")
-    _tileiras()
+    tileiras = _tileiras()
     (tmp_path / "vadd.py").write_text(PROGRAM, encoding="utf-8")
-    done, result, evidence = gate(tmp_path, _config(python))
+    done, result, evidence = gate(tmp_path, _config(python), _toolkit(tileiras))
     said = done.stdout + done.stderr
     print(said)
     runs = checks(result, "cutile [")
@@ -107,17 +115,18 @@ def test_a_cubin_in_the_users_tile_cache_does_not_stand_in_for_this_runs_compile
     tileiras = _tileiras()
     (tmp_path / "vadd.py").write_text(PROGRAM, encoding="utf-8")
     warm = tmp_path / "warm"
-    env = {**os.environ, "CUDA_TILE_CACHE_DIR": str(warm)}
+    env = {**os.environ, "CUDA_TILE_CACHE_DIR": str(warm), **_toolkit(tileiras)}
     _passes_alone(python, tmp_path, env)
     assert any(warm.rglob("*")), "cuTile cached nothing"
     # tileiras out of reach: the cached cubin alone makes the program pass outside the gate.
     path = os.pathsep.join(
         p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != Path(tileiras).parent
     )
-    cold = {**env, "PATH": path}
+    # An empty CUDA_HOME too: cuda-tile looks for tileiras in $CUDA_HOME/bin after PATH.
+    cold = {**env, "PATH": path, "CUDA_HOME": ""}
     _passes_alone(python, tmp_path, cold)
     done, result, _ = gate(
-        tmp_path, _config(python), {"CUDA_TILE_CACHE_DIR": str(warm), "PATH": path}
+        tmp_path, _config(python), {"CUDA_TILE_CACHE_DIR": str(warm), "PATH": path, "CUDA_HOME": ""}
     )
     said = done.stdout + done.stderr
     print(said)
