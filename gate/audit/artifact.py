@@ -150,21 +150,35 @@ def _compiled(prediction: DevicePrediction) -> str:
     return "runs only through PTX JIT" if jit_only else "partly through PTX JIT"
 
 
+def tile_blocked(prediction: DevicePrediction) -> str | None:
+    """Why some Tile IR route keeps the device from being known to run: the driver is known
+    not to compile its bytecode version, or the rules do not say that it does
+    (:func:`gate.rules.routes.tile_support`; ``unknown``, never "runs"); else None (no
+    Tile IR route, or every one runs). The short form: ``inspect``'s file line follows it
+    with the routes."""
+    support = [
+        tile_support(r.ptx_isa, prediction.driver)
+        for r, _ in prediction.by_route
+        if r.path is Path.TILE_IR
+    ]
+    if False in support:
+        return "Tile IR needs a newer driver"
+    if None in support:
+        return "unknown: Tile IR runs only where the driver compiles its bytecode version"
+    return None
+
+
 def _tile_phrase(prediction: DevicePrediction) -> str | None:
     """Where some expected kernel's route is Tile IR (every one has code): the driver's
-    Tile IR compiler at load time, not the PTX JIT. ``unknown`` where the rules do not say
-    that the driver compiles its bytecode version (:func:`gate.rules.routes.tile_support`),
-    never "runs"; else None (no Tile IR route)."""
+    Tile IR compiler at load time, not the PTX JIT; :func:`tile_blocked` where it is not
+    known to run, naming the routes; else None (no Tile IR route)."""
     tile = [r for r, _ in prediction.by_route if r.path is Path.TILE_IR]
     if not tile:
         return None
-    driver = prediction.driver
     said = "; ".join(dict.fromkeys(r.describe() for r in tile))
-    support = [tile_support(r.ptx_isa, driver) for r in tile]
-    if False in support:
-        return f"Tile IR needs a newer driver: {said}"
-    if None in support:
-        return f"unknown: Tile IR runs only where the driver compiles its bytecode version: {said}"
+    blocked = tile_blocked(prediction)
+    if blocked is not None:
+        return f"{blocked}: {said}"
     if not prediction.runnable:
         return "PTX JIT needs a newer driver"
     others = [

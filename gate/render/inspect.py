@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gate import __version__
-from gate.audit.artifact import ALL_KERNELS, predict, target_text, verdict
+from gate.audit.artifact import ALL_KERNELS, predict, target_text, tile_blocked, verdict
 from gate.reader.listing import (
     DeviceEntry,
     DevicePrediction,
@@ -29,7 +29,7 @@ from gate.reader.read import ArtifactReport
 from gate.reader.stubs import stubs_of, unread_targets
 from gate.render.wording import kernels_by, plural
 from gate.rules.kernels import readable
-from gate.rules.routes import Path, Route, tile_support
+from gate.rules.routes import Path, Route
 from gate.rules.targets import Capability, Target, Version
 
 SCHEMA_VERSION = 1
@@ -49,16 +49,10 @@ def kind_target_text(kind: Kind, target: Target, number: int = 0) -> str:
 
 def tile_verdict(prediction: DevicePrediction) -> str | None:
     """The verdict where Tile IR decides it (some kernel's route is Tile IR and none lacks
-    code), else None: Tile IR runs only where the driver is known to compile its bytecode
-    (:func:`gate.rules.routes.tile_support`); where that is unknown the verdict says so."""
-    tile = [r for r, _ in prediction.by_route if r.path is Path.TILE_IR]
-    if not tile or any(r.path is Path.NONE for r, _ in prediction.by_route):
+    code): :func:`gate.audit.artifact.tile_blocked`'s short form, else None."""
+    if any(r.path is Path.NONE for r, _ in prediction.by_route):
         return None
-    if all(r.usable(prediction.driver) for r in tile):
-        return None
-    if any(tile_support(r.ptx_isa, prediction.driver) is False for r in tile):
-        return "Tile IR needs a newer driver"
-    return "unknown: Tile IR runs only where the driver compiles its bytecode version"
+    return tile_blocked(prediction)
 
 
 def route_json(r: Route) -> dict[str, Any]:
