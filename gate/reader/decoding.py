@@ -6,6 +6,10 @@ for byte (decoded once for all) and :class:`Decoding` takes the rest, in order, 
 entries, and each one's SHA-256), in batches: on the threads a :class:`Threads` starts
 while the reader reads on, for a large artifact, else in the calling thread; the pages
 each batch was read from are dropped once decoded (:func:`gate.reader.pages.releaser`).
+The pool may be of forked processes (``separate_memory``: gate.scan.forked): each batch
+then comes back with the bytes its process charged to its own copy of the budget, which
+are charged here, so the artifact's bound holds over all of them; a batch whose process
+died is decoded here.
 """
 
 from __future__ import annotations
@@ -161,7 +165,7 @@ class Decoding:
         self._workers = min(os.cpu_count() or 1, _WORKERS)
         self._release = releaser(buf)
         self._pool: Executor | None = None
-        self._jobs: deque[Future[list[Decoded | None]] | list[fatbin.Entry]] = deque()
+        self._jobs: deque[Future[list[Decoded | None]] | _Charged | list[fatbin.Entry]] = deque()
         self._batch: list[fatbin.Entry] = []
         self._stored = self._decoded = 0  # the batch's stored and decoded bytes
         self._count = 0  # entries decoded (not LTO IR) handed over so far
@@ -181,7 +185,18 @@ class Decoding:
         self._flush()
         while self._jobs:
             job = self._jobs.popleft()
-            yield from self._decode(job) if isinstance(job, list) else job.result()
+            if isinstance(job, list):
+                yield from self._decode(job)
+            elif isinstance(job, _Charged):
+                try:
+                    found, used = job.future.result()
+                except DecoderLostError:  # its process ended (killed?): decoded here instead
+                    yield from self._decode(job.batch)
+                    continue
+                self._budget.charge(used, f"fatbin entry at {job.batch[-1].offset:#x}")
+                yield from found
+            else:
+                yield from job.result()
 
     def close(self) -> None:
         """Stop the threads, if any: batches not started are dropped, running ones end."""
@@ -206,7 +221,17 @@ class Decoding:
             return
         if self._pool is None:
             self._pool = threads(self._workers)
-        self._jobs.append(self._pool.submit(self._decode, batch))
+        if getattr(self._pool, "separate_memory", False):
+            self._jobs.append(_Charged(self._pool.submit(self._decode_charged, batch), batch))
+        else:
+            self._jobs.append(self._pool.submit(self._decode, batch))
+
+    def _decode_charged(self, batch: list[fatbin.Entry]) -> tuple[list[Decoded | None], int]:
+        """:meth:`_decode` in a process of its own (gate.scan.forked), with the bytes it
+        charged to its copy of the budget: the caller charges them to the artifact's."""
+        before = self._budget.used
+        found = self._decode(batch)
+        return found, self._budget.used - before
 
     def _decode(self, batch: list[fatbin.Entry]) -> list[Decoded | None]:
         found = [decode(self._buf, e, self._display, self._budget, self._digests) for e in batch]
@@ -215,6 +240,19 @@ class Decoding:
         last = batch[-1]
         self._release(batch[0].offset, last.payload_offset + last.payload_size)
         return found
+
+
+class DecoderLostError(RuntimeError):
+    """A process decoding a batch ended before it said what the batch holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Charged:
+    """A batch decoded in another process: its future gives what it found and the bytes
+    it charged to that process's copy of the budget."""
+
+    future: Future[tuple[list[Decoded | None], int]]
+    batch: list[fatbin.Entry]
 
 
 def with_copies(

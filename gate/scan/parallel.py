@@ -197,6 +197,9 @@ def _tasks(todo: list[int], sizes: dict[int, int]) -> list[list[int]]:
 
 def _work(found: list[Found], how: _How, folder: str) -> list[tuple[ArtifactReport, ...]]:
     """Files read in a worker (a module-level function: the pool pickles it)."""
+    from gate.scan import forked  # noqa: PLC0415  (a worker reads one of many files)
+
+    forked.forbid_in_this_process()
     if folder:
         from gate.scan.cache import ENV_DIR  # noqa: PLC0415
 
