@@ -5,7 +5,6 @@ is unsafe (gate.scan.forked)."""
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +18,7 @@ from gate.reader.decoding import DecoderLostError
 from gate.reader.limits import Limits
 from gate.reader.read import read_artifact
 from gate.scan import forked, threads
+from tests.test_reader_pipeline import one_container_per_entry
 
 # The suite's own "still-running" thread is alive during each test, so these tests fork a
 # process with two threads (the gate never does: gate.scan.forked.usable); Python 3.12
@@ -51,23 +51,6 @@ class Started:
         return self.pools[-1]
 
 
-def _per_entry(path: Path) -> bytes:
-    """The fatbin entries of ``path``'s first containers, each in a container of its own."""
-    buf = path.read_bytes()
-    at = buf.find(fatbin.CONTAINER_PREFIX)
-    entries: list[fatbin.Entry] = []
-    while at >= 0 and buf.startswith(fatbin.CONTAINER_PREFIX, at):
-        container = fatbin.parse_container(buf, at, len(buf), path.name)
-        entries += container.entries
-        at += container.size
-    assert len(entries) >= 2
-    out = b""
-    for e in entries:
-        body = buf[e.offset : e.offset + e.header_size + e.payload_size]
-        out += fatbin.CONTAINER_PREFIX + struct.pack("<Q", len(body)) + body
-    return out
-
-
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -79,7 +62,7 @@ def _gone(pid: int) -> bool:
 @pytest.mark.parametrize("golden", ["libkernels.so", "debug.fatbin", "multi.o"])
 def test_forked_decoders_read_what_one_thread_reads(golden: str, tmp_path: Path) -> None:
     path = tmp_path / "x.fatbin"
-    path.write_bytes(_per_entry(GOLDEN / golden))
+    path.write_bytes(one_container_per_entry(GOLDEN / golden))
     started = Started()
     report = read_artifact(path, threads=started)
     assert len(started.pools) == 1  # the batches went to forked workers
@@ -89,7 +72,7 @@ def test_forked_decoders_read_what_one_thread_reads(golden: str, tmp_path: Path)
 
 
 def test_an_error_in_a_worker_is_the_one_a_serial_read_gives(tmp_path: Path) -> None:
-    blob = bytearray(_per_entry(GOLDEN / "libkernels.so"))
+    blob = bytearray(one_container_per_entry(GOLDEN / "libkernels.so"))
     second = fatbin.parse_container(blob, 0, len(blob), "x").size
     entry = fatbin.parse_container(blob, second, len(blob), "x").entries[0]
     blob[entry.payload_offset : entry.payload_offset + 4] = b"JUNK"  # no ELF cubin any more
@@ -109,7 +92,7 @@ def test_the_decompression_bound_holds_over_all_the_workers(tmp_path: Path) -> N
     # debug.fatbin: two zstd entries of about 10 kB each. One worker each: no copy of the
     # budget passes the bound alone, their sum does, as in one process.
     path = tmp_path / "x.fatbin"
-    path.write_bytes(_per_entry(GOLDEN / "debug.fatbin"))
+    path.write_bytes(one_container_per_entry(GOLDEN / "debug.fatbin"))
     entries = [
         e
         for c in fatbin.parse_containers(path.read_bytes(), 0, path.stat().st_size, "x")
@@ -133,7 +116,7 @@ def test_batches_of_a_worker_that_died_are_decoded_by_the_reader(
     # A worker killed (for memory, say) loses the batches it held: the read still gives
     # the whole listing, decoding them itself.
     path = tmp_path / "x.fatbin"
-    path.write_bytes(_per_entry(GOLDEN / "multi.o"))
+    path.write_bytes(one_container_per_entry(GOLDEN / "multi.o"))
     parent = os.getpid()
     real = decoding.Decoding._decode_charged
 
