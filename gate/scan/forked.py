@@ -105,12 +105,7 @@ class ForkedDecoders(Executor):
             self._collector = None
         for pid in self._pids:
             os.waitpid(pid, 0)
-        self._pids = []
-        with self._lock:
-            held = [f for q in self._held for f in q]
-            self._held = [deque() for _ in self._held]
-        for future in held:
-            self._fail(future)
+        self._pids = []  # the collector failed what each worker held when its pipe closed
 
     def _start(self, fn: Callable[..., Any]) -> None:
         self._fn = fn
@@ -171,7 +166,8 @@ class ForkedDecoders(Executor):
 
 
 class _Reader:
-    """Length-prefixed messages read from a pipe as they arrive."""
+    """Length-prefixed messages read from a pipe as they arrive (a worker's tasks, the
+    parent's results)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -199,25 +195,6 @@ def _send(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _receive(fd: int) -> bytes | None:
-    head = _read_exactly(fd, _LENGTH.size)
-    if head is None:
-        return None
-    (size,) = _LENGTH.unpack(head)
-    return _read_exactly(fd, size)
-
-
-def _read_exactly(fd: int, size: int) -> bytes | None:
-    parts, left = [], size
-    while left:
-        chunk = os.read(fd, left)
-        if not chunk:
-            return None
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
-
-
 def _serve(fn: Callable[..., Any], tasks: int, results: int) -> None:
     """A worker: run ``fn`` on each task until the task pipe closes, then exit."""
     code = 0
@@ -227,13 +204,15 @@ def _serve(fn: Callable[..., Any], tasks: int, results: int) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         for number in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(number, signal.SIG_DFL)
-        while (message := _receive(tasks)) is not None:
-            args, kwargs = pickle.loads(message)  # noqa: S301  (our parent's)
-            try:
-                reply = (True, fn(*args, **kwargs))
-            except Exception as e:  # noqa: BLE001  (handed to the parent's future)
-                reply = (False, e)
-            _send(results, pickle.dumps(reply, pickle.HIGHEST_PROTOCOL))
+        reader = _Reader(tasks)
+        while (messages := reader.read()) is not None:
+            for message in messages:
+                args, kwargs = pickle.loads(message)  # noqa: S301  (our parent's)
+                try:
+                    reply = (True, fn(*args, **kwargs))
+                except Exception as e:  # noqa: BLE001  (handed to the parent's future)
+                    reply = (False, e)
+                _send(results, pickle.dumps(reply, pickle.HIGHEST_PROTOCOL))
     except BaseException:  # noqa: BLE001  (a worker never returns into the parent's code)
         code = 1
     os._exit(code)
