@@ -16,6 +16,7 @@ import os
 import shutil
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -107,24 +108,35 @@ def test_a_cubin_and_tile_ir_run_the_cubin_where_it_runs_and_tile_ir_elsewhere(
     assert outcome(report, GB10, driver=V134).passes
 
 
+def _environment(made: Path, tmp_path: Path, *names: str) -> Path:
+    """An environment folder holding one distribution (``pkg/``) of the named inputs."""
+    folder = tmp_path / "env" / "pkg"
+    folder.mkdir(parents=True)
+    for name in names:
+        shutil.copy(made / name, folder / name)
+    return tmp_path / "env"
+
+
+def _audit_json(args: list[str], env: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """``inspect ARGS --json ENV``: exit 0 and a document valid against the schema."""
+    code = main([*args, "--json", str(env)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc: dict[str, Any] = json.loads(out)
+    text = resources.files("gate").joinpath("schemas/environment.schema.json").read_text("utf-8")
+    jsonschema.validate(doc, json.loads(text))
+    assert "Tile IR" in out
+    return doc
+
+
 @pytest.mark.integration
 def test_the_environment_audit_of_tile_ir_says_tile_ir_and_validates(
     made: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = tmp_path / "env" / "pkg"
-    folder.mkdir(parents=True)
-    for name in ("tile_only.fatbin", "cubin_tile.fatbin"):
-        shutil.copy(made / name, folder / name)
+    env = _environment(made, tmp_path, "tile_only.fatbin", "cubin_tile.fatbin")
     args = ["inspect", "--no-detect", "--by-distribution", "--device", "9.0", "--names"]
-    code = main([*args, "--json", str(tmp_path / "env")])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    doc = json.loads(out)
-    text = resources.files("gate").joinpath("schemas/environment.schema.json").read_text("utf-8")
-    jsonschema.validate(doc, json.loads(text))
-    assert doc["version"] == 5
-    assert "Tile IR" in out
-    code = main([*args, "--require-device", "12.1", str(tmp_path / "env")])
+    assert _audit_json(args, env, capsys)["version"] == 5
+    code = main([*args, "--require-device", "12.1", str(env)])
     out, err = capsys.readouterr()
     assert code == 1, out + err
     assert "Tile IR (bytecode 13.4, driver >= 13.4)" in out
@@ -138,13 +150,10 @@ def test_the_environment_audit_says_unknown_where_tile_ir_support_is_unknown(
 ) -> None:
     # No driver known (--no-detect): whether the Tile IR compiles is unknown, and no line
     # may say "does not run" or count it among those that cannot run.
-    folder = tmp_path / "env" / "pkg"
-    folder.mkdir(parents=True)
-    for name in ("tile_only.fatbin", "cubin_tile.fatbin", "cubin120.fatbin"):
-        shutil.copy(made / name, folder / name)
+    env = _environment(made, tmp_path, "tile_only.fatbin", "cubin_tile.fatbin", "cubin120.fatbin")
     args = ["inspect", "--no-detect", "--by-distribution", "--device", "9.0", "--device", "12.1"]
     args += ["--names"] if names else []
-    code = main([*args, "--require-device", "12.1", str(tmp_path / "env")])
+    code = main([*args, "--require-device", "12.1", str(env)])
     out, err = capsys.readouterr()
     assert code == 1, out + err
     rows = [line for line in out.splitlines() if "9.0 " in line or "12.1 " in line]
@@ -159,13 +168,7 @@ def test_the_environment_audit_says_unknown_where_tile_ir_support_is_unknown(
         assert row.split()[-2:] == ["1", "0"], out
     assert "pkg/ -: is not known to run on 12.1" in err
     assert "not known to run on a required device (12.1)" in err
-    code = main([*args, "--json", str(tmp_path / "env")])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    doc = json.loads(out)
-    text = resources.files("gate").joinpath("schemas/environment.schema.json").read_text("utf-8")
-    jsonschema.validate(doc, json.loads(text))
-    (dist,) = doc["distributions"]
+    (dist,) = _audit_json(args, env, capsys)["distributions"]
     for dev in dist["devices"]:
         assert (dev["passes"], dev["undecided"]) == (False, True), dev
         assert "unknown" in dev["verdict"], dev
