@@ -203,3 +203,39 @@ def test_no_fork_where_it_is_unsafe_or_not_worth_it(monkeypatch: pytest.MonkeyPa
         other.join()
     forked.forbid_in_this_process()  # a worker of gate.scan.parallel
     assert not forked.usable()
+
+
+def test_once_processes_run_they_take_the_small_batches_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Threads leave a batch of small entries to the reading thread (their Python work
+    # holds the GIL); processes hold no GIL in common: left to the reader, cuDNN's 1,760
+    # small entries kept it busy long after its sixteen workers were done.
+    path = tmp_path / "x.fatbin"
+    path.write_bytes(one_container_per_entry(GOLDEN / "libkernels.so"))
+    blob = path.read_bytes()
+    sizes = [
+        max(e.payload_size, e.uncompressed_size)
+        for c in fatbin.parse_containers(blob, 0, len(blob), "x")
+        for e in c.entries
+        if e.kind in decoding.DECODED
+    ]
+    bar = max(sizes[:-1])  # the first entry this large starts the pool
+    first = sizes.index(bar)
+    assert any(s < bar for s in sizes[first + 1 :])  # small ones come after it
+    monkeypatch.setattr(decoding, "PARALLEL_MEAN_BYTES", bar)
+    parent, here = os.getpid(), []
+    real = decoding.Decoding._decode
+
+    def counted(self: decoding.Decoding, batch: list[fatbin.Entry]) -> object:
+        if os.getpid() == parent:
+            here.extend(batch)
+        return real(self, batch)
+
+    monkeypatch.setattr(decoding.Decoding, "_decode", counted)
+    report = read_artifact(path, threads=Started())
+    assert len(here) == first  # only those before the pool started
+    assert report.listing == read_artifact(path).listing
+    here.clear()
+    read_artifact(path, threads=ThreadPoolExecutor)
+    assert len(here) > first  # threads: the small ones after it as well
