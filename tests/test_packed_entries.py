@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import pickle
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from gate.reader.listing import (
     totals,
 )
 from gate.reader.read import ArtifactReport, read_buffer
+from gate.reader.stubs import stubs_of
 from gate.render.inspect import artifact_json
 from gate.rules.targets import Capability, Target, Version
 
@@ -134,6 +136,13 @@ def test_a_packed_listing_answers_as_the_tuple_listing_does(case: Case) -> None:
         )
         assert tuple(ours.each(kind)) == theirs.of_kind(kind)
         assert ours.targets(kind) == theirs.targets(kind)
+        # Copies left out, nothing else: what each distinct entry decodes to, per target.
+        assert (
+            _decoded(ours.distinct(kind))
+            == _decoded(theirs.distinct(kind))
+            == _decoded(e for e in entries if e.kind is kind)
+        )
+        assert len(tuple(ours.distinct(kind))) <= len(ours.of_kind(kind))
     assert ours.kernels() == theirs.kernels()
     assert ours.missing_kernels() == theirs.missing_kernels()
     for cap in CAPS:
@@ -142,6 +151,35 @@ def test_a_packed_listing_answers_as_the_tuple_listing_does(case: Case) -> None:
     report = ArtifactReport("x.so", "ELF", 64, "x86-64", ours, names=True)
     other = ArtifactReport("x.so", "ELF", 64, "x86-64", theirs, names=True)
     assert artifact_json(report, CAPS) == artifact_json(other, CAPS)
+
+
+def _decoded(entries: Iterable[DeviceEntry]) -> set[tuple[object, ...]]:
+    return {(e.target, e.kernels, e.traps, e.empty) for e in entries}
+
+
+def test_distinct_entries_leave_out_the_copies_of_one_payload_only() -> None:
+    sm90, sm80 = Target.parse("sm_90"), Target.parse("sm_80")
+    packer = EntryPacker()
+    shape90 = packer.shape(Kind.SASS, sm90, None, ".nv_fatbin", "zstd", False)
+    shape80 = packer.shape(Kind.SASS, sm80, None, ".nv_fatbin", "zstd", False)
+    first = packer.code(("k",), None, (), ("k",), "")
+    other = packer.code(("k",), None, (), ("k",), "")  # the same names, another payload
+    packer.add(shape90, 1, 2, None, first)
+    packer.add(shape90, 3, 4, None, first)  # a copy
+    packer.add(shape80, 5, 6, None, first)  # the same code on another target
+    packer.add(shape90, 7, 8, None, other)
+    listing = Listing(packer.entries())
+    assert [(e.target, e.size) for e in listing.distinct(Kind.SASS)] == [
+        (sm90, 2), (sm80, 6), (sm90, 8)
+    ]  # fmt: skip
+    assert list(listing.distinct(Kind.PTX)) == []
+    # A kernel empty in two cubins of one target is empty on that target once.
+    (stub,) = stubs_of(listing, ())
+    assert (stub.kernel, stub.trap, stub.has_code) == ("k", False, False)
+    assert stub.targets == (sm90, sm80)
+    as_tuple = Listing(tuple(listing.entries))
+    assert [(e.target, e.size) for e in as_tuple.distinct(Kind.SASS)] == [(sm90, 2), (sm80, 6)]
+    assert stubs_of(as_tuple, ()) == (stub,)
 
 
 def _totals(found: list[Totals]) -> list[tuple[object, ...]]:

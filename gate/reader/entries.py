@@ -131,6 +131,15 @@ class PackedEntries(Sequence[DeviceEntry]):
         return DeviceEntry(kind, target, kernels, isa, section, compression, stored, size,
                            producer, debug, name, traps, empty, sha256, number)  # fmt: skip
 
+    def distinct(self, kind: Kind) -> Iterator[DeviceEntry]:
+        """Entries of ``kind``, the first of each distinct header part and decoded part
+        (copies of one payload left out), in order, from the columns."""
+        shapes, seen = self._shapes, set()
+        for i, pair in enumerate(zip(self._shape, self._code, strict=True)):
+            if shapes[pair[0]][0] is kind and pair not in seen:
+                seen.add(pair)
+                yield self[i]
+
     def kinds(self) -> Iterator[Kind]:
         """Each entry's kind, in order, with no entry made."""
         shapes = self._shapes

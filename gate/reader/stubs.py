@@ -40,13 +40,13 @@ def stubs_of(listing: Listing, devices: Sequence[Capability]) -> tuple[Stub, ...
     traps: dict[str, list[Target]] = {}
     empty: dict[str, list[Target]] = {}
     coded: set[str] = set()
-    for e in listing.each(Kind.SASS):
+    for e in listing.distinct(Kind.SASS):
         for kernel in e.traps:
-            traps.setdefault(kernel, []).append(e.target)
+            _add(traps.setdefault(kernel, []), e.target)
         for kernel in e.empty:
-            empty.setdefault(kernel, []).append(e.target)
+            _add(empty.setdefault(kernel, []), e.target)
         if readable(e.target.number):
-            coded.update(set(e.kernels) - set(e.traps) - set(e.empty))
+            coded.update(set(e.kernels).difference(e.traps, e.empty))
     if not traps and not empty:
         return ()
     routes = {cap: {k.kernel: k.route for k in listing.predict(cap).kernels} for cap in devices}
@@ -64,7 +64,13 @@ def stubs_of(listing: Listing, devices: Sequence[Capability]) -> tuple[Stub, ...
     return tuple(out)
 
 
+def _add(targets: list[Target], target: Target) -> None:
+    """``target`` added to a stub's targets unless already there (two cubins of one target)."""
+    if target not in targets:
+        targets.append(target)
+
+
 def unread_targets(listing: Listing) -> tuple[str, ...]:
     """SASS targets with kernels whose bodies are not read (before sm_70)."""
-    return tuple(sorted({str(e.target) for e in listing.each(Kind.SASS)
+    return tuple(sorted({str(e.target) for e in listing.distinct(Kind.SASS)
                          if e.kernels and not readable(e.target.number)}))  # fmt: skip
