@@ -18,9 +18,9 @@ import os
 import zlib
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gate.reader import fatbin, payloads
 from gate.reader.elffile import Buffer
@@ -58,6 +58,16 @@ _BATCH = 16
 _BATCH_BYTES = 4 << 20
 # Distinct payloads of one header signature kept to compare later entries against.
 _DISTINCT_COMPARED = 4
+# Bytes of a host ELF's other sections to scan for containers from which the search is
+# handed to the pool (started for it), and the piece one task searches: libcublasLt.so.13
+# scans 260 MB besides its 164 MB .nv_fatbin, 0.06 s in the reading thread warm and, cold,
+# that much read from disk after the primary section, one fault at a time.
+SEARCH_MIN = 16 << 20
+_SEARCH_PIECE = 8 << 20
+# What the pool's one function (_run) is asked to do.
+_DECODE, _DECODE_CHARGED, _SEARCH = 0, 1, 2
+# A piece of a range searched for containers: its start and end, and the range's end.
+_Piece = tuple[int, int, int]
 
 
 class Threads(Protocol):
@@ -180,6 +190,23 @@ class Decoding:
         if len(self._batch) >= _BATCH or self._stored >= _BATCH_BYTES:
             self._flush()
 
+    def search(self, ranges: Sequence[tuple[int, int]]) -> list[Iterator[int]] | None:
+        """Where containers that parse start in each range of the buffer
+        (:func:`gate.reader.fatbin.container_starts`; :func:`~gate.reader.fatbin.containers_at`
+        keeps what a scan keeps), searched on the pool in pieces, every piece handed out
+        now: the workers search (and, cold, read from disk) while the reader reads the
+        primary section. None where there is no pool to start, or for less than
+        SEARCH_MIN bytes in all: the caller scans them itself."""
+        total = sum(hi - lo for lo, hi in ranges)
+        if self._threads is None or self._workers < 2 or total < SEARCH_MIN:
+            return None
+        pool = self._started(self._threads)
+        found = []
+        for lo, hi in ranges:
+            pieces = [(at, min(at + _SEARCH_PIECE, hi), hi) for at in range(lo, hi, _SEARCH_PIECE)]
+            found.append(self._starts([(p, pool.submit(self._run, _SEARCH, p)) for p in pieces]))
+        return found
+
     def results(self) -> Iterator[Decoded | None]:
         """What each entry handed over decodes to, in order (once all are handed over)."""
         self._flush()
@@ -224,12 +251,41 @@ class Decoding:
             self._jobs.append(batch)
             return
         if pool is None:
-            pool = self._pool = threads(self._workers)
+            pool = self._started(threads)
             processes = getattr(pool, "separate_memory", False)
         if processes:
-            self._jobs.append(_Charged(pool.submit(self._decode_charged, batch), batch))
+            self._jobs.append(_Charged(pool.submit(self._run, _DECODE_CHARGED, batch), batch))
         else:
-            self._jobs.append(pool.submit(self._decode, batch))
+            self._jobs.append(pool.submit(self._run, _DECODE, batch))
+
+    def _started(self, threads: Threads) -> Executor:
+        """The pool, started now if it was not."""
+        if self._pool is None:
+            self._pool = threads(self._workers)
+        return self._pool
+
+    def _run(self, task: int, job: Any) -> Any:  # noqa: ANN401  (the task's own result)
+        """What the pool runs: one function for every task, as a forked worker runs the
+        function it was forked with (gate.scan.forked)."""
+        if task == _SEARCH:
+            return self._search(job)
+        if task == _DECODE_CHARGED:
+            return self._decode_charged(job)
+        return self._decode(job)
+
+    def _search(self, piece: _Piece) -> array[int]:
+        lo, hi, end = piece
+        return fatbin.container_starts(self._buf, lo, hi, end, self._display, done=self._release)
+
+    def _starts(self, searched: list[tuple[_Piece, Future[array[int]]]]) -> Iterator[int]:
+        """The starts each piece's task found, in order; a piece whose process ended is
+        searched here."""
+        for piece, future in searched:
+            try:
+                starts = future.result()
+            except DecoderLostError:
+                starts = self._search(piece)
+            yield from starts
 
     def _decode_charged(self, batch: list[fatbin.Entry]) -> tuple[list[Decoded | None], int]:
         """:meth:`_decode` in a process of its own (gate.scan.forked), with the bytes it

@@ -15,7 +15,8 @@ keeping only candidates whose every size checks out (searched by the C library's
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -169,6 +170,64 @@ def scan_containers(
             if done is not None:
                 done(lo, hi)
             lo = hi
+
+
+def container_starts(
+    buf: Buffer,
+    lo: int,
+    hi: int,
+    end: int,
+    name: str,
+    *,
+    done: Callable[[int, int], None] | None = None,
+) -> array[int]:
+    """Where a container that parses (every size checks out within ``buf[:end]``) starts in
+    ``buf[lo:hi)``, ascending: each candidate :func:`scan_containers` would try there, each
+    judged alone, so that the pieces of a range can be searched apart (gate.reader.decoding
+    hands them to its workers) and :func:`containers_at` then keeps what a scan of the whole
+    range keeps. ``done(lo, hi)`` is told once the piece is searched."""
+    out = array("q")
+    with finder(buf) as find:
+        # A magic straddling ``hi`` is this piece's; the prefix cannot overlap itself, so
+        # the next candidate is looked for one byte on.
+        stop = min(hi + len(CONTAINER_PREFIX) - 1, end)
+        pos = find(CONTAINER_PREFIX, lo, stop)
+        while pos >= 0:
+            try:
+                parse_container(buf, pos, end, name)
+            except BadInputError:
+                pass
+            else:
+                out.append(pos)
+            pos = find(CONTAINER_PREFIX, pos + 1, stop)
+    if done is not None:
+        done(lo, hi)
+    return out
+
+
+def containers_at(
+    buf: Buffer,
+    starts: Iterable[int],
+    end: int,
+    name: str,
+    *,
+    done: Callable[[int, int], None] | None = None,
+) -> Iterator[Container]:
+    """The containers a scan of a range ending at ``end`` finds (:func:`scan_containers`),
+    from where containers that parse start in it (:func:`container_starts` of its pieces,
+    in order): each one not inside the last one kept. ``done`` as parse_containers'."""
+    after = -1
+    for pos in starts:
+        if pos < after:
+            continue
+        try:  # parsed once already, maybe by another process: the same bytes parse the same
+            container = parse_container(buf, pos, end, name)
+        except BadInputError:
+            continue
+        yield container
+        after = container.offset + container.size
+        if done is not None:
+            done(container.offset, after)
 
 
 # How far past a container the next one is looked for by a plain slice before memmem:

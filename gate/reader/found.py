@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 
 from gate.errors import BadInputError
@@ -90,6 +90,11 @@ class Found:
         for c in containers:
             for e in c.entries:
                 add(section, e, None)
+
+    def search(self, ranges: Sequence[tuple[int, int]]) -> list[Iterator[int]] | None:
+        """Where containers start in each range to scan, searched on the decoding pool
+        (:meth:`gate.reader.decoding.Decoding.search`); None: the caller scans them."""
+        return self.decoding.search(ranges)
 
     def listing(self) -> Listing:
         headers, self.pending = self.pending, Headers()

@@ -212,7 +212,8 @@ def read_buffer(
         return _cubin_report(elf, display, names=names, digests=digests)
     found = Found(buf, display, names, budget, digests, threads=threads)
     try:
-        for section, containers in host_containers(buf, elf, display, scan=scan):
+        sections = host_containers(buf, elf, display, scan=scan, search=found.search)
+        for section, containers in sections:
             found.add(section, containers)
         listing = found.listing()
     finally:

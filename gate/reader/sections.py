@@ -9,7 +9,7 @@ containers, such as the 24,453 that libcufft keeps in ``.ldata``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from gate.reader import fatbin
 from gate.reader.elffile import SHF_EXECINSTR, Buffer, ElfFile, Section
@@ -29,26 +29,39 @@ _STRUCTURED = frozenset(
 )  # fmt: skip
 
 
+# Where containers start in each range to scan, searched elsewhere and started at once
+# (gate.reader.found.Found.search); None: none is, each range is scanned when its turn comes.
+Search = Callable[[Sequence[tuple[int, int]]], list[Iterator[int]] | None]
+
+
 def host_containers(
-    buf: Buffer, elf: ElfFile, display: str, *, scan: bool
+    buf: Buffer, elf: ElfFile, display: str, *, scan: bool, search: Search | None = None
 ) -> Iterator[tuple[str, Iterator[fatbin.Container]]]:
     """The containers of each section of ``elf``, as (section name, its containers), in
     the order the listing keeps them: the primary section's, then (with ``scan``) those
-    found in each other section that may hold one, less the ranges already read. Each
-    section's pages are dropped as its containers are read (:mod:`gate.reader.pages`)."""
+    found in each other section that may hold one, less the ranges already read. The
+    ranges to scan are handed to ``search`` before the primary section is read, where it
+    is given. Each section's pages are dropped as its containers are read
+    (:mod:`gate.reader.pages`)."""
     sections = elf.sections
     primary = next((s for name in PRIMARY_SECTIONS for s in sections if s.name == name), None)
-    if primary is not None:
-        start, end = elf.span(primary)
-        yield primary.name, fatbin.parse_containers(buf, start, end, display, done=releaser(buf))
     parsed = [elf.span(primary)] if primary is not None else []
+    pieces = []
     for section in sections if scan else ():
         if not _may_hold_containers(section):
             continue
         start, end = elf.span(section)
-        for lo, hi in _outside(start, end, parsed):
-            yield section.name, fatbin.scan_containers(buf, lo, hi, display, done=releaser(buf))
+        pieces += [(section.name, lo, hi) for lo, hi in _outside(start, end, parsed)]
         parsed.append((start, end))
+    starts = search([(lo, hi) for _, lo, hi in pieces]) if search and pieces else None
+    if primary is not None:
+        start, end = elf.span(primary)
+        yield primary.name, fatbin.parse_containers(buf, start, end, display, done=releaser(buf))
+    for k, (name, lo, hi) in enumerate(pieces):
+        if starts is None:
+            yield name, fatbin.scan_containers(buf, lo, hi, display, done=releaser(buf))
+        else:
+            yield name, fatbin.containers_at(buf, starts[k], hi, display, done=releaser(buf))
 
 
 def _may_hold_containers(section: Section) -> bool:
