@@ -84,13 +84,16 @@ def _split_ref(rest: str) -> tuple[Path, str | None]:
 
 def _image_tarball(path: Path) -> bool:
     """A tar file with an image's top-level files (looked for among its first headers)."""
-    import tarfile  # noqa: PLC0415  (only for a tar file)
-
     try:
         with path.open("rb") as handle:
             head = handle.read(512)
-        if head[_TAR_MAGIC_AT : _TAR_MAGIC_AT + 5] != b"ustar":
-            return False
+    except OSError:
+        return False
+    if head[_TAR_MAGIC_AT : _TAR_MAGIC_AT + 5] != b"ustar":
+        return False
+    import tarfile  # noqa: PLC0415  (only for a tar file: every inspect asks of its paths)
+
+    try:
         with tarfile.open(path, "r:") as tar:
             for _, member in zip(range(_HEADERS_LOOKED_AT), tar, strict=False):
                 if member.name.removeprefix("./") in _TOP_FILES:
