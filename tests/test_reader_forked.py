@@ -51,6 +51,18 @@ class Started:
         return self.pools[-1]
 
 
+def _fatbin(tmp_path: Path, golden: str) -> Path:
+    """A fatbin file of ``golden``'s entries, each in a container of its own."""
+    path = tmp_path / "x.fatbin"
+    path.write_bytes(one_container_per_entry(GOLDEN / golden))
+    return path
+
+
+def _entries(path: Path) -> list[fatbin.Entry]:
+    blob = path.read_bytes()
+    return [e for c in fatbin.parse_containers(blob, 0, len(blob), "x") for e in c.entries]
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -61,8 +73,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("golden", ["libkernels.so", "debug.fatbin", "multi.o"])
 def test_forked_decoders_read_what_one_thread_reads(golden: str, tmp_path: Path) -> None:
-    path = tmp_path / "x.fatbin"
-    path.write_bytes(one_container_per_entry(GOLDEN / golden))
+    path = _fatbin(tmp_path, golden)
     started = Started()
     report = read_artifact(path, threads=started)
     assert len(started.pools) == 1  # the batches went to forked workers
@@ -91,14 +102,8 @@ def test_an_error_in_a_worker_is_the_one_a_serial_read_gives(tmp_path: Path) -> 
 def test_the_decompression_bound_holds_over_all_the_workers(tmp_path: Path) -> None:
     # debug.fatbin: two zstd entries of about 10 kB each. One worker each: no copy of the
     # budget passes the bound alone, their sum does, as in one process.
-    path = tmp_path / "x.fatbin"
-    path.write_bytes(one_container_per_entry(GOLDEN / "debug.fatbin"))
-    entries = [
-        e
-        for c in fatbin.parse_containers(path.read_bytes(), 0, path.stat().st_size, "x")
-        for e in c.entries
-    ]
-    sizes = [e.uncompressed_size for e in entries if e.compression != "none"]
+    path = _fatbin(tmp_path, "debug.fatbin")
+    sizes = [e.uncompressed_size for e in _entries(path) if e.compression != "none"]
     assert len(sizes) >= 2
     limits = Limits(artifact=sum(sizes) - 1)
     with pytest.raises(BadInputError) as serial:
@@ -115,8 +120,7 @@ def test_batches_of_a_worker_that_died_are_decoded_by_the_reader(
 ) -> None:
     # A worker killed (for memory, say) loses the batches it held: the read still gives
     # the whole listing, decoding them itself.
-    path = tmp_path / "x.fatbin"
-    path.write_bytes(one_container_per_entry(GOLDEN / "multi.o"))
+    path = _fatbin(tmp_path, "multi.o")
     parent = os.getpid()
     real = decoding.Decoding._decode_charged
 
@@ -211,13 +215,10 @@ def test_once_processes_run_they_take_the_small_batches_too(
     # Threads leave a batch of small entries to the reading thread (their Python work
     # holds the GIL); processes hold no GIL in common: left to the reader, cuDNN's 1,760
     # small entries kept it busy long after its sixteen workers were done.
-    path = tmp_path / "x.fatbin"
-    path.write_bytes(one_container_per_entry(GOLDEN / "libkernels.so"))
-    blob = path.read_bytes()
+    path = _fatbin(tmp_path, "libkernels.so")
     sizes = [
         max(e.payload_size, e.uncompressed_size)
-        for c in fatbin.parse_containers(blob, 0, len(blob), "x")
-        for e in c.entries
+        for e in _entries(path)
         if e.kind in decoding.DECODED
     ]
     bar = max(sizes[:-1])  # the first entry this large starts the pool
