@@ -252,7 +252,7 @@ class Listing:
     def distinct(self, kind: Kind) -> Iterator[DeviceEntry]:
         """Entries of one kind, in order, less those repeating an earlier one's target and
         decoded part (copies of one payload: libcublasLt.so.13 holds 5,666 SASS entries and
-        1,187 distinct ones). What is asked of each is its target and what it decodes to."""
+        1,261 distinct ones). What is asked of each is its target and what it decodes to."""
         entries = self.entries
         if isinstance(entries, PackedEntries):
             return entries.distinct(kind)
