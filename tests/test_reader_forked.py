@@ -145,6 +145,12 @@ def _ends(code: int) -> None:
     os._exit(code)
 
 
+def _sleep_or_end(seconds: float) -> float:
+    if seconds < 0:
+        os._exit(3)
+    return _sleep(seconds)
+
+
 def test_results_come_in_order_and_a_lost_worker_says_so() -> None:
     pool = forked.ForkedDecoders(3)
     try:
@@ -168,6 +174,32 @@ def test_results_come_in_order_and_a_lost_worker_says_so() -> None:
             other.submit(_ends, 0)
     finally:
         other.shutdown()
+
+
+def test_a_busy_worker_is_handed_nothing_while_another_is_idle() -> None:
+    # Handed out in turn, every second task would wait behind the long one; a cold 8 MB
+    # search or a batch of large cubins is such a task.
+    pool = forked.ForkedDecoders(2)
+    try:
+        long = pool.submit(_sleep, 3.0)
+        for _ in range(4):
+            started = time.monotonic()
+            assert pool.submit(_sleep, 0.0).result(timeout=30) == 0.0
+            assert time.monotonic() - started < 1.5
+        assert not long.done()
+        assert long.result(timeout=30) == 3.0
+    finally:
+        pool.shutdown()
+
+
+def test_a_worker_that_ended_is_handed_nothing_more() -> None:
+    pool = forked.ForkedDecoders(2)
+    try:
+        with pytest.raises(DecoderLostError):
+            pool.submit(_sleep_or_end, -1).result(timeout=30)
+        assert [pool.submit(_sleep_or_end, 0).result(timeout=30) for _ in range(4)] == [0] * 4
+    finally:
+        pool.shutdown()
 
 
 def test_a_cancelled_pool_kills_its_workers_at_once() -> None:

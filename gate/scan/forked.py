@@ -50,9 +50,10 @@ class ForkedDecoders(Executor):
     """``workers`` processes running one function, forked at the first :meth:`submit`.
 
     Every submit must name the same function (the first one's): it is what the workers
-    inherited. A worker that dies (killed for memory, say) fails the batches it held,
-    and any given to it later, with :class:`gate.reader.decoding.DecoderLostError`: the reader
-    then decodes them itself.
+    inherited. Each task goes to the worker that holds the fewest (:meth:`_least_held`).
+    A worker that dies (killed for memory, say) fails the batches it held with
+    :class:`gate.reader.decoding.DecoderLostError`, and is given no more; once every worker
+    has ended, each later task fails so. The reader then decodes them itself.
     """
 
     # The workers change their own copies of the caller's state only (its budget).
@@ -78,10 +79,9 @@ class ForkedDecoders(Executor):
         future: Future[Any] = Future()
         future.set_running_or_notify_cancel()
         with self._lock:
-            k = self._next
-            self._next = (k + 1) % len(self._tasks)
-            if self._lost[k]:
-                future.set_exception(DecoderLostError("a decoding worker ended early"))
+            k = self._least_held()
+            if k is None:
+                future.set_exception(DecoderLostError("every decoding worker ended early"))
                 return future
             self._held[k].append(future)
         try:
@@ -89,6 +89,19 @@ class ForkedDecoders(Executor):
         except OSError:  # its pipe broke: it ended (its collector fails what it held)
             self._fail(future)
         return future
+
+    def _least_held(self) -> int | None:
+        """The running worker holding the fewest tasks, the next in turn among equals (None
+        once every worker has ended). Tasks differ in cost (a cold 8 MB search, a batch of
+        4 MB of zstd cubins or of 16 small entries): one handed out in turn waits behind
+        whatever its worker still holds, though another may be idle."""
+        n = len(self._tasks)
+        live = [k for k in range(n) if not self._lost[k]]
+        if not live:
+            return None
+        k = min(live, key=lambda k: (len(self._held[k]), (k - self._next) % n))
+        self._next = (k + 1) % n
+        return k
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:  # noqa: ARG002
         """End the workers and wait for them (always: a worker may still read the map the
