@@ -145,6 +145,13 @@ def _ends(code: int) -> None:
     os._exit(code)
 
 
+def _pid_once(path: str) -> int:
+    """This worker's pid, once ``path`` exists (at once for "")."""
+    while path and not Path(path).exists():
+        time.sleep(0.01)
+    return os.getpid()
+
+
 def _sleep_or_end(seconds: float) -> float:
     if seconds < 0:
         os._exit(3)
@@ -176,19 +183,20 @@ def test_results_come_in_order_and_a_lost_worker_says_so() -> None:
         other.shutdown()
 
 
-def test_a_busy_worker_is_handed_nothing_while_another_is_idle() -> None:
-    # Handed out in turn, every second task would wait behind the long one; a cold 8 MB
-    # search or a batch of large cubins is such a task.
+def test_a_busy_worker_is_handed_nothing_while_another_is_idle(tmp_path: Path) -> None:
+    # Handed out in turn, every second task would wait behind the busy worker's (a cold
+    # 8 MB search or a batch of large cubins is such a task): here it never ends until
+    # the test lets it, so the result of the second quick task would never come.
+    go = tmp_path / "go"
     pool = forked.ForkedDecoders(2)
     try:
-        long = pool.submit(_sleep, 3.0)
-        for _ in range(4):
-            started = time.monotonic()
-            assert pool.submit(_sleep, 0.0).result(timeout=30) == 0.0
-            assert time.monotonic() - started < 1.5
-        assert not long.done()
-        assert long.result(timeout=30) == 3.0
+        busy = pool.submit(_pid_once, str(go))
+        idle = {pool.submit(_pid_once, "").result(timeout=30) for _ in range(4)}
+        go.touch()
+        assert len(idle) == 1
+        assert busy.result(timeout=30) not in idle
     finally:
+        go.touch()
         pool.shutdown()
 
 
