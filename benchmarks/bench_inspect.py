@@ -26,7 +26,8 @@ an installed environment's site-packages folder instead (and torch's libtorch_cu
 when it is there): nothing is downloaded. ``--cold`` adds runs with the page cache
 dropped before each command (root only: ``/proc/sys/vm/drop_caches``), the first run a
 user makes on a machine that has not read the library yet. ``--names-only`` times only
-the kernel names (``inspect --names`` against ``-symbols``), not the listings.
+the kernel names (``inspect --names``, and ``--names --no-scan``, against ``-symbols``),
+not the listings.
 This script calls subprocess directly (not gate.proc): it needs each child's rusage.
 """
 
@@ -158,6 +159,7 @@ def commands(tool: str, lib: Path, *, names_only: bool = False) -> dict[str, lis
     ours = [sys.executable, "-m", "gate", "inspect", "--no-detect"]
     names = {
         NAMES: [*ours, "--names", "--no-cache", str(lib)],
+        NAMES_NO_SCAN: [*ours, "--names", "--no-cache", "--no-scan", str(lib)],
         SYMBOLS: [tool, "-symbols", str(lib)],
     }
     if names_only:
@@ -165,7 +167,7 @@ def commands(tool: str, lib: Path, *, names_only: bool = False) -> dict[str, lis
     return {
         LISTING_NO_SCAN: [*ours, "--no-scan", str(lib)],
         LISTING: [*ours, str(lib)],
-        NAMES_NO_SCAN: [*ours, "--names", "--no-cache", "--no-scan", str(lib)],
+        NAMES_NO_SCAN: names[NAMES_NO_SCAN],
         NAMES: names[NAMES],
         LIST_ELF: [tool, "--list-elf", str(lib)],
         SYMBOLS: names[SYMBOLS],
@@ -324,10 +326,10 @@ def render(results: Results, libs: list[Path], tool: str, runs: int, where: str)
         ),
         "",
         (
-            "| library | page cache | gate s | `-symbols` s | x | gate peak MB | `-symbols` "
-            "peak MB | memory | time | memory |"
+            "| library | page cache | gate s | `-symbols` s | x | x `--no-scan` | gate peak MB "
+            "| `-symbols` peak MB | memory | time | memory |"
         ),
-        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for cache in caches:
         lines += [_names_row(results, lib.name, cache) for lib in libs]
@@ -345,19 +347,25 @@ def render(results: Results, libs: list[Path], tool: str, runs: int, where: str)
 
 
 def _names_row(results: Results, name: str, cache: str) -> str:
+    """One library's names against the targets. The default read scans every section for
+    containers; ``--no-scan`` reads ``.nv_fatbin`` alone, what cuobjdump reads: its ratio
+    is the like-for-like one (the default may read hundreds of MB more, and find device
+    code cuobjdump never sees)."""
     ours, ours_kb, _ = results[name, cache, NAMES]
     theirs, theirs_kb, status = results[name, cache, SYMBOLS]
     memory = f"1/{theirs_kb / max(ours_kb, 1):.1f}"
     if status != 0:  # cuobjdump read nothing: no ratio to judge
         return (
-            f"| {name} | {cache} | {ours:.3f} | {theirs:.3f}{_failed(status)} | - | "
+            f"| {name} | {cache} | {ours:.3f} | {theirs:.3f}{_failed(status)} | - | - | "
             f"{ours_kb / 1024:.0f} | {theirs_kb / 1024:.0f} | {memory} | - | - |"
         )
     ratio = theirs / ours
+    no_scan = results.get((name, cache, NAMES_NO_SCAN))
+    like = f"{theirs / no_scan[0]:.2f}" if no_scan is not None else "-"
     return (
-        f"| {name} | {cache} | {ours:.3f} | {theirs:.3f} | {ratio:.2f} | {ours_kb / 1024:.0f} | "
-        f"{theirs_kb / 1024:.0f} | {memory} | {_met(ratio >= NAMES_TARGET)} | "
-        f"{_met(ours_kb * MEMORY_TARGET <= theirs_kb)} |"
+        f"| {name} | {cache} | {ours:.3f} | {theirs:.3f} | {ratio:.2f} | {like} | "
+        f"{ours_kb / 1024:.0f} | {theirs_kb / 1024:.0f} | {memory} | "
+        f"{_met(ratio >= NAMES_TARGET)} | {_met(ours_kb * MEMORY_TARGET <= theirs_kb)} |"
     )
 
 

@@ -47,3 +47,20 @@ def test_the_checked_in_results_have_one_generated_part() -> None:
     text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
     assert text.count(bench.BEGIN) == text.count(bench.END) == 1
     assert text.index(bench.BEGIN) < text.index(bench.END)
+
+
+def test_the_names_row_gives_the_default_and_the_like_for_like_ratio() -> None:
+    bench = _bench()
+    # libcublasLt cold on the device: the default read scans 260 MB more than cuobjdump.
+    results = {
+        ("libcublasLt.so.13", bench.COLD, bench.NAMES): (1.0, 56 << 10, 0),
+        ("libcublasLt.so.13", bench.COLD, bench.NAMES_NO_SCAN): (0.5, 50 << 10, 0),
+        ("libcublasLt.so.13", bench.COLD, bench.SYMBOLS): (2.1, 1664 << 10, 0),
+    }
+    row = bench._names_row(results, "libcublasLt.so.13", bench.COLD)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2:6] == ["1.000", "2.100", "2.10", "4.20"]
+    assert cells[-2:] == ["**missed**", "met"]  # judged on the default read
+    del results["libcublasLt.so.13", bench.COLD, bench.NAMES_NO_SCAN]
+    row = bench._names_row(results, "libcublasLt.so.13", bench.COLD)
+    assert [c.strip() for c in row.strip("|").split("|")][5] == "-"
