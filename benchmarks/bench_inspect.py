@@ -17,7 +17,7 @@ every run after the first. Writes its part of benchmarks/RESULTS.md, between two
 lines; the rest of the file is kept.
 
     python benchmarks/bench_inspect.py [LIBRARY ...] [--site DIR] [--cold] [--names-only]
-        [--runs 5] [--output FILE] [--no-write]
+        [--runs 5] [--output FILE] [--no-write] [--variant NAME=TREE ...]
 
 With neither LIBRARY nor ``--site``, the libraries of LIBRARIES (cuBLASLt, cuBLAS,
 cuDNN's largest, cuFFT) are taken from their pinned wheels, downloaded with pip into
@@ -27,7 +27,9 @@ when it is there): nothing is downloaded. ``--cold`` adds runs with the page cac
 dropped before each command (root only: ``/proc/sys/vm/drop_caches``), the first run a
 user makes on a machine that has not read the library yet. ``--names-only`` times only
 the kernel names (``inspect --names``, and ``--names --no-scan``, against ``-symbols``),
-not the listings.
+not the listings. ``--variant before=.work/before`` also times the names read of the gate in
+another checkout (``git archive REV gate | tar -x -C .work/before``), interleaved with the
+rest: a change against the revision before it, in the same runs.
 This script calls subprocess directly (not gate.proc): it needs each child's rusage.
 """
 
@@ -42,6 +44,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,22 +158,39 @@ def measure(argv: list[str], env: dict[str, str], *, may_fail: bool = False) -> 
     return Sample(elapsed, usage.ru_maxrss, child.returncode)
 
 
-def commands(tool: str, lib: Path, *, names_only: bool = False) -> dict[str, list[str]]:
+# Runs the gate of another tree (argv[1], put first on sys.path): `python -m gate` would
+# import the one in the current folder first, whatever PYTHONPATH says.
+OTHER_TREE = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'cuda-gate'; "
+    "from gate.cli import entry; raise SystemExit(entry())"
+)
+
+
+def commands(
+    tool: str, lib: Path, *, names_only: bool = False, variants: dict[str, Path] | None = None
+) -> dict[str, list[str]]:
+    """Each command's argv: ``variants`` (name -> another revision's source tree, the folder
+    holding its ``gate``) add that tree's names read, to compare a change with the tree
+    before it in the same interleaved runs."""
     ours = [sys.executable, "-m", "gate", "inspect", "--no-detect"]
     names = {
         NAMES: [*ours, "--names", "--no-cache", str(lib)],
         NAMES_NO_SCAN: [*ours, "--names", "--no-cache", "--no-scan", str(lib)],
         SYMBOLS: [tool, "-symbols", str(lib)],
     }
+    for name, tree in (variants or {}).items():
+        names[f"{NAMES} ({name})"] = [
+            sys.executable, "-c", OTHER_TREE, str(tree), "inspect", "--no-detect", "--names",
+            "--no-cache", str(lib),
+        ]  # fmt: skip
     if names_only:
         return names
     return {
         LISTING_NO_SCAN: [*ours, "--no-scan", str(lib)],
         LISTING: [*ours, str(lib)],
         NAMES_NO_SCAN: names[NAMES_NO_SCAN],
-        NAMES: names[NAMES],
         LIST_ELF: [tool, "--list-elf", str(lib)],
-        SYMBOLS: names[SYMBOLS],
+        **{k: v for k, v in names.items() if k != NAMES_NO_SCAN},
     }
 
 
@@ -181,7 +201,7 @@ def drop_page_cache() -> None:
     DROP_CACHES.write_text("3\n")
 
 
-def bytecode() -> None:
+def bytecode(trees: Iterable[Path] = ()) -> None:
     """Compile the checkout's gate package, as pip does for an install: the timed processes
     import it from the checkout (``python -m gate`` in ROOT), and where
     PYTHONDONTWRITEBYTECODE is set (these VMs set it) each would compile every module it
@@ -189,6 +209,8 @@ def bytecode() -> None:
     import compileall  # noqa: PLC0415
 
     compileall.compile_dir(ROOT / "gate", quiet=1)
+    for tree in trees:
+        compileall.compile_dir(tree / "gate", quiet=1)
 
 
 def machine() -> str:
@@ -217,14 +239,21 @@ def machine() -> str:
 
 
 def run_all(
-    libs: list[Path], tool: str, env: dict[str, str], *, runs: int, cold: bool, names_only: bool
+    libs: list[Path],
+    tool: str,
+    env: dict[str, str],
+    *,
+    runs: int,
+    cold: bool,
+    names_only: bool,
+    variants: dict[str, Path] | None = None,
 ) -> Results:
     """Every command on every library: warm (after one untimed run of each), then cold
     (the page cache dropped before each command) when asked; interleaved round-robin."""
     results: Results = {}
     for cache in (WARM, COLD) if cold else (WARM,):
         samples: dict[tuple[str, str], list[Sample]] = {}
-        every = {lib: commands(tool, lib, names_only=names_only) for lib in libs}
+        every = {lib: commands(tool, lib, names_only=names_only, variants=variants) for lib in libs}
         if cache == WARM:  # the page cache and the interpreter's bytecode
             for cmds in every.values():
                 for label, argv in cmds.items():
@@ -255,11 +284,21 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / ".work" / "bench")
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print only, keep RESULTS.md")
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="NAME=TREE",
+        help="also time the names read of the gate in TREE (another revision's checkout)",
+    )  # fmt: skip
     args = parser.parse_args()
+    variants = {}
+    for spec in args.variant:
+        name, _, tree = spec.partition("=")
+        if not name or not (Path(tree) / "gate" / "cli.py").is_file():
+            parser.error(f"--variant {spec}: want NAME=TREE, TREE a folder holding gate/cli.py")
+        variants[name] = Path(tree).resolve()
     if args.cold and not os.access(DROP_CACHES, os.W_OK):
         parser.error(f"--cold drops the page cache: {DROP_CACHES} is not writable (root only)")
     tool = cuobjdump.find()
-    bytecode()
+    bytecode(variants.values())
     libs = list(args.libraries)
     if args.site is not None:
         libs += installed(args.site)
@@ -269,8 +308,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as private:
         env = {**os.environ, "CUDA_GATE_CACHE_DIR": private}
         results = run_all(
-            libs, tool, env, runs=args.runs, cold=args.cold, names_only=args.names_only
-        )
+            libs, tool, env, runs=args.runs, cold=args.cold, names_only=args.names_only,
+            variants=variants,
+        )  # fmt: skip
     text = render(results, libs, tool, args.runs, start_machine)
     print(text)
     if not args.no_write:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -10,8 +11,6 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-
-pytestmark = pytest.mark.unit
 
 
 def _bench() -> ModuleType:
@@ -26,6 +25,7 @@ def _bench() -> ModuleType:
     return module
 
 
+@pytest.mark.unit
 def test_a_new_run_replaces_the_last_one_and_keeps_everything_around_it() -> None:
     bench = _bench()
     kept = "## On the GPU machine\n\n| H200 | 0.861 s |\n\n## Runs on this VM\n\nhand-written\n"
@@ -42,6 +42,7 @@ def test_a_new_run_replaces_the_last_one_and_keeps_everything_around_it() -> Non
     assert bench.merge(second, "# run 2\n\n| names | 1.9 s |\n") == second
 
 
+@pytest.mark.unit
 def test_the_checked_in_results_have_one_generated_part() -> None:
     bench = _bench()
     text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
@@ -49,6 +50,7 @@ def test_the_checked_in_results_have_one_generated_part() -> None:
     assert text.index(bench.BEGIN) < text.index(bench.END)
 
 
+@pytest.mark.unit
 def test_the_names_row_gives_the_default_and_the_like_for_like_ratio() -> None:
     bench = _bench()
     # libcublasLt cold on the device: the default read scans 260 MB more than cuobjdump.
@@ -64,3 +66,23 @@ def test_the_names_row_gives_the_default_and_the_like_for_like_ratio() -> None:
     del results["libcublasLt.so.13", bench.COLD, bench.NAMES_NO_SCAN]
     row = bench._names_row(results, "libcublasLt.so.13", bench.COLD)
     assert [c.strip() for c in row.strip("|").split("|")][5] == "-"
+
+
+@pytest.mark.integration
+def test_a_variant_runs_the_gate_of_its_own_tree_from_the_checkout(tmp_path: Path) -> None:
+    # `python -m gate` in the checkout imports the checkout's gate whatever PYTHONPATH
+    # says; a variant must run its own tree's, from the folder the benchmark runs in.
+    bench = _bench()
+    tree = tmp_path / "before"
+    (tree / "gate").mkdir(parents=True)
+    (tree / "gate" / "__init__.py").write_text("")
+    (tree / "gate" / "cli.py").write_text(
+        "import sys\ndef entry():\n    print('before', sys.argv[1:])\n    return 7\n"
+    )
+    argv = bench.commands("cuobjdump", Path("x.so"), names_only=True, variants={"b": tree})
+    run = argv[f"{bench.NAMES} (b)"]
+    done = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 7
+    assert (
+        done.stdout.strip() == "before ['inspect', '--no-detect', '--names', '--no-cache', 'x.so']"
+    )
