@@ -149,7 +149,9 @@ def measure(argv: list[str], env: dict[str, str], *, may_fail: bool = False) -> 
     stops the benchmark unless ``may_fail`` (cuobjdump exits 255 on a library whose device
     code it cannot see)."""
     start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    child = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT
+    )  # the checkout's gate for python -m gate
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -178,7 +180,10 @@ def commands(
         NAMES_NO_SCAN: [*ours, "--names", "--no-cache", "--no-scan", str(lib)],
         SYMBOLS: [tool, "-symbols", str(lib)],
     }
-    for name, tree in (variants or {}).items():
+    # With variants, this checkout runs through the same stub as they do (its own row), so
+    # that the rows compared differ in the tree alone, not in how Python started it.
+    trees = {"this tree": ROOT, **variants} if variants else {}
+    for name, tree in trees.items():
         names[f"{NAMES} ({name})"] = [
             sys.executable, "-c", OTHER_TREE, str(tree), "inspect", "--no-detect", "--names",
             "--no-cache", str(lib),

@@ -2,9 +2,9 @@ r"""Forked decoders read what threads read: ``inspect --names --json`` of each l
 
 Once with the decoding forked into processes (the machine's cores where it has 8 or more,
 else 16 made to appear), once with 2 cores made to appear (threads); the two JSON documents
-must be equal byte for byte, the first read must have forked its decoders, and no process
-of either read may be left behind. For the large vendor libraries on the GPU machine,
-where the unit tier's golden files are small::
+must be equal byte for byte (both reads exit 0 with one JSON document), the first read
+must have forked its decoders, and no process of either read may be left behind. For the
+large vendor libraries on the GPU machine, where the unit tier's golden files are small::
 
     python benchmarks/forked_check.py LIB [LIB ...]
 
@@ -14,6 +14,7 @@ Prints one line per library (both times, the verdict) and exits 1 when any diffe
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +38,14 @@ def read(lib: Path, cpus: int) -> tuple[int, bytes, float, str]:
         done = subprocess.run(argv, env=env, capture_output=True, check=False, timeout=600)
         took = time.perf_counter() - start
     return done.returncode, done.stdout, took, done.stderr.decode(errors="replace")
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
 
 
 def left_behind() -> list[str]:
@@ -67,8 +76,12 @@ def main() -> int:
         problems = []
         if FORKED_MARK not in marks:
             problems.append("the first read forked no decoders")
-        if status != threads_status or forked_json != threads_json:
-            problems.append(f"the JSON differs (exit {status} / {threads_status})")
+        if status != 0 or threads_status != 0:
+            problems.append(f"a read failed (exit {status} / {threads_status})")
+        elif not _is_json(forked_json):
+            problems.append("the output is not one JSON document")
+        elif forked_json != threads_json:
+            problems.append("the JSON differs")
         failed += bool(problems)
         print(
             f"{lib.name:36} forked ({forked_cpus} cores) {forked_s:.3f} s, threads {threads_s:.3f}"

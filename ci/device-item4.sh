@@ -9,7 +9,8 @@
 #      cuBLAS and cuDNN (TORCH=1: libtorch_cuda too, about 60 s more), with a --variant for
 #      each folder under .work/variants/ (another revision's gate, carried:
 #      `git archive REV gate | tar -x -C .work/variants/NAME`);
-#   4. gpu-tier.log: the gpu tier, -v, for at most TIER_S seconds (default 400; 0 skips it).
+#   4. gpu-tier.log: the gpu tier, -v, for the time left of CALL_S seconds from the start
+#      (default 570, under a call's 600; TIER=0 skips it, as does less than a minute left).
 # Needs .whl/ (../shared/tools/device-wheelhouse); carry .whl and .work/variants.
 set -uo pipefail
 out=${OUT:-$PWD/device-out}
@@ -47,7 +48,11 @@ cp benchmarks/RESULTS.md "$out/RESULTS.md"
 "$py" benchmarks/bench_inspect.py --cold --names-only --runs 3 --output "$out/RESULTS.md" \
   "${variants[@]}" "${libs[@]}" > "$out/bench.log" 2>&1
 echo "bench exit status: $?" >> "$out/bench.log"
-[ "${TIER_S:-400}" = 0 ] && exit 0
-timeout "${TIER_S:-400}" "$py" -m pytest -p no:cacheprovider -v -rA -m gpu --durations=8 \
+left=$(( ${CALL_S:-570} - SECONDS ))
+if [ "${TIER:-1}" = 0 ] || (( left < 60 )); then
+  echo "gpu tier not run: TIER=${TIER:-1}, ${left} s left of CALL_S=${CALL_S:-570}" > "$out/gpu-tier.log"
+  exit 0
+fi
+timeout "$left" "$py" -m pytest -p no:cacheprovider -v -rA -m gpu --durations=8 \
   > "$out/gpu-tier.log" 2>&1
-echo "gpu tier exit status: $?" >> "$out/gpu-tier.log"
+echo "gpu tier exit status: $? (given ${left} s)" >> "$out/gpu-tier.log"

@@ -80,6 +80,13 @@ def test_a_variant_runs_the_gate_of_its_own_tree_from_the_checkout(tmp_path: Pat
         "import sys\ndef entry():\n    print('before', sys.argv[1:])\n    return 7\n"
     )
     argv = bench.commands("cuobjdump", Path("x.so"), names_only=True, variants={"b": tree})
+    # This checkout runs through the same stub, on a row of its own.
+    assert argv[f"{bench.NAMES} (this tree)"][:4] == [
+        sys.executable,
+        "-c",
+        bench.OTHER_TREE,
+        str(ROOT),
+    ]
     run = argv[f"{bench.NAMES} (b)"]
     done = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 7

@@ -109,3 +109,7 @@ def test_the_forked_check_passes_a_forked_read_and_fails_one_that_forked_nothing
     done = _run(tmp_path, str(FORKED_CHECK), str(GOLDEN / "sm_90a.cubin"))
     assert done.returncode == 1
     assert "the first read forked no decoders" in done.stdout
+    # Two reads failing alike (the gate's JSON error document) are not a pass.
+    done = _run(tmp_path, str(FORKED_CHECK), str(tmp_path / "missing.so"))
+    assert done.returncode == 1
+    assert "a read failed" in done.stdout
