@@ -193,9 +193,8 @@ def commands(
     return {
         LISTING_NO_SCAN: [*ours, "--no-scan", str(lib)],
         LISTING: [*ours, str(lib)],
-        NAMES_NO_SCAN: names[NAMES_NO_SCAN],
         LIST_ELF: [tool, "--list-elf", str(lib)],
-        **{k: v for k, v in names.items() if k != NAMES_NO_SCAN},
+        **names,
     }
 
 

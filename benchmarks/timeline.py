@@ -13,8 +13,8 @@ interpreter, else this script's start) and this process's CPU seconds::
 read with threads where forked decoders would run, 16 to fork them on a small machine.
 benchmarks/forked_check.py uses it to compare both reads. The gate is the one the
 interpreter imports (installed, or first on ``PYTHONPATH``: another revision's tree to
-compare with). The marks wrap the reader's
-functions by name: tests/test_bench_timeline.py fails when one of them is renamed.
+compare with). The marks wrap the reader's functions by name: tests/test_bench_timeline.py
+fails when one of them is renamed.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ lib=$site/nvidia/cu13/lib
 lt=$lib/libcublasLt.so.13 blas=$lib/libcublas.so.13
 cudnn=$site/nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9
 torch=$("$CUDA_GATE_PYTHON" -c 'import os, torch; print(os.path.dirname(torch.__file__))')/lib/libtorch_cuda.so
-"$py" -m compileall -q gate > /dev/null  # these VMs set PYTHONDONTWRITEBYTECODE
 "$py" benchmarks/forked_check.py "$lt" "$blas" "$cudnn" "$torch" > "$out/forked-check.log" 2>&1
 echo "forked_check exit status: $?" >> "$out/forked-check.log"
 for f in "$blas" "$lt"; do

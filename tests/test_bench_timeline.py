@@ -5,15 +5,13 @@ device call, so a renamed reader function must fail here, not there."""
 from __future__ import annotations
 
 import os
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
-import lz4.block
 import pytest
 
-from gate.reader import fatbin
+from tests.test_entry_memory import lz4_ptx_container
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,19 +42,15 @@ FORKED_MARKS = [
 
 def _ptx_fatbin(path: Path) -> None:
     """A fatbin of ENTRIES distinct PTX texts, kernel ``k<i>`` each, LZ4-compressed."""
-    body = b""
-    for i in range(ENTRIES):
-        text = (
+    texts = [
+        (
             f".version 8.0\n.target sm_80\n.address_size 64\n\n.visible .entry k{i}()\n"
             "{\n ret;\n}\n"
-        ).encode() + b"// padding\n" * PADDING
-        block = lz4.block.compress(text, store_size=False)
-        stored = block + bytes(-len(block) % 8)
-        body += struct.pack(
-            "<HHIQIIHHIIIQQQ", fatbin.KIND_PTX, 0x101, 64, len(stored), len(block), 0, 0, 8,
-            80, 0, 0, fatbin.FLAG_64BIT | fatbin.FLAG_LZ4, 0, len(text),
-        ) + stored  # fmt: skip
-    path.write_bytes(struct.pack("<IHHQ", fatbin.CONTAINER_MAGIC, 1, 16, len(body)) + body)
+        ).encode()
+        + b"// padding\n" * PADDING
+        for i in range(ENTRIES)
+    ]
+    path.write_bytes(lz4_ptx_container(texts))
 
 
 def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -44,6 +44,20 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def lz4_ptx_container(texts: list[bytes]) -> bytes:
+    """A fatbin container of one LZ4-compressed PTX entry (sm_80) per text, in order
+    (tests/test_bench_timeline.py uses it too)."""
+    body = b""
+    for text in texts:
+        block = lz4.block.compress(text, store_size=False)
+        stored = block + bytes(-len(block) % 8)
+        body += struct.pack(
+            "<HHIQIIHHIIIQQQ", fatbin.KIND_PTX, 0x101, 64, len(stored), len(block), 0, 0, 8,
+            80, 0, 0, fatbin.FLAG_64BIT | fatbin.FLAG_LZ4, 0, len(text),
+        ) + stored  # fmt: skip
+    return struct.pack("<IHHQ", fatbin.CONTAINER_MAGIC, 1, 16, len(body)) + body
+
+
 def _ptx_fatbin(path: Path) -> int:
     """A fatbin of one LZ4 PTX entry: kernels ``first`` and ``last`` around 124 MB of
     comment lines. Returns the text's size."""
@@ -53,14 +67,7 @@ def _ptx_fatbin(path: Path) -> int:
         b".version 8.0\n.target sm_80\n.address_size 64\n\n"
         b".visible .entry first()\n{\n ret;\n}\n" + lines + b".visible .entry last()\n{\n ret;\n}\n"
     )
-    block = lz4.block.compress(text, store_size=False)
-    stored = block + bytes(-len(block) % 8)
-    header = struct.pack(
-        "<HHIQIIHHIIIQQQ", fatbin.KIND_PTX, 0x101, 64, len(stored), len(block), 0, 0, 8, 80,
-        0, 0, fatbin.FLAG_64BIT | fatbin.FLAG_LZ4, 0, len(text),
-    )  # fmt: skip
-    body = header + stored
-    path.write_bytes(struct.pack("<IHHQ", fatbin.CONTAINER_MAGIC, 1, 16, len(body)) + body)
+    path.write_bytes(lz4_ptx_container([text]))
     return len(text)
 
 
