@@ -89,6 +89,12 @@ def report() -> None:
 def main(argv: list[str]) -> int:
     mark("interpreter up")
     if argv[:1] == ["--cpus"]:
+        if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
+            print(
+                "timeline.py: error: --cpus wants a whole number of cores, 1 or more",
+                file=sys.stderr,
+            )
+            return 2
         fake_cpus(int(argv[1]))
         argv = argv[2:]
     from gate import cli  # noqa: PLC0415

@@ -87,6 +87,13 @@ def test_the_timeline_marks_every_step_of_a_forked_names_read_in_order(tmp_path:
     assert done.returncode == 0, done.stderr
     threaded = [what for what, _ in _marks(done.stderr)]
     assert threaded == [m for m in FORKED_MARKS if "decoders" not in m]
+    # A core count that is not one: one line, exit 2, no read.
+    for bad in (["--cpus"], ["--cpus", "x", *names], ["--cpus", "0", *names]):
+        done = _run(tmp_path, str(TIMELINE), *bad)
+        assert done.returncode == 2
+        assert done.stderr.strip() == (
+            "timeline.py: error: --cpus wants a whole number of cores, 1 or more"
+        )
 
 
 def test_the_forked_check_passes_a_forked_read_and_fails_one_that_forked_nothing(
