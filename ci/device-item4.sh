@@ -2,6 +2,8 @@
 # On the GPU machine, one call (about 550 s): issue 40's item 4 at this revision, then the gpu
 # tier for the time left. In order, each writing to $OUT as it goes (a call cut short still
 # brings back what was done):
+#   0. disk-probe.log: benchmarks/disk_probe.py on cuBLASLt's .nv_fatbin (the disk's queue
+#      settings, and how fast each way of asking brings the section in, cold; about 10 s);
 #   1. forked-check.log: benchmarks/forked_check.py on cuBLASLt, cuBLAS, cuDNN's precompiled
 #      engines and libtorch_cuda (forked decoders read what threads read, none left behind);
 #   2. timeline.log: benchmarks/timeline.py on cuBLAS and cuBLASLt, warm twice and cold once;
@@ -26,6 +28,8 @@ lib=$site/nvidia/cu13/lib
 lt=$lib/libcublasLt.so.13 blas=$lib/libcublas.so.13
 cudnn=$site/nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9
 torch=$("$CUDA_GATE_PYTHON" -c 'import os, torch; print(os.path.dirname(torch.__file__))')/lib/libtorch_cuda.so
+"$py" benchmarks/disk_probe.py "$lt" > "$out/disk-probe.log" 2>&1
+echo "disk_probe exit status: $?" >> "$out/disk-probe.log"
 "$py" benchmarks/forked_check.py "$lt" "$blas" "$cudnn" "$torch" > "$out/forked-check.log" 2>&1
 echo "forked_check exit status: $?" >> "$out/forked-check.log"
 for f in "$blas" "$lt"; do
