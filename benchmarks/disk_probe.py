@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from gate.errors import BadInputError  # noqa: E402
 from gate.reader.elffile import ElfFile  # noqa: E402
+from gate.reader.read import mapped  # noqa: E402
 
 MB = 1 << 20
 PIECE = 8 * MB  # a pread's size, and a WILLNEED call's span ahead of the touch
@@ -46,7 +47,9 @@ class Probe:
 
     def __init__(self, path: str, section: str, *, drop: bool) -> None:
         self.path, self.drop_caches = path, drop
-        with Path(path).open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        # The reader's own map: a regular file only (no hang on a FIFO), one line for an
+        # empty or unreadable one.
+        with mapped(path) as m:
             elf = ElfFile(m, path, 0, len(m))
             found = next((s for s in elf.sections if s.name == section), None)
             if found is None:
@@ -59,10 +62,6 @@ class Probe:
     def drop(self) -> None:
         os.sync()
         Path("/proc/sys/vm/drop_caches").write_text("3\n")
-
-    def mapped(self) -> mmap.mmap:
-        with Path(self.path).open("rb") as f:
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
     def touch(self, m: mmap.mmap, ask: Callable[[mmap.mmap, int, int], None] | None) -> int:
         """Read a byte of each page of the section, in order; ``ask`` is given the next
@@ -103,13 +102,13 @@ class Probe:
         if pid == 0:
             self._pread(self.lo, self.hi)
             os._exit(0)
-        with self.mapped() as m:
+        with mapped(self.path) as m:
             self.touch(m, None)
         os.waitpid(pid, 0)
 
     def ways(self) -> list[tuple[str, Callable[[], object]]]:
         def touch(ask: Callable[[mmap.mmap, int, int], None] | None, seq: bool = False) -> None:
-            with self.mapped() as m:
+            with mapped(self.path) as m:
                 if seq:
                     m.madvise(mmap.MADV_SEQUENTIAL)
                 self.touch(m, ask)
@@ -188,10 +187,6 @@ def main(argv: list[str]) -> int:
         probe = Probe(args.library, args.section, drop=not args.no_drop)
     except BadInputError as e:
         print(f"disk_probe.py: error: {e.message}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"disk_probe.py: error: {args.library}: cannot read: {e.strerror or e}",
-              file=sys.stderr)  # fmt: skip
         return 2
     size = probe.hi - probe.lo
     print(f"{args.library}: {args.section} {size / 1e6:.1f} MB at {probe.lo:#x}")

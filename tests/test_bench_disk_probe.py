@@ -3,6 +3,7 @@ off its disk by each way of asking: it must run there the first time, in one dev
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -42,9 +43,15 @@ def test_a_library_it_cannot_probe_is_one_line_and_exit_2(tmp_path: Path) -> Non
     lib = tmp_path / "lib.so"
     lib.write_bytes(elf_with_section(b".rodata", SHF_ALLOC, bytes(8192)))
     missing = tmp_path / "missing.so"
+    empty = tmp_path / "empty.so"
+    empty.write_bytes(b"")
+    fifo = tmp_path / "fifo.so"
+    os.mkfifo(fifo)  # opened as a file, it would wait for a writer for ever
     for argv, said in (
         ([str(lib)], f"{lib}: no .nv_fatbin section"),
         ([str(missing)], f"{missing}: cannot read: No such file or directory"),
+        ([str(empty)], f"{empty}: empty file"),
+        ([str(fifo)], f"{fifo}: not a regular file (a FIFO)"),
     ):
         done = _run("--no-drop", *argv)
         assert done.returncode == 2
