@@ -21,13 +21,23 @@ BUILD = Path(__file__).with_name("tileir_build.py")
 WORK = ROOT / ".work" / "tileir"
 
 
+def _key() -> str:
+    """What names every pinned wheel and the build script: a new pin builds anew."""
+    text = "\n".join([w.requirement for w in TILE] + [BUILD.read_text()])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def built() -> Path:
+    """Where :func:`inputs` keeps this pinning's inputs (with ``done`` in it once built): an
+    offline machine (the GPU tier's) is carried this folder, built here (ci/device-carry.sh)."""
+    return WORK / f"inputs-{_key()}"
+
+
 def inputs() -> Path:
     """The folder of real cuTile inputs, built on first use; ToolError when a wheel cannot be
     downloaded or the build fails (with pip's or Python's message)."""
-    key = hashlib.sha256(
-        "\n".join([w.requirement for w in TILE] + [BUILD.read_text()]).encode()
-    ).hexdigest()[:12]
-    out = WORK / f"inputs-{key}"
+    key = _key()
+    out = built()
     if (out / "done").is_file():
         return out
     wheels = [fetch(w, folder()) for w in TILE]
