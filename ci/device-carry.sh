@@ -35,7 +35,16 @@ for pattern in nvidia_nvvm nvidia_cuda_nvcc nvidia_cuda_cccl nvidia_cuda_runtime
     pruned=$((pruned + 1))
   done
 done
-tile=$("$python" -c 'from tests.tileir_inputs import inputs; print(inputs())')
+# One line, not a traceback, when a wheel cannot be downloaded or the build fails.
+tile=$("$python" -c '
+import sys
+from gate.errors import ToolError
+from tests.tileir_inputs import inputs
+try:
+    print(inputs())
+except ToolError as e:
+    sys.exit(f"device-carry: the cuTile inputs: {e.one_line()}")
+')
 tile=${tile#"$PWD/"}
 carry=(.whl "$tile")
 # What a call takes: the working tree as git sees it (tracked, and untracked not ignored),

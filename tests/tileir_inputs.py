@@ -36,8 +36,8 @@ def built() -> Path:
 def inputs() -> Path:
     """The folder of real cuTile inputs, built on first use; ToolError when a wheel cannot be
     downloaded or the build fails (with pip's or Python's message)."""
-    key = _key()
     out = built()
+    key = out.name.removeprefix("inputs-")
     if (out / "done").is_file():
         return out
     wheels = [fetch(w, folder()) for w in TILE]
